@@ -1,0 +1,106 @@
+#include "convert.hpp"
+
+#include <climits>
+
+#include "dmlops/core/error.hpp"
+
+namespace dmlops::bindings {
+
+DataType data_type_of(const py::array& array, const std::string& what) {
+  const py::dtype dtype = array.dtype();
+  const char kind = dtype.kind();
+  const auto size = dtype.itemsize();
+  const char order = dtype.byteorder();
+  if (order == '>') fail<DTypeError>(what, " has non-native byte order ('", py::str(dtype).cast<std::string>(), "')");
+  switch (kind) {
+    case 'b': return DataType::UInt8;  // bool: stored as UINT8, stays bool in outputs
+    case 'f':
+      if (size == 2) return DataType::Float16;
+      if (size == 4) return DataType::Float32;
+      if (size == 8) return DataType::Float64;
+      break;
+    case 'i':
+      if (size == 1) return DataType::Int8;
+      if (size == 2) return DataType::Int16;
+      if (size == 4) return DataType::Int32;
+      if (size == 8) return DataType::Int64;
+      break;
+    case 'u':
+      if (size == 1) return DataType::UInt8;
+      if (size == 2) return DataType::UInt16;
+      if (size == 4) return DataType::UInt32;
+      if (size == 8) return DataType::UInt64;
+      break;
+  }
+  fail<DTypeError>(what, " has dtype ", py::str(dtype).cast<std::string>(),
+                   "; supported: float16/32/64, int8/16/32/64, uint8/16/32/64 and bool");
+}
+
+TensorView view_of(const py::handle& obj, const std::string& what, bool writable) {
+  if (!py::isinstance<py::array>(obj))
+    fail<DTypeError>(what, " must be a numpy.ndarray, not ", py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+  const auto array = py::reinterpret_borrow<py::array>(obj);
+  TensorView view;
+  view.dtype = data_type_of(array, what);
+  if (array.ndim() > kMaxRank) fail(what, " has ", array.ndim(), " dimensions; tensors have 1 to ", kMaxRank);
+  for (py::ssize_t d = 0; d < array.ndim(); ++d) {
+    view.sizes.push_back(array.shape(d));
+    view.byte_strides.push_back(array.strides(d));
+  }
+  if (writable && !array.writeable()) fail(what, " is read-only");
+  view.data = const_cast<void*>(array.data());
+  return view;
+}
+
+Dims dims_of(const py::handle& obj, const std::string& what) {
+  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj))
+    fail<DTypeError>(what, " must be a sequence of integers");
+  const auto seq = py::reinterpret_borrow<py::sequence>(obj);
+  if (seq.size() > static_cast<std::size_t>(kMaxRank))
+    fail(what, " has ", seq.size(), " entries; at most ", kMaxRank);
+  Dims dims;
+  for (const auto item : seq) {
+    if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item))
+      fail<DTypeError>(what, " must contain integers, got ", py::repr(item).cast<std::string>());
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(item.ptr(), &overflow);
+    if (overflow) fail(what, " entry ", py::repr(item).cast<std::string>(), " does not fit in 64 bits");
+    dims.push_back(v);
+  }
+  return dims;
+}
+
+TensorDesc tensor_desc_of(const py::handle& obj, const std::string& what) {
+  const auto fields = obj.cast<py::tuple>();
+  TensorDesc desc;
+  desc.dtype = parse_data_type(fields[0].cast<std::string>());
+  desc.sizes = dims_of(fields[1], what + " sizes");
+  if (!fields[2].is_none()) desc.strides = dims_of(fields[2], what + " strides");
+  return desc;
+}
+
+Number number_of(const py::handle& obj, const std::string& what) {
+  if (py::isinstance<py::bool_>(obj)) return Number::from_int(obj.cast<bool>() ? 1 : 0);
+  if (py::isinstance<py::int_>(obj)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (!overflow) return Number::from_int(v);
+    if (overflow > 0) {
+      const unsigned long long u = PyLong_AsUnsignedLongLong(obj.ptr());
+      if (!PyErr_Occurred()) return Number::from_uint(u);
+      PyErr_Clear();
+    }
+    fail(what, " ", py::repr(obj).cast<std::string>(), " does not fit in any 64-bit integer type");
+  }
+  if (py::isinstance<py::float_>(obj)) return Number::from_float(obj.cast<double>());
+  fail<DTypeError>(what, " must be an int, float or bool, not ",
+                   py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+}
+
+py::tuple to_tuple(const Dims& dims) {
+  py::tuple t(dims.size());
+  for (int i = 0; i < dims.size(); ++i) t[i] = dims[i];
+  return t;
+}
+
+}  // namespace dmlops::bindings

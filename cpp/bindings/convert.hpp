@@ -1,0 +1,36 @@
+// numpy <-> dmlops conversions shared by every operator's binding.
+// Nothing here copies array data: a TensorView points at the array's own buffer.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <optional>
+#include <string>
+
+#include "dmlops/core/dtype.hpp"
+#include "dmlops/core/tensor.hpp"
+
+namespace dmlops::bindings {
+
+namespace py = pybind11;
+
+// The array's DataType (bool -> UInt8), or DTypeError naming `what`.
+DataType data_type_of(const py::array& array, const std::string& what);
+
+// `obj` must be a numpy.ndarray (TypeError otherwise); returns a view of its memory.
+// With `writable`, a read-only array is a ValueError.
+TensorView view_of(const py::handle& obj, const std::string& what, bool writable = false);
+
+// A sequence of Python ints (at most 8) -> Dims; TypeError / ValueError naming `what`.
+Dims dims_of(const py::handle& obj, const std::string& what);
+
+// (dtype name, sizes, strides or None) -> TensorDesc.
+TensorDesc tensor_desc_of(const py::handle& obj, const std::string& what);
+
+// A Python int, float or bool -> Number; TypeError naming `what` otherwise.
+Number number_of(const py::handle& obj, const std::string& what);
+
+py::tuple to_tuple(const Dims& dims);
+
+}  // namespace dmlops::bindings

@@ -1,0 +1,29 @@
+// One process-wide pool of std::threads and parallel_for over an index range.
+//
+// - The pool is created lazily at the first parallel_for that needs more than one thread.
+// - Its size comes from set_num_threads(n), else DMLOPS_NUM_THREADS, else the CPUs this
+//   process may run on (sched_getaffinity).
+// - parallel_for splits [begin, end) into at most num_threads() chunks of at least `grain`
+//   indices, so small work stays on the calling thread. The caller runs a chunk too.
+// - The first exception thrown by any chunk is rethrown on the caller once every chunk has
+//   finished or been skipped; chunks not yet started are skipped.
+// - Calls from several threads at once are safe: one of them gets the pool, the others run
+//   their range inline on their own thread. A parallel_for inside a chunk runs inline.
+// - After fork() the child drops the parent's pool and makes its own on first use.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace dmlops {
+
+int num_threads();
+// n >= 1; throws InvalidArgument otherwise. Waits for a running parallel_for to finish.
+void set_num_threads(int n);
+// The default: DMLOPS_NUM_THREADS if set to a positive integer, else the usable CPUs.
+int default_num_threads();
+
+using RangeFn = std::function<void(std::int64_t begin, std::int64_t end)>;
+void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, const RangeFn& fn);
+
+}  // namespace dmlops

@@ -1,0 +1,60 @@
+// TensorDesc: the DirectML-shaped description (sizes + signed strides in elements).
+// TensorView: what kernels see (dtype, sizes, base pointer, signed strides in bytes:
+// numpy's convention, so any numpy array maps onto one without a copy).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "dmlops/core/dims.hpp"
+#include "dmlops/core/dtype.hpp"
+
+namespace dmlops {
+
+// Row-major strides (in elements) of a packed tensor of these sizes.
+Dims packed_strides(const Dims& sizes);
+
+// DMLCalcBufferTensorSize: bytes a buffer needs to hold the tensor, rounded up to a multiple
+// of 4. Strides may be negative here (numpy views); the span uses their absolute values.
+std::uint64_t calc_buffer_tensor_size(DataType dtype, const Dims& sizes,
+                                      const std::optional<Dims>& strides = std::nullopt);
+
+struct TensorDesc {
+  DataType dtype = DataType::Float32;
+  Dims sizes;
+  std::optional<Dims> strides;  // elements; nullopt = packed
+
+  std::int64_t element_count() const { return sizes.product(); }
+  friend bool operator==(const TensorDesc& a, const TensorDesc& b) {
+    return a.dtype == b.dtype && a.sizes == b.sizes && a.strides == b.strides;
+  }
+};
+
+// Checks a TensorDesc: rank 1..8, sizes >= 1, strides (if any) one per dimension.
+// `what` names it in messages, e.g. "Padding1: input".
+void validate_tensor_desc(const TensorDesc& desc, const char* what);
+
+struct TensorView {
+  DataType dtype = DataType::Float32;
+  Dims sizes;
+  Dims byte_strides;
+  void* data = nullptr;  // address of element [0, ..., 0]
+
+  std::int64_t element_count() const { return sizes.product(); }
+  // Lowest and one-past-highest byte address any element touches.
+  std::pair<const std::byte*, const std::byte*> byte_span() const;
+  // Conservative: true when two elements might share bytes (zero strides, interleaving).
+  bool may_self_overlap() const;
+};
+
+bool may_overlap(const TensorView& a, const TensorView& b);
+
+// Checks that `view` fits `desc` (dtype and sizes), else DTypeError / InvalidArgument.
+void check_view_matches(const TensorView& view, const TensorDesc& desc, const char* what);
+// Checks an output view: matches `desc`, its elements are distinct, it shares no memory
+// with any input. Called before any byte is written.
+void check_output_view(const TensorView& out, const TensorDesc& desc, const char* what,
+                       std::initializer_list<const TensorView*> inputs);
+
+}  // namespace dmlops

@@ -1,0 +1,190 @@
+#include "dmlops/core/parallel.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dmlops/core/error.hpp"
+
+namespace dmlops {
+namespace {
+
+// True on a thread while it runs a chunk: a nested parallel_for then runs inline.
+thread_local bool t_inside_chunk = false;
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads) {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  }
+  ~ThreadPool() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs fn over `chunks` equal parts of [begin, end) on every thread including the caller.
+  void run(std::int64_t begin, std::int64_t end, std::int64_t chunks, const RangeFn& fn) {
+    {
+      std::lock_guard lock(mutex_);
+      fn_ = &fn;
+      begin_ = begin;
+      end_ = end;
+      chunks_ = chunks;
+      next_chunk_.store(0);
+      failed_.store(false);
+      error_ = nullptr;
+      checked_in_ = 0;
+      ++generation_;
+    }
+    wake_.notify_all();
+    run_chunks();
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return checked_in_ == static_cast<int>(workers_.size()); });
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void worker_loop() {
+    std::uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+      }
+      run_chunks();
+      {
+        std::lock_guard lock(mutex_);
+        ++checked_in_;
+      }
+      done_.notify_one();
+    }
+  }
+
+  void run_chunks() {
+    t_inside_chunk = true;
+    const std::int64_t length = end_ - begin_;
+    for (std::int64_t c = next_chunk_.fetch_add(1); c < chunks_; c = next_chunk_.fetch_add(1)) {
+      if (failed_.load(std::memory_order_relaxed)) continue;  // skip the rest after a failure
+      try {
+        (*fn_)(begin_ + length * c / chunks_, begin_ + length * (c + 1) / chunks_);
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+        failed_.store(true);
+      }
+    }
+    t_inside_chunk = false;
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+  int checked_in_ = 0;
+  // The current job; written under mutex_ before generation_ changes, read by the workers after.
+  const RangeFn* fn_ = nullptr;
+  std::int64_t begin_ = 0, end_ = 0, chunks_ = 0;
+  std::atomic<std::int64_t> next_chunk_{0};
+  std::atomic<bool> failed_{false};
+  std::exception_ptr error_;
+};
+
+// Process-wide state. The mutexes live in raw storage so the fork handler can re-create them
+// in the child, where a thread of the parent may have held them at the time of the fork.
+alignas(std::mutex) unsigned char g_run_storage[sizeof(std::mutex)];     // one job on the pool at a time
+alignas(std::mutex) unsigned char g_config_storage[sizeof(std::mutex)];  // guards g_pool, g_threads
+ThreadPool* g_pool = nullptr;
+int g_threads = 0;  // 0: not chosen yet, use default_num_threads()
+
+std::mutex& run_mutex() { return *std::launder(reinterpret_cast<std::mutex*>(g_run_storage)); }
+std::mutex& config_mutex() { return *std::launder(reinterpret_cast<std::mutex*>(g_config_storage)); }
+
+void after_fork_in_child() {
+  // The parent's worker threads do not exist here: forget the pool (leaking it, since its
+  // destructor would join threads that are gone) and start with unlocked mutexes.
+  new (g_run_storage) std::mutex;
+  new (g_config_storage) std::mutex;
+  g_pool = nullptr;
+}
+
+struct Init {
+  Init() {
+    new (g_run_storage) std::mutex;
+    new (g_config_storage) std::mutex;
+    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+  }
+} g_init;
+
+int usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+int default_num_threads() {
+  if (const char* env = std::getenv("DMLOPS_NUM_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n >= 1 && n <= 1024) return static_cast<int>(n);
+  }
+  return usable_cpus();
+}
+
+int num_threads() {
+  std::lock_guard lock(config_mutex());
+  if (g_threads == 0) g_threads = default_num_threads();
+  return g_threads;
+}
+
+void set_num_threads(int n) {
+  if (n < 1) fail("set_num_threads: n is ", n, "; it must be >= 1");
+  if (n > 1024) fail("set_num_threads: n is ", n, "; at most 1024 threads");
+  if (t_inside_chunk) fail("set_num_threads: cannot be called from inside a parallel_for chunk");
+  std::lock_guard run(run_mutex());  // wait for a running job
+  std::lock_guard lock(config_mutex());
+  g_threads = n;
+  if (g_pool && g_pool->size() != n) {
+    delete g_pool;
+    g_pool = nullptr;
+  }
+}
+
+void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, const RangeFn& fn) {
+  const std::int64_t length = end - begin;
+  if (length <= 0) return;
+  grain = std::max<std::int64_t>(grain, 1);
+  const std::int64_t chunks = std::min<std::int64_t>(num_threads(), (length + grain - 1) / grain);
+  if (chunks <= 1 || t_inside_chunk) return fn(begin, end);
+  std::unique_lock run(run_mutex(), std::try_to_lock);
+  if (!run.owns_lock()) return fn(begin, end);  // another caller has the pool: work inline
+  ThreadPool* pool;
+  {
+    std::lock_guard lock(config_mutex());
+    if (g_pool == nullptr) g_pool = new ThreadPool(g_threads);
+    pool = g_pool;
+  }
+  pool->run(begin, end, std::min<std::int64_t>(chunks, pool->size()), fn);
+}
+
+}  // namespace dmlops

@@ -1,0 +1,95 @@
+#include "dmlops/core/tensor.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "dmlops/core/error.hpp"
+
+namespace dmlops {
+
+Dims packed_strides(const Dims& sizes) {
+  Dims strides = Dims::filled(sizes.size(), 1);
+  for (int d = sizes.size() - 2; d >= 0; --d) strides[d] = strides[d + 1] * sizes[d + 1];
+  return strides;
+}
+
+std::uint64_t calc_buffer_tensor_size(DataType dtype, const Dims& sizes, const std::optional<Dims>& strides) {
+  std::uint64_t elements = 1;
+  if (strides) {
+    if (strides->size() != sizes.size())
+      fail("calc_buffer_tensor_size: strides has ", strides->size(), " entries but sizes has ", sizes.size());
+    std::uint64_t last = 0;
+    for (int d = 0; d < sizes.size(); ++d) {
+      last += static_cast<std::uint64_t>(sizes[d] - 1) * static_cast<std::uint64_t>(std::llabs((*strides)[d]));
+    }
+    elements = last + 1;
+  } else {
+    for (std::int64_t s : sizes) elements *= static_cast<std::uint64_t>(s);
+  }
+  const std::uint64_t bytes = elements * element_size(dtype);
+  return (bytes + 3) & ~std::uint64_t{3};
+}
+
+void validate_tensor_desc(const TensorDesc& desc, const char* what) {
+  const int rank = desc.sizes.size();
+  if (rank < 1) fail(what, " has 0 dimensions; tensors have 1 to ", kMaxRank);
+  for (int d = 0; d < rank; ++d) {
+    if (desc.sizes[d] < 1) fail(what, " sizes[", d, "] is ", desc.sizes[d], "; every size must be >= 1");
+  }
+  if (desc.strides && desc.strides->size() != rank)
+    fail(what, " strides has ", desc.strides->size(), " entries but sizes has ", rank);
+}
+
+std::pair<const std::byte*, const std::byte*> TensorView::byte_span() const {
+  const auto* base = static_cast<const std::byte*>(data);
+  std::int64_t low = 0, high = 0;
+  for (int d = 0; d < sizes.size(); ++d) {
+    const std::int64_t reach = (sizes[d] - 1) * byte_strides[d];
+    (reach < 0 ? low : high) += reach;
+  }
+  return {base + low, base + high + static_cast<std::int64_t>(element_size(dtype))};
+}
+
+bool TensorView::may_self_overlap() const {
+  // Sort the dimensions that have more than one element by |stride|; the elements are distinct
+  // when each stride steps past everything the smaller dimensions span (sufficient, and true
+  // for every layout numpy creates: C, F, transposed, sliced).
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (|stride|, size)
+  for (int d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] > 1) dims.emplace_back(std::llabs(byte_strides[d]), sizes[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  std::int64_t span = static_cast<std::int64_t>(element_size(dtype));
+  for (const auto& [stride, size] : dims) {
+    if (stride < span) return true;
+    span = stride * (size - 1) + span;
+  }
+  return false;
+}
+
+bool may_overlap(const TensorView& a, const TensorView& b) {
+  const auto [a_low, a_high] = a.byte_span();
+  const auto [b_low, b_high] = b.byte_span();
+  return a_low < b_high && b_low < a_high;
+}
+
+void check_view_matches(const TensorView& view, const TensorDesc& desc, const char* what) {
+  if (view.dtype != desc.dtype)
+    fail<DTypeError>(what, " has dtype ", name(view.dtype), " but the descriptor says ", name(desc.dtype));
+  if (view.sizes != desc.sizes) fail(what, " has shape ", view.sizes, " but the descriptor says ", desc.sizes);
+  if (view.byte_strides.size() != view.sizes.size())
+    fail(what, " has ", view.byte_strides.size(), " strides for ", view.sizes.size(), " dimensions");
+}
+
+void check_output_view(const TensorView& out, const TensorDesc& desc, const char* what,
+                       std::initializer_list<const TensorView*> inputs) {
+  check_view_matches(out, desc, what);
+  if (out.may_self_overlap())
+    fail(what, " has overlapping elements (a zero or interleaved stride); outputs need distinct elements");
+  for (const TensorView* in : inputs) {
+    if (may_overlap(out, *in)) fail(what, " shares memory with an input; outputs must not overlap inputs");
+  }
+}
+
+}  // namespace dmlops

@@ -1,0 +1,92 @@
+"""Argument normalisation shared by every operator's Python face.
+
+Everything here only checks and converts the *arguments*; tensor data is never touched
+(it goes to the C++ kernels without a copy). Messages name the operator and the field,
+e.g. ``Padding1: start_padding must contain integers, got 1.5``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional, Union
+
+import numpy as np
+
+Number = Union[int, float, bool]
+
+
+def as_array(x: Any, what: str) -> np.ndarray:
+    """Return ``x`` if it is a numpy array, else raise TypeError (no silent conversion)."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{what} must be a numpy.ndarray, not {type(x).__name__}")
+    return x
+
+
+def int_tuple(values: Any, what: str) -> tuple[int, ...]:
+    """A sequence of integers (Python or numpy) as a tuple of Python ints."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{what} must be a sequence of integers, not {type(values).__name__}")
+    result = []
+    for v in values:
+        if isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{what} must contain integers, got {v!r}")
+        try:
+            result.append(operator.index(v))
+        except TypeError:
+            raise TypeError(f"{what} must contain integers, got {v!r}") from None
+    return tuple(result)
+
+
+def number(value: Any, what: str) -> Number:
+    """A Python or numpy scalar as a Python int, float or bool."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    raise TypeError(f"{what} must be an int, float or bool, not {type(value).__name__}")
+
+
+class Enum:
+    """A DirectML enum: canonical short names <-> ``DML_<PREFIX>_<NAME>`` names.
+
+    ``parse`` accepts the short name (``'reflection'``), the DirectML name with or without
+    its prefix (``'DML_PADDING_MODE_REFLECTION'``, ``'REFLECTION'``), in any case; unknown
+    names raise ValueError with the valid ones and, where another library uses the name for
+    something, a hint (``'reflect'`` is numpy's and PyTorch's name for ``'reflection'``).
+    """
+
+    def __init__(self, prefix: str, names: Iterable[str], hints: Optional[Mapping[str, str]] = None):
+        self.prefix = prefix
+        self.names = tuple(names)
+        self.hints = dict(hints or {})
+
+    def parse(self, value: Any, what: str) -> str:
+        if not isinstance(value, str):
+            raise TypeError(f"{what} must be a string, one of {', '.join(self.names)}")
+        key = value.lower()
+        for p in ("dml_" + self.prefix.lower() + "_", self.prefix.lower() + "_"):
+            if key.startswith(p):
+                key = key[len(p):]
+        if key in self.names:
+            return key
+        hint = self.hints.get(value.lower())
+        raise ValueError(
+            f"{what} {value!r} is unknown; expected one of {', '.join(self.names)}"
+            + (f" ({hint})" if hint else "")
+        )
+
+    def dml(self, name: str) -> str:
+        return f"DML_{self.prefix}_{name.upper()}"
+
+
+def check_out(out: Optional[np.ndarray], dtype: np.dtype, what: str) -> None:
+    """``out=`` must be an ndarray of exactly ``dtype`` (shape, writability and overlap are
+    checked by the C++ layer before it writes anything)."""
+    if out is None:
+        return
+    as_array(out, what)
+    if out.dtype != dtype:
+        raise TypeError(f"{what} has dtype {out.dtype} but the result is {dtype}")

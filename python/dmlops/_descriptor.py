@@ -1,0 +1,144 @@
+"""The descriptor pattern shared by every operator class (``Padding1Desc``, ...).
+
+A descriptor mirrors a DirectML ``DML_*_OPERATOR_DESC`` struct field for field. Subclasses
+declare their fields once (``FIELDS``) and validate in their constructor (through the C++
+``validate``/``infer_output``); this base derives from the declaration everything else:
+read-only properties, ``repr``, ``==``/``hash``, pickling, and ``to_dict``/``from_dict`` in
+the JSON shape of DirectML's DxDispatch model files (C field names, full enum names).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+from typing import Any, ClassVar, Optional
+
+from ._args import Enum
+from ._tensor import TensorDesc, dml_dtype
+
+
+@dataclass(frozen=True)
+class Field:
+    """One member of a DirectML operator struct.
+
+    kind: ``tensor`` (a TensorDesc), ``enum`` (an :class:`Enum` short name), ``dims`` (one
+    UINT per dimension; the struct's DimensionCount is derived), ``scalar`` (a
+    DML_SCALAR_UNION typed by the input tensor's dtype, written with a sibling
+    ``<Name>DataType`` entry) or ``float`` (a FLOAT member).
+    """
+
+    name: str
+    dml: str
+    kind: str
+    enum: Optional[Enum] = None
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def _from_json_number(value: Any) -> Any:
+    if isinstance(value, str) and value.lower() in ("nan", "inf", "-inf", "+inf"):
+        return float(value)
+    return value
+
+
+def _identity(value: Any) -> Any:
+    # floats compare by bits, so that nan == nan and -0.0 != 0.0 (they pad differently)
+    return struct.pack("<d", value) if isinstance(value, float) else value
+
+
+class Descriptor:
+    """Base of the operator descriptor classes; see the module docstring."""
+
+    NAME: ClassVar[str]  # operator name in messages, e.g. "Padding1"
+    OPERATOR: ClassVar[str]  # DML_OPERATOR_<OPERATOR>
+    FIELDS: ClassVar[tuple[Field, ...]]
+
+    _values: dict
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for field in cls.__dict__.get("FIELDS", ()):
+            if field.name not in cls.__dict__:
+                setattr(cls, field.name, property(lambda self, n=field.name: self._values[n]))
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """The output tensor's sizes."""
+        return self._values["output"].sizes
+
+    def _key(self) -> tuple:
+        return tuple(_identity(self._values[f.name]) for f in self.FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._key()))
+
+    def __repr__(self) -> str:
+        fields = ",\n".join(f"    {f.name}={self._values[f.name]!r}" for f in self.FIELDS)
+        return f"{type(self).__name__}(\n{fields},\n)"
+
+    def __reduce__(self):
+        return (type(self).from_dict, (self.to_dict(),))
+
+    def to_dict(self) -> dict:
+        """The descriptor as DxDispatch JSON: C field names, DML enum names, tensor descs as
+        ``{"DataType": "FLOAT32", "Sizes": [...]}``."""
+        d: dict = {}
+        for f in self.FIELDS:
+            value = self._values[f.name]
+            if f.kind == "tensor":
+                d[f.dml] = value.to_dict()
+            elif f.kind == "enum":
+                d[f.dml] = f.enum.dml(value)
+            elif f.kind == "dims":
+                d["DimensionCount"] = len(value)
+                d[f.dml] = list(value)
+            elif f.kind == "scalar":
+                d[f.dml + "DataType"] = dml_dtype(self._values["input"].dtype)
+                d[f.dml] = _json_number(value)
+            else:
+                d[f.dml] = _json_number(value)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Descriptor":
+        """Build a descriptor from :meth:`to_dict` output (or a DxDispatch ``desc`` object).
+        Enum values may be given with or without their ``DML_..._`` prefix."""
+        if not isinstance(d, dict):
+            raise TypeError(f"{cls.NAME}: from_dict needs a dict, not {type(d).__name__}")
+        known = {f.dml for f in cls.FIELDS} | {"DimensionCount"}
+        known |= {f.dml + "DataType" for f in cls.FIELDS if f.kind == "scalar"}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"{cls.NAME}: unknown field(s) {sorted(unknown)}; expected {sorted(known)}")
+        kwargs: dict = {}
+        for f in cls.FIELDS:
+            if f.dml not in d:
+                if f.dml == "OutputTensor":
+                    continue  # inferred
+                raise ValueError(f"{cls.NAME}: field {f.dml!r} is missing")
+            value = d[f.dml]
+            if f.kind == "tensor":
+                kwargs[f.name] = TensorDesc.from_dict(value)
+            elif f.kind == "dims":
+                count = d.get("DimensionCount", len(value))
+                if len(value) != count:
+                    raise ValueError(f"{cls.NAME}: {f.dml} has {len(value)} entries but DimensionCount is {count}")
+                kwargs[f.name] = value
+            else:
+                kwargs[f.name] = _from_json_number(value)
+        for f in cls.FIELDS:
+            typed = f.dml + "DataType"
+            if f.kind == "scalar" and typed in d and "input" in kwargs:
+                if TensorDesc(d[typed], (1,)).dtype != kwargs["input"].dtype:
+                    raise ValueError(f"{cls.NAME}: {typed} {d[typed]} does not match the input's DataType")
+        return cls(**kwargs)

@@ -1,0 +1,147 @@
+"""TensorDesc: DirectML's DML_BUFFER_TENSOR_DESC as a Python value."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from . import _core
+from ._args import int_tuple
+
+#: The 11 DirectML data types, by their numpy names.
+DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
+          "int8", "int16", "int32", "int64")
+_DML_PREFIX = "DML_TENSOR_DATA_TYPE_"
+
+
+def dtype_name(dtype: Any, what: str = "dtype") -> str:
+    """Normalise a numpy dtype, type or name, or a DirectML name (``'FLOAT32'``,
+    ``'DML_TENSOR_DATA_TYPE_FLOAT32'``) to the numpy name of one of the 11 DirectML types."""
+    if isinstance(dtype, str):
+        key = dtype.upper()
+        if key.startswith(_DML_PREFIX):
+            key = key[len(_DML_PREFIX):]
+        if key.lower() in DTYPES:
+            return key.lower()
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"{what} {dtype!r} is not a data type") from None
+    if name in DTYPES:
+        return name
+    if name == "bool":
+        raise TypeError(f"{what} bool is not a DirectML data type; use uint8 (bool arrays are accepted where uint8 is)")
+    raise TypeError(f"{what} {name} is not supported; expected one of {', '.join(DTYPES)}")
+
+
+def array_dtype_name(x: np.ndarray, what: str = "array dtype") -> str:
+    """The DirectML data type an array is read as (bool arrays are uint8 storage)."""
+    return "uint8" if x.dtype == np.bool_ else dtype_name(x.dtype, what)
+
+
+def dml_dtype(name: str) -> str:
+    return name.upper()
+
+
+class TensorDesc:
+    """A tensor's data type, sizes and (optional) strides in elements, as DirectML describes it.
+
+    Parameters
+    ----------
+    dtype : str or numpy dtype
+        One of the 11 DirectML types, by numpy name (``'float32'``) or DirectML name
+        (``'FLOAT32'``).
+    sizes : sequence of int
+        1 to 8 sizes, each >= 1.
+    strides : sequence of int, optional
+        Strides in elements, one per dimension (may be negative or zero); None = packed.
+
+    Examples
+    --------
+    >>> d = TensorDesc("float16", (1, 3))
+    >>> d.buffer_size
+    8
+    >>> TensorDesc.from_dict(d.to_dict()) == d
+    True
+    """
+
+    __slots__ = ("_dtype", "_sizes", "_strides")
+
+    def __init__(self, dtype: Any, sizes: Sequence[int], strides: Optional[Sequence[int]] = None):
+        self._dtype = dtype_name(dtype, "TensorDesc: dtype")
+        self._sizes = int_tuple(sizes, "TensorDesc: sizes")
+        self._strides = None if strides is None else int_tuple(strides, "TensorDesc: strides")
+        _core.validate_tensor_desc((self._dtype, self._sizes, self._strides), "TensorDesc:")
+
+    @classmethod
+    def from_array(cls, x: np.ndarray) -> "TensorDesc":
+        """The packed TensorDesc of an array's dtype and shape (bool reads as uint8)."""
+        return cls(array_dtype_name(x), x.shape)
+
+    @property
+    def dtype(self) -> str:
+        return self._dtype
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return self._sizes
+
+    @property
+    def strides(self) -> Optional[tuple[int, ...]]:
+        return self._strides
+
+    @property
+    def rank(self) -> int:
+        return len(self._sizes)
+
+    @property
+    def buffer_size(self) -> int:
+        """Bytes DirectML needs for this tensor (``DMLCalcBufferTensorSize``)."""
+        return _core.calc_buffer_tensor_size(self._dtype, self._sizes, self._strides)
+
+    def to_dict(self) -> dict:
+        d: dict = {"DataType": dml_dtype(self._dtype), "Sizes": list(self._sizes)}
+        if self._strides is not None:
+            d["Strides"] = list(self._strides)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TensorDesc":
+        unknown = set(d) - {"DataType", "Sizes", "Strides", "Flags", "GuaranteedBaseOffsetAlignment",
+                            "TotalTensorSizeInBytes"}
+        if unknown:
+            raise ValueError(f"TensorDesc: unknown field(s) {sorted(unknown)}")
+        for key in ("DataType", "Sizes"):
+            if key not in d:
+                raise ValueError(f"TensorDesc: missing field {key!r}")
+        return cls(d["DataType"], d["Sizes"], d.get("Strides"))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensorDesc):
+            return NotImplemented
+        return (self._dtype, self._sizes, self._strides) == (other._dtype, other._sizes, other._strides)
+
+    def __hash__(self) -> int:
+        return hash((self._dtype, self._sizes, self._strides))
+
+    def __repr__(self) -> str:
+        strides = "" if self._strides is None else f", strides={self._strides}"
+        return f"TensorDesc({self._dtype!r}, {self._sizes}{strides})"
+
+    def __reduce__(self):
+        return (TensorDesc, (self._dtype, self._sizes, self._strides))
+
+
+def calc_buffer_tensor_size(dtype: Any, sizes: Sequence[int], strides: Optional[Sequence[int]] = None) -> int:
+    """DirectML's ``DMLCalcBufferTensorSize``: the bytes a buffer needs to hold a tensor.
+
+    Packed: ``prod(sizes) * element_size``; strided: ``(sum((sizes[i]-1) * |strides[i]|) + 1)
+    * element_size``; then rounded up to a multiple of 4. Computed in 64 bits.
+
+    Examples
+    --------
+    >>> calc_buffer_tensor_size("float16", (1, 3))
+    8
+    """
+    return TensorDesc(dtype, sizes, strides).buffer_size
