@@ -82,6 +82,12 @@ class Enum:
         return f"DML_{self.prefix}_{name.upper()}"
 
 
+def check_bool_value(x: np.ndarray, value: Number, what: str) -> None:
+    """A bool array is uint8 storage, but only 0 and 1 are bools: refuse to write anything else."""
+    if x.dtype == np.bool_ and value not in (0, 1):
+        raise ValueError(f"{what} {value!r} is not representable in bool (0, 1, False or True)")
+
+
 def check_out(out: Optional[np.ndarray], dtype: np.dtype, what: str) -> None:
     """``out=`` must be an ndarray of exactly ``dtype`` (shape, writability and overlap are
     checked by the C++ layer before it writes anything)."""

@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _core
-from ._args import Enum, as_array, check_out, int_tuple, number
+from ._args import Enum, as_array, check_bool_value, check_out, int_tuple, number
 from ._descriptor import Descriptor, Field
 from ._tensor import TensorDesc, array_dtype_name
 
@@ -87,9 +87,10 @@ class _PaddingDescriptor(Descriptor):
             raise TypeError(f"{op}: input has dtype {x.dtype} but the descriptor says {self.input.dtype}")
         if x.shape != self.input.sizes:
             raise ValueError(f"{op}: input has shape {x.shape} but the descriptor says {self.input.sizes}")
+        check_bool_value(x, self.padding_value, f"{op}: padding_value")
         check_out(out, x.dtype, f"{op}: out")
         return _core.padding(op, x, out, self.padding_mode, self.start_padding, self.end_padding,
-                             self._values["padding_value"], self.EXACT_VALUE)
+                             self.padding_value, self.EXACT_VALUE)
 
 
 class Padding1Desc(_PaddingDescriptor):
@@ -198,5 +199,7 @@ def pad(x: np.ndarray, start_padding: Sequence[int], end_padding: Sequence[int],
     mode = PADDING_MODE.parse(mode, f"{op}: padding_mode")
     start = int_tuple(start_padding, f"{op}: start_padding")
     end = int_tuple(end_padding, f"{op}: end_padding")
+    value = number(value, f"{op}: padding_value")
+    check_bool_value(x, value, f"{op}: padding_value")
     check_out(out, x.dtype, f"{op}: out")
-    return _core.padding(op, x, out, mode, start, end, number(value, f"{op}: padding_value"), True)
+    return _core.padding(op, x, out, mode, start, end, value, True)

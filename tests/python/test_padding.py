@@ -1,0 +1,492 @@
+"""Padding / Padding1 (spec section 1) against the plain reference in reference.py."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dmlops
+from reference import bits, pad_reference, pad_source_index
+
+MODES = ("constant", "edge", "reflection", "symmetric", "wrap")
+DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
+          "int8", "int16", "int32", "int64", "bool")
+
+
+def random_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(bool)
+    # random bit patterns: every value, NaN payloads and subnormals included
+    raw = rng.integers(0, 256, size=int(np.prod(shape)) * dtype.itemsize, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def assert_same_bits(actual: np.ndarray, expected: np.ndarray):
+    assert actual.dtype == expected.dtype
+    assert actual.shape == expected.shape
+    np.testing.assert_array_equal(bits(actual), bits(expected))
+
+
+# ---------------------------------------------------------------------------------------------
+# DirectML's worked examples (seed 000, DML_PADDING1_OPERATOR_DESC), verbatim
+
+SEED_INPUT = np.array([[[[1, 2, 3, 4],
+                         [5, 6, 7, 8],
+                         [1, 2, 3, 4],
+                         [5, 6, 7, 8]]]], dtype=np.float32)
+SEED_START, SEED_END = (0, 0, 1, 2), (0, 0, 3, 4)
+SEED_OUTPUTS = {
+    "constant": [[9, 9, 9, 9, 9, 9, 9, 9, 9, 9],
+                 [9, 9, 1, 2, 3, 4, 9, 9, 9, 9],
+                 [9, 9, 5, 6, 7, 8, 9, 9, 9, 9],
+                 [9, 9, 1, 2, 3, 4, 9, 9, 9, 9],
+                 [9, 9, 5, 6, 7, 8, 9, 9, 9, 9],
+                 [9, 9, 9, 9, 9, 9, 9, 9, 9, 9],
+                 [9, 9, 9, 9, 9, 9, 9, 9, 9, 9],
+                 [9, 9, 9, 9, 9, 9, 9, 9, 9, 9]],
+    "edge": [[1, 1, 1, 2, 3, 4, 4, 4, 4, 4],
+             [1, 1, 1, 2, 3, 4, 4, 4, 4, 4],
+             [5, 5, 5, 6, 7, 8, 8, 8, 8, 8],
+             [1, 1, 1, 2, 3, 4, 4, 4, 4, 4],
+             [5, 5, 5, 6, 7, 8, 8, 8, 8, 8],
+             [5, 5, 5, 6, 7, 8, 8, 8, 8, 8],
+             [5, 5, 5, 6, 7, 8, 8, 8, 8, 8],
+             [5, 5, 5, 6, 7, 8, 8, 8, 8, 8]],
+    "reflection": [[7, 6, 5, 6, 7, 8, 7, 6, 5, 6],
+                   [3, 2, 1, 2, 3, 4, 3, 2, 1, 2],
+                   [7, 6, 5, 6, 7, 8, 7, 6, 5, 6],
+                   [3, 2, 1, 2, 3, 4, 3, 2, 1, 2],
+                   [7, 6, 5, 6, 7, 8, 7, 6, 5, 6],
+                   [3, 2, 1, 2, 3, 4, 3, 2, 1, 2],
+                   [7, 6, 5, 6, 7, 8, 7, 6, 5, 6],
+                   [3, 2, 1, 2, 3, 4, 3, 2, 1, 2]],
+    "symmetric": [[2, 1, 1, 2, 3, 4, 4, 3, 2, 1],
+                  [2, 1, 1, 2, 3, 4, 4, 3, 2, 1],
+                  [6, 5, 5, 6, 7, 8, 8, 7, 6, 5],
+                  [2, 1, 1, 2, 3, 4, 4, 3, 2, 1],
+                  [6, 5, 5, 6, 7, 8, 8, 7, 6, 5],
+                  [6, 5, 5, 6, 7, 8, 8, 7, 6, 5],
+                  [2, 1, 1, 2, 3, 4, 4, 3, 2, 1],
+                  [6, 5, 5, 6, 7, 8, 8, 7, 6, 5]],
+}
+
+
+@pytest.mark.parametrize("mode", sorted(SEED_OUTPUTS))
+def test_seed_examples(mode):
+    expected = np.array([[SEED_OUTPUTS[mode]]], dtype=np.float32)
+    y = dmlops.pad(SEED_INPUT, SEED_START, SEED_END, mode=mode, value=9)
+    assert y.shape == (1, 1, 8, 10) and y.dtype == np.float32 and y.flags.c_contiguous
+    np.testing.assert_array_equal(y, expected)
+    desc = dmlops.Padding1Desc(dmlops.TensorDesc("FLOAT32", (1, 1, 4, 4)), padding_mode=mode,
+                               padding_value=9, start_padding=SEED_START, end_padding=SEED_END)
+    np.testing.assert_array_equal(desc(SEED_INPUT), expected)
+    # the reference agrees with DirectML's examples too, so it is a sound oracle
+    np.testing.assert_array_equal(pad_reference(SEED_INPUT, SEED_START, SEED_END, mode, 9), expected)
+
+
+def test_issue_example():
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    y = dmlops.pad(x, (0, 0, 1, 2), (0, 0, 3, 4), mode="reflection")
+    assert_same_bits(y, pad_reference(x, (0, 0, 1, 2), (0, 0, 3, 4), "reflection"))
+    d = dmlops.Padding1Desc(input=dmlops.TensorDesc("float32", (1, 1, 4, 4)), padding_mode="symmetric",
+                            start_padding=(0, 0, 1, 2), end_padding=(0, 0, 3, 4))
+    assert d.output.sizes == (1, 1, 8, 10)
+    assert_same_bits(d(x), pad_reference(x, (0, 0, 1, 2), (0, 0, 3, 4), "symmetric"))
+    assert dmlops.Padding1Desc.from_dict(d.to_dict()) == d
+
+
+def test_docstring_examples():
+    np.testing.assert_array_equal(dmlops.pad(np.array([1, 2, 3, 4]), (2,), (5,), mode="reflection"),
+                                  [3, 2, 1, 2, 3, 4, 3, 2, 1, 2, 3])
+    np.testing.assert_array_equal(dmlops.pad(np.array([1, 2, 3, 4]), (2,), (2,), mode="symmetric"),
+                                  [2, 1, 1, 2, 3, 4, 4, 3])
+    np.testing.assert_array_equal(dmlops.pad(np.array([1, 2, 3, 4]), (2,), (2,), mode="wrap"),
+                                  [3, 4, 1, 2, 3, 4, 1, 2])
+    np.testing.assert_array_equal(dmlops.pad(np.array([1, 2, 3, 4]), (2,), (2,), mode="edge"),
+                                  [1, 1, 1, 2, 3, 4, 4, 4])
+
+
+# ---------------------------------------------------------------------------------------------
+# The periodic rule for pads larger than the input, written out by hand
+
+@pytest.mark.parametrize("mode,expected", [
+    # input [a b c] = [1 2 3], start 7, end 8
+    ("reflection", [2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3]),
+    ("symmetric", [1, 1, 2, 3, 3, 2, 1, 1, 2, 3, 3, 2, 1, 1, 2, 3, 3, 2]),
+    ("wrap", [3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2]),
+    ("edge", [1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3]),
+])
+def test_pads_many_times_the_input(mode, expected):
+    y = dmlops.pad(np.array([1, 2, 3], dtype=np.int16), (7,), (8,), mode=mode)
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_reflection_of_a_single_element_repeats_it():
+    np.testing.assert_array_equal(dmlops.pad(np.array([5.0]), (3,), (2,), mode="reflection"), [5.0] * 6)
+
+
+def test_source_index_reference_is_periodic():
+    # the reference rule itself: reflection has period 2(n-1), symmetric 2n, wrap n
+    for n in (2, 3, 5):
+        for o in range(-40, 40):
+            s = 50
+            assert pad_source_index("reflection", s + o, n, s) == pad_source_index("reflection", s + o + 2 * (n - 1), n, s)
+            assert pad_source_index("symmetric", s + o, n, s) == pad_source_index("symmetric", s + o + 2 * n, n, s)
+            assert pad_source_index("wrap", s + o, n, s) == pad_source_index("wrap", s + o + n, n, s)
+
+
+# ---------------------------------------------------------------------------------------------
+# Random sweep: ranks 1-8, every dtype and mode, pads up to several times the input
+
+def sweep_case(seed: int):
+    rng = np.random.default_rng(seed)
+    rank = int(rng.integers(1, 9))
+    max_size = {1: 40, 2: 12, 3: 7, 4: 5, 5: 4, 6: 3, 7: 3, 8: 2}[rank]
+    shape = tuple(int(s) for s in rng.integers(1, max_size + 1, size=rank))
+    pads = lambda: tuple(int(p) if rng.random() < 0.8 else int(p) * 4 for p in rng.integers(0, 4, size=rank))
+    return rng, shape, pads(), pads(), MODES[seed % 5], DTYPES[seed % len(DTYPES)]
+
+
+@pytest.mark.parametrize("seed", range(240))
+def test_random_sweep_bit_exact(seed):
+    rng, shape, start, end, mode, dtype = sweep_case(seed)
+    x = random_array(rng, shape, dtype)
+    value = {"bool": True, "float16": -2.5, "uint64": 2**64 - 1, "int64": -(2**63)}.get(dtype, 7)
+    y = dmlops.pad(x, start, end, mode=mode, value=value)
+    assert_same_bits(y, pad_reference(x, start, end, mode, value))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_strided_views_and_out(seed):
+    """Inputs with negative, zero and non-contiguous strides (read in place), and strided out=."""
+    rng, shape, start, end, mode, dtype = sweep_case(seed + 1000)
+    base = random_array(rng, tuple(s * 2 + 1 for s in shape), dtype)
+    view = base[tuple(slice(None, None, int(rng.choice([-2, -1, 1, 2]))) for _ in shape)]
+    view = view[tuple(slice(0, s) for s in shape)]
+    if len(shape) > 1:
+        view = np.moveaxis(view, 0, -1)  # transposed, so the strides are out of order
+    if rng.random() < 0.3:  # a broadcast (zero-stride) axis
+        axis = int(rng.integers(0, view.ndim))
+        view = np.broadcast_to(view.take([0], axis=axis), view.shape)
+    value = True if dtype == "bool" else 3
+    expected = pad_reference(view, start, end, mode, value)
+    big = np.zeros(tuple(s * 2 for s in expected.shape), dtype=view.dtype)
+    out = big[tuple(slice(None, None, 2) for _ in expected.shape)]
+    if out.ndim > 1:
+        out = np.flip(out, axis=0)
+    result = dmlops.pad(view, start, end, mode=mode, value=value, out=out)
+    assert result is out
+    assert_same_bits(out, expected)
+    assert_same_bits(dmlops.pad(view, start, end, mode=mode, value=value), expected)
+
+
+@given(
+    shape=st.lists(st.integers(1, 6), min_size=1, max_size=5),
+    data=st.data(),
+    mode=st.sampled_from(MODES),
+)
+def test_property_matches_reference(shape, data, mode):
+    rank = len(shape)
+    start = data.draw(st.lists(st.integers(0, 15), min_size=rank, max_size=rank))
+    end = data.draw(st.lists(st.integers(0, 15), min_size=rank, max_size=rank))
+    x = np.arange(np.prod(shape), dtype=np.int32).reshape(shape)
+    np.testing.assert_array_equal(dmlops.pad(x, start, end, mode=mode, value=-1),
+                                  pad_reference(x, start, end, mode, -1))
+
+
+# ---------------------------------------------------------------------------------------------
+# np.pad agrees where it is correct (pads no larger than it supports)
+
+NUMPY_MODE = {"constant": "constant", "edge": "edge", "reflection": "reflect", "symmetric": "symmetric",
+              "wrap": "wrap"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", ["float32", "int8", "uint64", "float16"])
+def test_agrees_with_numpy_pad_for_small_pads(mode, dtype):
+    rng = np.random.default_rng(7)
+    x = random_array(rng, (3, 5, 6, 4), dtype)
+    limit = [n - 1 if mode == "reflection" else n for n in x.shape]
+    start = tuple(int(rng.integers(0, m + 1)) for m in limit)
+    end = tuple(int(rng.integers(0, m + 1)) for m in limit)
+    kwargs = {"constant_values": 5} if mode == "constant" else {}
+    expected = np.pad(x, list(zip(start, end)), mode=NUMPY_MODE[mode], **kwargs)
+    assert_same_bits(dmlops.pad(x, start, end, mode=mode, value=5), expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# dtypes, values, bit exactness
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_dtype_keeps_its_dtype(dtype):
+    x = random_array(np.random.default_rng(1), (4, 5), dtype)
+    y = dmlops.pad(x, (1, 2), (3, 0), mode="symmetric")
+    assert y.dtype == x.dtype
+    assert_same_bits(y, pad_reference(x, (1, 2), (3, 0), "symmetric"))
+
+
+def test_nan_payloads_move_bit_exactly():
+    payloads = np.array([0x7FC00123, 0xFF800001, 0x7F800001], dtype=np.uint32).view(np.float32)
+    y = dmlops.pad(payloads, (2,), (2,), mode="reflection")
+    assert_same_bits(y, payloads[[2, 1, 0, 1, 2, 1, 0]])
+    halves = np.array([0x7E01, 0xFC01, 0x7D55], dtype=np.uint16).view(np.float16)
+    assert_same_bits(dmlops.pad(halves, (1,), (1,), mode="edge"), halves[[0, 0, 1, 2, 2]])
+
+
+@pytest.mark.parametrize("dtype,value", [
+    ("int64", 2**63 - 1), ("int64", -(2**63)), ("uint64", 2**64 - 1), ("uint64", 2**63 + 1),
+    ("int32", -(2**31)), ("uint8", 255), ("int8", -128), ("float16", 65504.0), ("float32", -0.0),
+    ("float64", float("inf")), ("float16", float("-inf")), ("bool", True), ("int16", np.int16(-7)),
+    ("float32", np.float32(0.1)), ("uint16", 3.0),
+])
+def test_padding1_values_are_exact(dtype, value):
+    x = np.zeros(2, dtype=dtype)
+    y = dmlops.pad(x, (1,), (1,), value=value)
+    expected = np.array(value, dtype=dtype) if not isinstance(value, float) else np.array(value).astype(dtype)
+    assert_same_bits(y[[0, 3]], np.array([expected, expected], dtype=dtype))
+    d = dmlops.Padding1Desc(dmlops.TensorDesc("uint8" if dtype == "bool" else dtype, (2,)), padding_value=value,
+                            start_padding=(1,), end_padding=(1,))
+    assert_same_bits(d(x), y)
+
+
+def test_nan_padding_value():
+    y = dmlops.pad(np.zeros(2, np.float32), (1,), (0,), value=float("nan"))
+    assert np.isnan(y[0]) and y[1] == 0
+
+
+@pytest.mark.parametrize("dtype,value", [
+    ("uint8", 300), ("uint8", -1), ("int8", 128), ("int32", 0.5), ("int64", 2**63), ("uint64", 2**64),
+    ("uint64", -1), ("float16", 70000.0), ("float32", 1e39), ("int16", float("nan")), ("uint32", float("inf")),
+    ("bool", 2),
+])
+def test_padding1_value_not_representable(dtype, value):
+    with pytest.raises(ValueError, match="padding_value .* not representable|does not fit"):
+        dmlops.pad(np.zeros(2, dtype=dtype), (1,), (1,), value=value)
+
+
+@pytest.mark.parametrize("dtype,value,expected", [
+    ("uint8", 300.0, 255), ("uint8", -5.5, 0), ("int8", 3.9, 3), ("int8", -3.9, -3), ("int8", -1000.0, -128),
+    ("int32", float("nan"), 0), ("int64", 1e20, 2**63 - 1), ("uint64", 1e30, 2**64 - 1),
+    ("float16", 1e6, float("inf")), ("float32", 0.1, float(np.float32(0.1))), ("float64", 0.1, float(np.float32(0.1))),
+])
+def test_padding_v1_value_truncates_and_saturates(dtype, value, expected):
+    d = dmlops.PaddingDesc(dmlops.TensorDesc(dtype, (1,)), padding_value=value, start_padding=(1,),
+                           end_padding=(0,))
+    y = d(np.zeros(1, dtype=dtype))
+    assert y.dtype == np.dtype(dtype)
+    assert y[0] == np.array(expected).astype(dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# threads
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+def test_thread_counts_give_identical_results(threads):
+    rng = np.random.default_rng(threads)
+    x = random_array(rng, (3, 67, 129), "float32")
+    expected = pad_reference(x, (1, 5, 300), (2, 0, 7), "reflection")
+    dmlops.set_num_threads(threads)
+    assert dmlops.get_num_threads() == threads
+    assert_same_bits(dmlops.pad(x, (1, 5, 300), (2, 0, 7), mode="reflection"), expected)
+    long = random_array(rng, (300_001,), "uint16")  # one long row: split into column blocks
+    assert_same_bits(dmlops.pad(long, (70_000,), (3,), mode="symmetric"),
+                     pad_reference(long, (70_000,), (3,), "symmetric"))
+
+
+def test_concurrent_python_threads():
+    rng = np.random.default_rng(3)
+    inputs = [random_array(rng, (40, 50, 60), "int32") for _ in range(6)]
+    expected = [pad_reference(x, (2, 3, 4), (4, 3, 2), "wrap") for x in inputs]
+    results: dict[int, np.ndarray] = {}
+
+    def work(i):
+        for _ in range(5):
+            results[i] = dmlops.pad(inputs[i], (2, 3, 4), (4, 3, 2), mode="wrap")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(6):
+        assert_same_bits(results[i], expected[i])
+
+
+# ---------------------------------------------------------------------------------------------
+# descriptors
+
+def make_desc(**overrides):
+    fields = dict(input=dmlops.TensorDesc("int64", (2, 3)), padding_mode="reflection", padding_value=-(2**63),
+                  start_padding=(1, 2), end_padding=(3, 4))
+    fields.update(overrides)
+    return dmlops.Padding1Desc(**fields)
+
+
+def test_descriptor_fields_and_output():
+    d = make_desc()
+    assert d.input == dmlops.TensorDesc("int64", (2, 3))
+    assert d.output == dmlops.TensorDesc("int64", (6, 9))
+    assert d.output_shape == (6, 9)
+    assert d.padding_mode == "reflection" and d.padding_value == -(2**63)
+    assert d.start_padding == (1, 2) and d.end_padding == (3, 4)
+    with pytest.raises(AttributeError):
+        d.padding_mode = "edge"
+
+
+def test_descriptor_to_dict_is_dxdispatch_json():
+    assert make_desc().to_dict() == {
+        "InputTensor": {"DataType": "INT64", "Sizes": [2, 3]},
+        "OutputTensor": {"DataType": "INT64", "Sizes": [6, 9]},
+        "PaddingMode": "DML_PADDING_MODE_REFLECTION",
+        "PaddingValueDataType": "INT64",
+        "PaddingValue": -(2**63),
+        "DimensionCount": 2,
+        "StartPadding": [1, 2],
+        "EndPadding": [3, 4],
+    }
+    v1 = dmlops.PaddingDesc(dmlops.TensorDesc("float16", (2,)), padding_value=float("nan"), start_padding=(1,),
+                            end_padding=(0,))
+    assert v1.to_dict()["PaddingValue"] == "nan"
+    assert "PaddingValueDataType" not in v1.to_dict()
+
+
+@pytest.mark.parametrize("desc", [
+    make_desc(),
+    make_desc(padding_mode="constant", padding_value=-1.5, input=dmlops.TensorDesc("float16", (2, 3), strides=(1, 2))),
+    dmlops.Padding1Desc(dmlops.TensorDesc("float32", (5,)), padding_value=float("nan"), start_padding=(1,),
+                        end_padding=(2,)),
+    dmlops.PaddingDesc(dmlops.TensorDesc("uint8", (5, 1)), padding_value=-3.5, padding_mode="wrap",
+                       start_padding=(1, 0), end_padding=(2, 9)),
+])
+def test_descriptor_round_trips(desc):
+    assert type(desc).from_dict(desc.to_dict()) == desc
+    assert pickle.loads(pickle.dumps(desc)) == desc
+    assert hash(pickle.loads(pickle.dumps(desc))) == hash(desc)
+    assert eval(repr(desc), {"Padding1Desc": dmlops.Padding1Desc, "PaddingDesc": dmlops.PaddingDesc,
+                             "TensorDesc": dmlops.TensorDesc, "nan": float("nan")}) == desc
+
+
+def test_descriptor_equality_compares_every_field():
+    d = make_desc()
+    assert d == make_desc()
+    assert d != make_desc(padding_mode="edge")
+    assert d != make_desc(padding_value=0)
+    assert d != make_desc(start_padding=(1, 3))
+    assert d != make_desc(end_padding=(3, 5))
+    assert d != make_desc(input=dmlops.TensorDesc("int64", (2, 4)))
+    assert dmlops.PaddingDesc(dmlops.TensorDesc("float32", (1,)), padding_value=0.0, start_padding=(1,), end_padding=(0,)) \
+        != dmlops.PaddingDesc(dmlops.TensorDesc("float32", (1,)), padding_value=-0.0, start_padding=(1,), end_padding=(0,))
+    assert d != dmlops.PaddingDesc(dmlops.TensorDesc("int64", (2, 3)), padding_mode="reflection",
+                                   padding_value=0, start_padding=(1, 2), end_padding=(3, 4))
+
+
+def test_descriptor_from_dict_accepts_short_enum_names():
+    d = dmlops.Padding1Desc.from_dict({
+        "InputTensor": {"DataType": "DML_TENSOR_DATA_TYPE_UINT16", "Sizes": [3]},
+        "PaddingMode": "SYMMETRIC", "PaddingValueDataType": "UINT16", "PaddingValue": 7,
+        "StartPadding": [1], "EndPadding": [2]})
+    assert d.padding_mode == "symmetric" and d.output.sizes == (6,) and d.padding_value == 7
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"Bogus": 1}, "unknown field"),
+    ({"DimensionCount": 3}, "DimensionCount"),
+    ({"PaddingValueDataType": "FLOAT32"}, "does not match"),
+    ({"PaddingMode": "DML_PADDING_MODE_NOPE"}, "padding_mode"),
+    ({"OutputTensor": {"DataType": "INT64", "Sizes": [6, 8]}}, "output has sizes"),
+])
+def test_descriptor_from_dict_rejects(change, message):
+    d = make_desc().to_dict()
+    d.update(change)
+    with pytest.raises(ValueError, match=message):
+        dmlops.Padding1Desc.from_dict(d)
+    del d["StartPadding"]
+    with pytest.raises(ValueError):
+        dmlops.Padding1Desc.from_dict(d)
+
+
+def test_descriptor_checks_arrays_it_runs_on():
+    d = make_desc()
+    with pytest.raises(TypeError, match="dtype int32 but the descriptor says int64"):
+        d(np.zeros((2, 3), np.int32))
+    with pytest.raises(ValueError, match=r"shape \(3, 2\)"):
+        d(np.zeros((3, 2), np.int64))
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        d([[1, 2, 3], [4, 5, 6]])
+    out = np.empty((6, 9), np.int64)
+    assert d(np.zeros((2, 3), np.int64), out=out) is out
+
+
+def test_uint8_descriptor_runs_on_bool_arrays():
+    d = dmlops.Padding1Desc(dmlops.TensorDesc("uint8", (3,)), padding_value=1, start_padding=(1,), end_padding=(1,))
+    y = d(np.array([False, True, False]))
+    assert y.dtype == np.bool_
+    np.testing.assert_array_equal(y, [True, False, True, False, True])
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input: a clear exception, nothing written
+
+X = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: dmlops.pad(X, (1,), (1, 1)), ValueError, "start_padding has 1 entries but the input has 2 dimensions"),
+    (lambda: dmlops.pad(X, (1, 1), (1, 1, 1)), ValueError, "end_padding has 3 entries"),
+    (lambda: dmlops.pad(X, (1, -1), (1, 1)), ValueError, r"start_padding\[1\] is -1; paddings must be >= 0"),
+    (lambda: dmlops.pad(X, (1, 1), (1.5, 1)), TypeError, "end_padding must contain integers, got 1.5"),
+    (lambda: dmlops.pad(X, 1, 1), TypeError, "start_padding must be a sequence of integers"),
+    (lambda: dmlops.pad(X, (1, 1), (1, 1), mode="reflect"), ValueError, "numpy's and PyTorch's 'reflect' is 'reflection'"),
+    (lambda: dmlops.pad(X, (1, 1), (1, 1), mode="replicate"), ValueError, "'replicate' is 'edge'"),
+    (lambda: dmlops.pad(X, (1, 1), (1, 1), mode=3), TypeError, "padding_mode must be a string"),
+    (lambda: dmlops.pad(np.float32(1), (), ()), TypeError, "numpy.ndarray"),
+    (lambda: dmlops.pad(np.array(1.0), (), ()), ValueError, "0 dimensions"),
+    (lambda: dmlops.pad(np.zeros((1,) * 9), (0,) * 9, (0,) * 9), ValueError, "9 dimensions"),
+    (lambda: dmlops.pad(np.zeros((2, 0)), (1, 1), (1, 1)), ValueError, r"sizes\[1\] is 0"),
+    (lambda: dmlops.pad([1, 2, 3], (1,), (1,)), TypeError, "input must be a numpy.ndarray, not list"),
+    (lambda: dmlops.pad(np.zeros(3, complex), (1,), (1,)), TypeError, "complex128"),
+    (lambda: dmlops.pad(np.zeros(3, ">f4"), (1,), (1,)), TypeError, "byte order"),
+    (lambda: dmlops.pad(np.zeros(3, object), (1,), (1,)), TypeError, "object"),
+    (lambda: dmlops.pad(X, (1, 1), (1, 1), value="9"), TypeError, "padding_value must be an int, float or bool"),
+    (lambda: dmlops.pad(X, (1, 1), (1, 1), out=np.zeros((5, 6), np.float64)), TypeError, "out has dtype float64"),
+    (lambda: dmlops.pad(X, (1, 1), (1, 1), out=[0] * 30), TypeError, "out must be a numpy.ndarray"),
+    (lambda: dmlops.pad(X, (1, 1), (1, 1), out=np.zeros((5, 5), np.float32)), ValueError, r"out has shape \{5, 5\}"),
+    (lambda: dmlops.Padding1Desc((3, 4), start_padding=(0,), end_padding=(0,)), TypeError, "TensorDesc"),
+    (lambda: dmlops.TensorDesc("bool", (3,)), TypeError, "use uint8"),
+    (lambda: dmlops.TensorDesc("complex64", (3,)), TypeError, "not supported"),
+    (lambda: dmlops.TensorDesc("float32", (3, 0)), ValueError, r"sizes\[1\] is 0"),
+    (lambda: dmlops.TensorDesc("float32", (3, 2), strides=(1,)), ValueError, "strides has 1 entries"),
+])
+def test_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_rejected_out_is_untouched():
+    sentinel = np.full((5, 6), -123.0, np.float32)
+    readonly = sentinel.copy()
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        dmlops.pad(X, (1, 1), (1, 1), out=readonly)
+    out = sentinel.copy()
+    with pytest.raises(ValueError, match="start_padding"):
+        dmlops.pad(X, (1, 1, 1), (1, 1), out=out)
+    with pytest.raises(ValueError, match="not representable"):
+        dmlops.pad(X, (1, 1), (1, 1), value=1e39, out=out)
+    np.testing.assert_array_equal(out, sentinel)
+
+
+def test_out_overlapping_input_or_itself_is_rejected():
+    buffer = np.zeros(100, np.float32)
+    with pytest.raises(ValueError, match="shares memory with an input"):
+        dmlops.pad(buffer[:10], (0,), (5,), out=buffer[5:20])
+    zero_stride_rows = np.lib.stride_tricks.as_strided(buffer[50:], (5, 6), (0, 4))  # every row aliases one
+    with pytest.raises(ValueError, match="overlapping elements"):
+        dmlops.pad(X, (1, 1), (1, 1), out=zero_stride_rows)
+    np.testing.assert_array_equal(buffer, 0)
