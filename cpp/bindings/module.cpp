@@ -30,7 +30,8 @@ PYBIND11_MODULE(_core, m) {
     }
   });
 
-  m.def("set_num_threads", &set_num_threads, py::arg("n"));
+  // Without the GIL: it waits for a running kernel, which may be another Python thread's.
+  m.def("set_num_threads", &set_num_threads, py::arg("n"), py::call_guard<py::gil_scoped_release>());
   m.def("get_num_threads", &num_threads);
   m.def("default_num_threads", &default_num_threads);
   m.def("f16c_enabled", &f16c_enabled);

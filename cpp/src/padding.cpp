@@ -33,10 +33,12 @@ void validate(const PaddingDesc& desc) {
   if (desc.value.dtype != desc.input.dtype)
     fail<DTypeError>(op, ": padding_value has dtype ", name(desc.value.dtype), " but the input is ",
                      name(desc.input.dtype), " (PaddingValueDataType must match the tensors)");
+  // Sizes stay far below int64 overflow: no real tensor has 2^48 elements on one axis.
+  constexpr std::int64_t kMaxSize = std::int64_t{1} << 48;
   for (int d = 0; d < rank; ++d) {
-    const std::int64_t size = desc.input.sizes[d] + desc.start_padding[d] + desc.end_padding[d];
-    if (size > (std::int64_t{1} << 48))
-      fail(op, ": output size ", size, " on dimension ", d, " is too large");
+    const std::int64_t in = desc.input.sizes[d], start = desc.start_padding[d], end = desc.end_padding[d];
+    if (in > kMaxSize || start > kMaxSize || end > kMaxSize || in + start + end > kMaxSize)
+      fail(op, ": output size on dimension ", d, " (", in, " + ", start, " + ", end, ") exceeds 2^48");
   }
 }
 

@@ -98,15 +98,21 @@ Scalar Scalar::exact(DataType dtype, Number value, std::string_view context) {
     fail(context, " ", describe(value), " is not representable in ", name(dtype), ": ", why);
   };
   if (is_floating(dtype)) {
-    double v = value.kind == Number::Kind::Float ? value.f
-               : value.kind == Number::Kind::Int ? static_cast<double>(value.i)
-                                                 : static_cast<double>(value.u);
+    // Each conversion below rounds once, straight from the given value: an integer goes to
+    // float or double by one hardware conversion, a double to half by way of round-to-odd.
+    const bool is_float = value.kind == Number::Kind::Float;
+    const double v = is_float ? value.f
+                     : value.kind == Number::Kind::Int ? static_cast<double>(value.i)
+                                                       : static_cast<double>(value.u);
     if (dtype == DataType::Float64) return {dtype, to_bits(v)};
     if (dtype == DataType::Float32) {
-      const float f = static_cast<float>(v);
+      const float f = is_float ? static_cast<float>(value.f)
+                      : value.kind == Number::Kind::Int ? static_cast<float>(value.i)
+                                                        : static_cast<float>(value.u);
       if (std::isfinite(v) && !std::isfinite(f)) reject("it overflows to infinity");
       return {dtype, to_bits(f)};
     }
+    // Integers that fit in half are exact in double, so v is exact wherever it matters.
     const std::uint16_t h = float_to_half_bits(round_to_odd_float(v));
     if (std::isfinite(v) && (h & 0x7c00u) == 0x7c00u) reject("it overflows to infinity");
     return {dtype, h};

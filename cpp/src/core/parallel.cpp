@@ -174,7 +174,8 @@ void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, cons
   const std::int64_t length = end - begin;
   if (length <= 0) return;
   grain = std::max<std::int64_t>(grain, 1);
-  const std::int64_t chunks = std::min<std::int64_t>(num_threads(), (length + grain - 1) / grain);
+  // floor(length / grain) chunks, so each has at least `grain` indices.
+  const std::int64_t chunks = std::min<std::int64_t>(num_threads(), length / grain);
   if (chunks <= 1 || t_inside_chunk) return fn(begin, end);
   std::unique_lock run(run_mutex(), std::try_to_lock);
   if (!run.owns_lock()) return fn(begin, end);  // another caller has the pool: work inline

@@ -1,0 +1,1005 @@
+// Core library tests: DataType and Scalar, Half conversions, Dims and TensorDesc helpers,
+// TensorView overlap checks, StridedLayout / NdCounter, parallel_for and separable_gather.
+// Oracles are written here from the spec and IEEE 754, never by calling the function under test.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "dmlops/core/dims.hpp"
+#include "dmlops/core/dtype.hpp"
+#include "dmlops/core/error.hpp"
+#include "dmlops/core/gather.hpp"
+#include "dmlops/core/half.hpp"
+#include "dmlops/core/parallel.hpp"
+#include "dmlops/core/strided.hpp"
+#include "dmlops/core/tensor.hpp"
+
+namespace dmlops {
+namespace {
+
+std::uint32_t bits_of(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float float_of(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+std::uint64_t bits_of(double d) {
+  std::uint64_t u;
+  std::memcpy(&u, &d, 8);
+  return u;
+}
+
+std::string hex(std::uint64_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+// Runs f, expects an exception of exactly type E (a different type escapes and fails the
+// test) and returns its message.
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return {};
+}
+
+// Byte strides from element strides.
+TensorView make_view(DataType dtype, const Dims& sizes, const Dims& elem_strides, const void* data) {
+  TensorView v{dtype, sizes, elem_strides, const_cast<void*>(data)};
+  for (std::int64_t& s : v.byte_strides) s *= static_cast<std::int64_t>(element_size(dtype));
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// DataType
+
+struct DTypeRow {
+  DataType dtype;
+  int dml_value;  // DML_TENSOR_DATA_TYPE numbering
+  std::size_t size;
+  const char* name;
+  const char* dml_name;
+  bool floating;
+  bool signed_integer;
+};
+
+constexpr DTypeRow kDTypeTable[] = {
+    {DataType::Float32, 1, 4, "float32", "FLOAT32", true, false},
+    {DataType::Float16, 2, 2, "float16", "FLOAT16", true, false},
+    {DataType::UInt32, 3, 4, "uint32", "UINT32", false, false},
+    {DataType::UInt16, 4, 2, "uint16", "UINT16", false, false},
+    {DataType::UInt8, 5, 1, "uint8", "UINT8", false, false},
+    {DataType::Int32, 6, 4, "int32", "INT32", false, true},
+    {DataType::Int16, 7, 2, "int16", "INT16", false, true},
+    {DataType::Int8, 8, 1, "int8", "INT8", false, true},
+    {DataType::Float64, 9, 8, "float64", "FLOAT64", true, false},
+    {DataType::UInt64, 10, 8, "uint64", "UINT64", false, false},
+    {DataType::Int64, 11, 8, "int64", "INT64", false, true},
+};
+
+TEST(DataType, TableMatchesDirectML) {
+  for (const DTypeRow& row : kDTypeTable) {
+    SCOPED_TRACE(row.name);
+    EXPECT_EQ(static_cast<int>(row.dtype), row.dml_value);
+    EXPECT_EQ(element_size(row.dtype), row.size);
+    EXPECT_EQ(name(row.dtype), row.name);
+    EXPECT_EQ(dml_name(row.dtype), row.dml_name);
+    EXPECT_EQ(is_floating(row.dtype), row.floating);
+    EXPECT_EQ(is_signed_integer(row.dtype), row.signed_integer);
+  }
+}
+
+TEST(DataType, AllDataTypesListsEachOnce) {
+  std::set<int> seen;
+  for (DataType d : kAllDataTypes) seen.insert(static_cast<int>(d));
+  EXPECT_EQ(seen.size(), std::size(kDTypeTable));
+  EXPECT_EQ(std::size(kAllDataTypes), std::size(kDTypeTable));
+}
+
+TEST(DataType, NamesRoundTrip) {
+  for (DataType d : kAllDataTypes) {
+    SCOPED_TRACE(name(d));
+    EXPECT_EQ(parse_data_type(name(d)), d);
+    EXPECT_EQ(parse_data_type(dml_name(d)), d);
+    EXPECT_EQ(parse_data_type("DML_TENSOR_DATA_TYPE_" + std::string(dml_name(d))), d);
+  }
+}
+
+TEST(DataType, UnknownNamesThrowDTypeError) {
+  for (const char* bad : {"", "float", "float128", "bool", "DML_TENSOR_DATA_TYPE_", "DML_TENSOR_DATA_TYPE_UNKNOWN",
+                          "FLOAT32 ", "xfloat32"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(parse_data_type(bad), DTypeError);
+  }
+  EXPECT_NE(message_of<DTypeError>([] { parse_data_type("float128"); }).find("float128"), std::string::npos);
+}
+
+TEST(DataType, OutOfRangeEnumThrowsDTypeError) {
+  EXPECT_THROW(element_size(static_cast<DataType>(0)), DTypeError);
+  EXPECT_THROW(name(static_cast<DataType>(12)), DTypeError);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalar
+
+Scalar exact(DataType d, Number n) { return Scalar::exact(d, n, "padding_value"); }
+
+TEST(ScalarExact, IntegerRanges) {
+  EXPECT_EQ(exact(DataType::UInt8, Number::from_int(255)).bits, 255u);
+  EXPECT_THROW(exact(DataType::UInt8, Number::from_int(256)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::UInt8, Number::from_int(300)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::UInt8, Number::from_int(-1)), InvalidArgument);
+  EXPECT_EQ(exact(DataType::Int8, Number::from_int(-128)).bits & 0xffu, 0x80u);
+  EXPECT_EQ(exact(DataType::Int8, Number::from_int(127)).bits & 0xffu, 0x7fu);
+  EXPECT_THROW(exact(DataType::Int8, Number::from_int(128)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::Int8, Number::from_int(-129)), InvalidArgument);
+  EXPECT_EQ(exact(DataType::Int16, Number::from_int(-2)).bits & 0xffffu, 0xfffeu);
+  EXPECT_THROW(exact(DataType::UInt16, Number::from_int(65536)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::UInt32, Number::from_int(-1)), InvalidArgument);
+  EXPECT_EQ(exact(DataType::UInt32, Number::from_int(4294967295)).bits & 0xffffffffu, 0xffffffffu);
+  EXPECT_THROW(exact(DataType::UInt32, Number::from_int(4294967296)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::Int32, Number::from_int(2147483648)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::UInt64, Number::from_int(-1)), InvalidArgument);
+}
+
+TEST(ScalarExact, SixtyFourBitExtremesAreExact) {
+  constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr auto kUMax = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_EQ(exact(DataType::Int64, Number::from_int(kMin)).bits, 0x8000000000000000u);
+  EXPECT_EQ(exact(DataType::Int64, Number::from_int(kMax)).bits, 0x7fffffffffffffffu);
+  EXPECT_EQ(exact(DataType::UInt64, Number::from_uint(kUMax)).bits, kUMax);
+  EXPECT_EQ(exact(DataType::UInt64, Number::from_int(kMax)).bits, static_cast<std::uint64_t>(kMax));
+  EXPECT_THROW(exact(DataType::Int64, Number::from_uint(kUMax)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::Int64, Number::from_uint(std::uint64_t{1} << 63)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::UInt32, Number::from_uint(kUMax)), InvalidArgument);
+  // Odd values next to the extremes would be lost by any detour through double.
+  EXPECT_EQ(exact(DataType::Int64, Number::from_int(kMax - 2)).bits, static_cast<std::uint64_t>(kMax - 2));
+  EXPECT_EQ(exact(DataType::UInt64, Number::from_uint(kUMax - 2)).bits, kUMax - 2);
+}
+
+TEST(ScalarExact, FloatsIntoIntegers) {
+  EXPECT_THROW(exact(DataType::Int32, Number::from_float(0.5)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::Int32, Number::from_float(-2.25)), InvalidArgument);
+  EXPECT_EQ(exact(DataType::Int32, Number::from_float(3.0)).bits & 0xffffffffu, 3u);
+  EXPECT_EQ(exact(DataType::Int32, Number::from_float(-3.0)).bits & 0xffffffffu, 0xfffffffdu);
+  EXPECT_THROW(exact(DataType::Int32, Number::from_float(std::nan(""))), InvalidArgument);
+  EXPECT_THROW(exact(DataType::Int32, Number::from_float(INFINITY)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::UInt8, Number::from_float(256.0)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::UInt8, Number::from_float(-1.0)), InvalidArgument);
+  // 2^63 is just out of int64's range; -2^63 is in it.
+  EXPECT_THROW(exact(DataType::Int64, Number::from_float(std::ldexp(1.0, 63))), InvalidArgument);
+  EXPECT_EQ(exact(DataType::Int64, Number::from_float(-std::ldexp(1.0, 63))).bits, 0x8000000000000000u);
+  EXPECT_THROW(exact(DataType::UInt64, Number::from_float(std::ldexp(1.0, 64))), InvalidArgument);
+  const double below_2_64 = std::nextafter(std::ldexp(1.0, 64), 0.0);
+  EXPECT_EQ(exact(DataType::UInt64, Number::from_float(below_2_64)).bits, static_cast<std::uint64_t>(below_2_64));
+}
+
+TEST(ScalarExact, MessageNamesContextValueAndDtype) {
+  const std::string m = message_of<InvalidArgument>([] { exact(DataType::UInt8, Number::from_int(300)); });
+  EXPECT_NE(m.find("padding_value"), std::string::npos) << m;
+  EXPECT_NE(m.find("300"), std::string::npos) << m;
+  EXPECT_NE(m.find("uint8"), std::string::npos) << m;
+}
+
+TEST(ScalarExact, Float32) {
+  EXPECT_EQ(exact(DataType::Float32, Number::from_float(1.5)).bits, bits_of(1.5f));
+  EXPECT_EQ(exact(DataType::Float32, Number::from_int(9)).bits, bits_of(9.0f));
+  EXPECT_THROW(exact(DataType::Float32, Number::from_float(1e39)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::Float32, Number::from_float(-1e39)), InvalidArgument);
+  EXPECT_EQ(exact(DataType::Float32, Number::from_float(INFINITY)).bits, 0x7f800000u);
+  EXPECT_TRUE(std::isnan(float_of(static_cast<std::uint32_t>(exact(DataType::Float32, Number::from_float(NAN)).bits))));
+  // 0.1 is not a float: rounded to nearest, not rejected.
+  EXPECT_EQ(exact(DataType::Float32, Number::from_float(0.1)).bits, bits_of(0.1f));
+  EXPECT_EQ(exact(DataType::Float64, Number::from_float(0.1)).bits, bits_of(0.1));
+}
+
+TEST(ScalarExact, IntegersIntoFloat32RoundOnce) {
+  // 2^60 + 2^36 + 1 lies just above the midpoint between the floats 2^60 and 2^60 + 2^37, so it
+  // rounds up. Converting through double first loses the +1 and lands exactly on the midpoint,
+  // which ties-to-even then rounds down: the double rounding the "round to nearest" contract forbids.
+  const std::int64_t i = (std::int64_t{1} << 60) + (std::int64_t{1} << 36) + 1;
+  EXPECT_EQ(exact(DataType::Float32, Number::from_int(i)).bits, 0x5d800001u);
+  EXPECT_EQ(exact(DataType::Float32, Number::from_int(-i)).bits, 0xdd800001u);
+  const std::uint64_t u = (std::uint64_t{1} << 63) + (std::uint64_t{1} << 39) + 1;
+  EXPECT_EQ(exact(DataType::Float32, Number::from_uint(u)).bits, 0x5f000001u);
+}
+
+TEST(ScalarExact, Float16) {
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(1.0)).bits, 0x3c00u);
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(INFINITY)).bits, 0x7c00u);
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(-INFINITY)).bits, 0xfc00u);
+  const auto nan_bits = exact(DataType::Float16, Number::from_float(NAN)).bits;
+  EXPECT_EQ(nan_bits & 0x7c00u, 0x7c00u);
+  EXPECT_NE(nan_bits & 0x03ffu, 0u);
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(65504.0)).bits, 0x7bffu);
+  EXPECT_EQ(exact(DataType::Float16, Number::from_int(65504)).bits, 0x7bffu);
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(-65504.0)).bits, 0xfbffu);
+  // 65520 is the midpoint to the next (unrepresentable) step: ties-to-even overflows.
+  EXPECT_THROW(exact(DataType::Float16, Number::from_float(65520.0)), InvalidArgument);
+  EXPECT_THROW(exact(DataType::Float16, Number::from_int(65520)), InvalidArgument);
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(std::nextafter(65520.0, 0.0))).bits, 0x7bffu);
+  EXPECT_THROW(exact(DataType::Float16, Number::from_float(1e39)), InvalidArgument);
+}
+
+TEST(ScalarExact, Float16IsRoundedOnceFromDouble) {
+  const double ulp = std::ldexp(1.0, -10);  // half's ulp at 1
+  // Just above the midpoint 1 + ulp/2 by far less than a float ulp: a double -> float -> half
+  // path rounds to the midpoint first and then ties down to 1.0 (0x3c00).
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(1.0 + ulp / 2 + std::ldexp(1.0, -40))).bits, 0x3c01u);
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(1.0 + ulp / 2 - std::ldexp(1.0, -40))).bits, 0x3c00u);
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(-(1.0 + ulp / 2 + std::ldexp(1.0, -40)))).bits, 0xbc01u);
+  // Exact midpoints tie to even.
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(1.0 + ulp / 2)).bits, 0x3c00u);
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(1.0 + 3 * ulp / 2)).bits, 0x3c02u);
+  // The same in the subnormal range (smallest subnormal 2^-24).
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(std::ldexp(2.5, -24) + std::ldexp(1.0, -60))).bits, 0x0003u);
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(std::ldexp(2.5, -24))).bits, 0x0002u);
+  EXPECT_EQ(exact(DataType::Float16, Number::from_float(std::ldexp(0.5, -24) + std::ldexp(1.0, -70))).bits, 0x0001u);
+}
+
+TEST(ScalarSaturating, IntegersTruncateThenSaturate) {
+  EXPECT_EQ(Scalar::saturating(DataType::Int8, 1e10f).bits & 0xffu, 0x7fu);
+  EXPECT_EQ(Scalar::saturating(DataType::Int8, -1e10f).bits & 0xffu, 0x80u);
+  EXPECT_EQ(Scalar::saturating(DataType::Int8, NAN).bits & 0xffu, 0u);
+  EXPECT_EQ(Scalar::saturating(DataType::Int8, INFINITY).bits & 0xffu, 0x7fu);
+  EXPECT_EQ(Scalar::saturating(DataType::Int8, -INFINITY).bits & 0xffu, 0x80u);
+  EXPECT_EQ(Scalar::saturating(DataType::Int32, -3.7f).bits & 0xffffffffu, 0xfffffffdu);
+  EXPECT_EQ(Scalar::saturating(DataType::Int32, 3.7f).bits & 0xffffffffu, 3u);
+  EXPECT_EQ(Scalar::saturating(DataType::Int32, 1e10f).bits & 0xffffffffu, 0x7fffffffu);
+  EXPECT_EQ(Scalar::saturating(DataType::UInt8, -3.7f).bits & 0xffu, 0u);
+  EXPECT_EQ(Scalar::saturating(DataType::UInt8, -1e10f).bits & 0xffu, 0u);
+  EXPECT_EQ(Scalar::saturating(DataType::UInt8, 255.9f).bits & 0xffu, 255u);
+  EXPECT_EQ(Scalar::saturating(DataType::UInt8, 300.0f).bits & 0xffu, 255u);
+  EXPECT_EQ(Scalar::saturating(DataType::UInt64, 1e30f).bits, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(Scalar::saturating(DataType::Int64, -1e30f).bits, 0x8000000000000000u);
+  EXPECT_EQ(Scalar::saturating(DataType::Int64, 9.0f).bits, 9u);
+}
+
+TEST(ScalarSaturating, FloatsRoundToNearest) {
+  EXPECT_EQ(Scalar::saturating(DataType::Float32, 9.5f).bits, bits_of(9.5f));
+  EXPECT_EQ(Scalar::saturating(DataType::Float64, 0.1f).bits, bits_of(static_cast<double>(0.1f)));
+  EXPECT_EQ(Scalar::saturating(DataType::Float16, 1.0f).bits, 0x3c00u);
+  EXPECT_EQ(Scalar::saturating(DataType::Float16, 1e10f).bits, 0x7c00u);
+  EXPECT_EQ(Scalar::saturating(DataType::Float16, 9.0f).to_double(), 9.0);
+  EXPECT_EQ(Scalar::saturating(DataType::Float16, 9.0f).dtype, DataType::Float16);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Half
+
+// Independent decoder: sign * 2^(e-15) * (1 + m/1024), subnormals m * 2^-24.
+double decode_half(std::uint16_t h) {
+  const double sign = (h & 0x8000u) ? -1.0 : 1.0;
+  const int e = (h >> 10) & 0x1f;
+  const int m = h & 0x3ff;
+  if (e == 31) return m ? std::numeric_limits<double>::quiet_NaN() : sign * INFINITY;
+  if (e == 0) return sign * std::ldexp(m, -24);
+  return sign * std::ldexp(1.0 + m / 1024.0, e - 15);
+}
+bool half_is_nan(std::uint16_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x03ffu) != 0; }
+
+TEST(Half, DecodesEveryPattern) {
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const float got = half_bits_to_float(static_cast<std::uint16_t>(h));
+    const double want = decode_half(static_cast<std::uint16_t>(h));
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << hex(h);
+      ASSERT_EQ(std::signbit(got), (h & 0x8000u) != 0) << hex(h);
+    } else {
+      // Bits, so -0 and +0 are told apart.
+      ASSERT_EQ(bits_of(got), bits_of(static_cast<float>(want))) << hex(h);
+    }
+  }
+}
+
+TEST(Half, EncodeOfDecodeIsIdentity) {
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const auto b = static_cast<std::uint16_t>(h);
+    const std::uint16_t back = float_to_half_bits(half_bits_to_float(b));
+    // NaNs come back quietened (bit 9 set) with sign and payload kept, as F16C does.
+    const std::uint16_t want = half_is_nan(b) ? static_cast<std::uint16_t>(b | 0x0200u) : b;
+    ASSERT_EQ(back, want) << hex(h);
+  }
+}
+
+TEST(Half, MidpointsTieToEven) {
+  for (std::uint16_t h = 0; h < 0x7bff; ++h) {
+    const double lo = decode_half(h), hi = decode_half(static_cast<std::uint16_t>(h + 1));
+    const double mid = (lo + hi) / 2;
+    const float f = static_cast<float>(mid);
+    ASSERT_EQ(static_cast<double>(f), mid) << "midpoint not exact in float at " << hex(h);
+    const std::uint16_t even = (h & 1u) ? static_cast<std::uint16_t>(h + 1) : h;
+    ASSERT_EQ(float_to_half_bits(f), even) << hex(h);
+    ASSERT_EQ(float_to_half_bits(-f), even | 0x8000u) << hex(h);
+    ASSERT_EQ(float_to_half_bits(std::nextafter(f, 0.0f)), h) << hex(h);
+    ASSERT_EQ(float_to_half_bits(std::nextafter(f, INFINITY)), h + 1) << hex(h);
+  }
+}
+
+TEST(Half, OverflowUnderflowAndSpecials) {
+  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00u);  // midpoint 65504..65536 ties to "even" inf
+  EXPECT_EQ(float_to_half_bits(std::nextafter(65520.0f, 0.0f)), 0x7bffu);
+  EXPECT_EQ(float_to_half_bits(-65520.0f), 0xfc00u);
+  EXPECT_EQ(float_to_half_bits(std::numeric_limits<float>::max()), 0x7c00u);
+  EXPECT_EQ(float_to_half_bits(INFINITY), 0x7c00u);
+  EXPECT_EQ(float_to_half_bits(-INFINITY), 0xfc00u);
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000u);  // half the smallest subnormal: tie to 0
+  EXPECT_EQ(float_to_half_bits(-std::ldexp(1.0f, -25)), 0x8000u);
+  EXPECT_EQ(float_to_half_bits(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001u);
+  EXPECT_EQ(float_to_half_bits(std::numeric_limits<float>::denorm_min()), 0x0000u);
+  EXPECT_EQ(float_to_half_bits(-0.0f), 0x8000u);
+  EXPECT_EQ(float_to_half_bits(float_of(0x7fc00123u)), 0x7e00u);  // payload's top 10 bits kept: 0
+  EXPECT_EQ(float_to_half_bits(float_of(0xff802000u)), 0xfe01u);  // signalling: quietened, payload kept
+  EXPECT_EQ(bits_of(half_bits_to_float(0x7c01u)), 0x7fc02000u);
+  EXPECT_EQ(bits_of(half_bits_to_float(0xfe00u)), 0xffc00000u);
+}
+
+TEST(Half, BulkMatchesScalarOnEveryHalf) {
+  std::vector<Half> all(65536);
+  for (std::uint32_t h = 0; h < 65536; ++h) all[h].bits = static_cast<std::uint16_t>(h);
+  std::vector<float> out(65536);
+  half_to_float(all.data(), out.data(), all.size());
+  for (std::uint32_t h = 0; h < 65536; ++h)
+    ASSERT_EQ(bits_of(out[h]), bits_of(half_bits_to_float(static_cast<std::uint16_t>(h)))) << hex(h);
+
+  // And back: every float the decoder produces, through the bulk encoder.
+  std::vector<Half> back(65536);
+  float_to_half(out.data(), back.data(), out.size());
+  for (std::uint32_t h = 0; h < 65536; ++h) ASSERT_EQ(back[h].bits, float_to_half_bits(out[h])) << hex(h);
+
+  // Unaligned starts and counts that are not multiples of the 8-wide vector (the tail loop).
+  for (std::size_t start : {1u, 3u, 7u}) {
+    for (std::size_t count : {0u, 1u, 7u, 9u, 15u, 17u}) {
+      std::vector<float> part(count + 1, -1.0f);
+      half_to_float(all.data() + 0x3c00 + start, part.data(), count);
+      for (std::size_t i = 0; i < count; ++i)
+        ASSERT_EQ(bits_of(part[i]), bits_of(half_bits_to_float(static_cast<std::uint16_t>(0x3c00 + start + i))));
+      EXPECT_EQ(part[count], -1.0f) << "wrote past count";
+    }
+  }
+}
+
+void expect_bulk_encode_matches_scalar(const std::vector<float>& src) {
+  std::vector<Half> dst(src.size() + 1, Half{0xabcd});
+  float_to_half(src.data(), dst.data(), src.size());
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::uint16_t want = float_to_half_bits(src[i]);
+    if (half_is_nan(want) || half_is_nan(dst[i].bits)) {
+      ASSERT_TRUE(half_is_nan(want) && half_is_nan(dst[i].bits)) << hex(bits_of(src[i]));
+    } else {
+      ASSERT_EQ(dst[i].bits, want) << "float bits " << hex(bits_of(src[i]));
+    }
+  }
+  EXPECT_EQ(dst[src.size()].bits, 0xabcdu) << "wrote past count";
+}
+
+TEST(Half, BulkEncodeMatchesScalarOnRandomFloats) {
+  const std::uint32_t seed = 20240611;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  // Uniform over all bit patterns (about 1/256 of them NaN); an odd count to reach the tail loop.
+  std::vector<float> any(1'000'003);
+  for (float& f : any) f = float_of(static_cast<std::uint32_t>(rng()));
+  expect_bulk_encode_matches_scalar(any);
+  // Concentrated on the floats that land on or near finite halves (exponents 2^-26 .. 2^17),
+  // where all the rounding happens.
+  std::uniform_int_distribution<std::uint32_t> near(0x32800000u, 0x48000000u);
+  std::vector<float> dense(1'000'001);
+  for (float& f : dense) f = float_of(near(rng) | (rng() & 0x80000000u));
+  expect_bulk_encode_matches_scalar(dense);
+}
+
+TEST(Half, F16cSwitchFollowsEnvironment) {
+  const char* env = std::getenv("DMLOPS_DISABLE_F16C");
+  const bool disabled = env != nullptr && env[0] != '\0' && env[0] != '0';
+  const bool cpu = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  EXPECT_EQ(f16c_enabled(), cpu && !disabled);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dims, packed_strides, calc_buffer_tensor_size, validate_tensor_desc
+
+TEST(Dims, Basics) {
+  Dims d{2, 3, 4};
+  EXPECT_EQ(d.size(), 3);
+  EXPECT_EQ(d.product(), 24);
+  EXPECT_EQ(d.back(), 4);
+  EXPECT_EQ(Dims{}.product(), 1);
+  EXPECT_TRUE(Dims{}.empty());
+  EXPECT_EQ(Dims::filled(3, 7), (Dims{7, 7, 7}));
+  d.erase(1);
+  EXPECT_EQ(d, (Dims{2, 4}));
+  EXPECT_NE(d, (Dims{2, 4, 1}));
+  std::vector<int> v{5, 6};
+  EXPECT_EQ(Dims(v.begin(), v.end()), (Dims{5, 6}));
+  std::ostringstream s;
+  s << Dims{1, -2};
+  EXPECT_EQ(s.str(), "{1, -2}");
+}
+
+TEST(Dims, AtMostEightEntries) {
+  Dims d = Dims::filled(kMaxRank, 1);
+  EXPECT_THROW(d.push_back(1), InvalidArgument);
+  EXPECT_EQ(d.size(), kMaxRank);
+  EXPECT_THROW((Dims{1, 2, 3, 4, 5, 6, 7, 8, 9}), InvalidArgument);
+}
+
+TEST(PackedStrides, RowMajor) {
+  EXPECT_EQ(packed_strides({2, 3, 4}), (Dims{12, 4, 1}));
+  EXPECT_EQ(packed_strides({5}), (Dims{1}));
+  EXPECT_EQ(packed_strides({1, 1, 7, 1}), (Dims{7, 7, 1, 1}));
+}
+
+TEST(CalcBufferTensorSize, PackedRoundsUpToFour) {
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::Float16, {1, 3}), 8u);  // the spec's example: 6 -> 8
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::Float32, {2, 3}), 24u);
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::UInt8, {5}), 8u);
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::UInt8, {4}), 4u);
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::Int8, {1}), 4u);
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::Float64, {3}), 24u);
+  // 64-bit arithmetic: 2^33 bytes.
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::UInt8, {65536, 65536, 2}), std::uint64_t{1} << 33);
+}
+
+TEST(CalcBufferTensorSize, Strided) {
+  // (sum (size-1)*stride + 1) elements: (1*8 + 2*2 + 1) * 4 bytes = 52.
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::Float32, {2, 3}, Dims{8, 2}), 52u);
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::Float32, {2, 3}, Dims{-8, 2}), 52u);
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::Float32, {2, 3}, Dims{-8, -2}), 52u);
+  // Packed strides give the packed size; (1*3 + 2*1 + 1) * 2 = 12.
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::Float16, {2, 3}, Dims{3, 1}), 12u);
+  // Transposed strides span the same elements.
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::Float16, {3, 2}, Dims{1, 3}), 12u);
+  // Broadcast: one element, rounded up to 4 bytes.
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::Float16, {4, 5}, Dims{0, 0}), 4u);
+  // (2*1 + 1) * 1 byte = 3 -> 4
+  EXPECT_EQ(calc_buffer_tensor_size(DataType::UInt8, {3}, Dims{1}), 4u);
+  EXPECT_THROW(calc_buffer_tensor_size(DataType::UInt8, {3, 2}, Dims{1}), InvalidArgument);
+}
+
+TEST(ValidateTensorDesc, Rules) {
+  EXPECT_NO_THROW(validate_tensor_desc({DataType::Float32, {1}, std::nullopt}, "t"));
+  EXPECT_NO_THROW(validate_tensor_desc({DataType::Float32, {2, 3}, Dims{-3, 0}}, "t"));
+  EXPECT_NO_THROW(validate_tensor_desc({DataType::Float32, Dims::filled(8, 1), std::nullopt}, "t"));
+
+  const std::string rank0 =
+      message_of<InvalidArgument>([] { validate_tensor_desc({DataType::Float32, {}, std::nullopt}, "Op: input"); });
+  EXPECT_NE(rank0.find("Op: input"), std::string::npos) << rank0;
+  const std::string size0 =
+      message_of<InvalidArgument>([] { validate_tensor_desc({DataType::Float32, {2, 0}, std::nullopt}, "Op: input"); });
+  EXPECT_NE(size0.find("sizes[1]"), std::string::npos) << size0;
+  EXPECT_THROW(validate_tensor_desc({DataType::Float32, {2, -1}, std::nullopt}, "t"), InvalidArgument);
+  EXPECT_THROW(validate_tensor_desc({DataType::Float32, {2, 3}, Dims{1}}, "t"), InvalidArgument);
+  EXPECT_THROW(validate_tensor_desc({DataType::Float32, {2, 3}, Dims{3, 1, 1}}, "t"), InvalidArgument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TensorView overlap
+
+TEST(TensorView, SelfOverlap) {
+  float buf[64] = {};
+  EXPECT_FALSE(make_view(DataType::Float32, {3, 4}, {4, 1}, buf).may_self_overlap());   // C order
+  EXPECT_FALSE(make_view(DataType::Float32, {4, 3}, {1, 4}, buf).may_self_overlap());   // transposed
+  EXPECT_FALSE(make_view(DataType::Float32, {3, 4}, {8, 2}, buf).may_self_overlap());   // sliced
+  EXPECT_FALSE(make_view(DataType::Float32, {3, 4}, {-4, -1}, buf + 11).may_self_overlap());  // reversed
+  EXPECT_TRUE(make_view(DataType::Float32, {3, 4}, {0, 1}, buf).may_self_overlap());    // zero stride
+  EXPECT_TRUE(make_view(DataType::Float32, {5}, {0}, buf).may_self_overlap());
+  EXPECT_FALSE(make_view(DataType::Float32, {1, 4}, {0, 1}, buf).may_self_overlap());   // size 1: no
+  EXPECT_FALSE(make_view(DataType::Float32, {1}, {0}, buf).may_self_overlap());
+  EXPECT_TRUE(make_view(DataType::Float32, {2, 3}, {2, 1}, buf).may_self_overlap());   // rows interleave
+  // Byte strides smaller than the element: neighbours share bytes.
+  TensorView half_step{DataType::Float32, {3}, {2}, buf};
+  EXPECT_TRUE(half_step.may_self_overlap());
+}
+
+TEST(TensorView, ByteSpan) {
+  float buf[16] = {};
+  const auto [lo, hi] = make_view(DataType::Float32, {2, 3}, {-3, 1}, buf + 3).byte_span();
+  EXPECT_EQ(lo, reinterpret_cast<const std::byte*>(buf));
+  EXPECT_EQ(hi, reinterpret_cast<const std::byte*>(buf + 6));
+}
+
+TEST(TensorView, MayOverlap) {
+  float buf[40] = {};
+  const TensorView first = make_view(DataType::Float32, {10}, {1}, buf);
+  EXPECT_FALSE(may_overlap(first, make_view(DataType::Float32, {10}, {1}, buf + 10)));  // adjacent
+  EXPECT_TRUE(may_overlap(first, make_view(DataType::Float32, {10}, {1}, buf + 9)));
+  EXPECT_TRUE(may_overlap(first, first));
+  // Reversed views: buf+19 going back covers buf[10..19]; buf+10 going back covers buf[1..10].
+  EXPECT_FALSE(may_overlap(first, make_view(DataType::Float32, {10}, {-1}, buf + 19)));
+  EXPECT_TRUE(may_overlap(first, make_view(DataType::Float32, {10}, {-1}, buf + 10)));
+  EXPECT_TRUE(may_overlap(make_view(DataType::Float32, {10}, {-1}, buf + 10), first));
+  // One byte of overlap is enough.
+  TensorView bytes{DataType::UInt8, {4}, {1}, reinterpret_cast<std::byte*>(buf + 10) - 1};
+  EXPECT_TRUE(may_overlap(first, bytes));
+  // Even and odd elements of one buffer are disjoint but interleave: conservatively "may overlap".
+  EXPECT_TRUE(may_overlap(make_view(DataType::Float32, {10}, {2}, buf),
+                          make_view(DataType::Float32, {10}, {2}, buf + 1)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// StridedLayout and NdCounter
+
+Dims bytes(Dims elems, std::int64_t elem_size) {
+  for (std::int64_t& s : elems) s *= elem_size;
+  return elems;
+}
+
+TEST(StridedLayout, CoalescesContiguousSpaceToOneDimension) {
+  const Dims sizes{2, 3, 4, 5};
+  StridedLayout<2> layout(sizes, {bytes(packed_strides(sizes), 4), bytes(packed_strides(sizes), 2)});
+  layout.coalesce(0);
+  ASSERT_EQ(layout.rank(), 1);
+  EXPECT_EQ(layout.size(0), 120);
+  EXPECT_EQ(layout.stride(0, 0), 4);
+  EXPECT_EQ(layout.stride(1, 0), 2);
+}
+
+TEST(StridedLayout, MergesOnlyWhereEveryOperandIsContiguous) {
+  // Operand 1 has a gap between rows of axis 1 (stride 10 instead of 5): axes 0+1 merge,
+  // axis 2 stays.
+  const Dims sizes{2, 3, 5};
+  StridedLayout<2> layout(sizes, {Dims{15, 5, 1}, Dims{30, 10, 1}});
+  layout.coalesce(0);
+  ASSERT_EQ(layout.rank(), 2);
+  EXPECT_EQ(layout.sizes(), (Dims{6, 5}));
+  EXPECT_EQ(layout.stride(1, 0), 10);
+  EXPECT_EQ(layout.stride(1, 1), 1);
+}
+
+TEST(StridedLayout, PinnedAxesSurvive) {
+  const Dims sizes{2, 3, 4, 5};
+  StridedLayout<1> layout(sizes, {bytes(packed_strides(sizes), 4)});
+  layout.coalesce(1u << 2);
+  ASSERT_EQ(layout.rank(), 3);
+  EXPECT_EQ(layout.sizes(), (Dims{6, 4, 5}));
+  EXPECT_EQ(layout.source_axis(1), 2);
+  EXPECT_EQ(layout.source_axis(2), 3);
+  EXPECT_EQ(layout.stride(0, 1), 20);
+  EXPECT_EQ(layout.stride(0, 0), 80);
+
+  // A pinned size-1 axis is kept too.
+  StridedLayout<1> ones({1, 3, 1, 4}, {Dims{48, 16, 16, 4}});
+  ones.coalesce(1u << 0);
+  ASSERT_EQ(ones.rank(), 2);
+  EXPECT_EQ(ones.sizes(), (Dims{1, 12}));
+  EXPECT_EQ(ones.source_axis(0), 0);
+}
+
+TEST(StridedLayout, DropsSizeOneDimensions) {
+  // Non-contiguous strides so nothing merges: only the size-1 axes go.
+  StridedLayout<1> layout({1, 3, 1, 4, 1}, {Dims{999, 64, 7, 8, 5}});
+  layout.coalesce(0);
+  ASSERT_EQ(layout.rank(), 2);
+  EXPECT_EQ(layout.sizes(), (Dims{3, 4}));
+  EXPECT_EQ(layout.source_axis(0), 1);
+  EXPECT_EQ(layout.source_axis(1), 3);
+  EXPECT_EQ(layout.stride(0, 0), 64);
+  EXPECT_EQ(layout.stride(0, 1), 8);
+
+  StridedLayout<1> all_ones({1, 1}, {Dims{4, 4}});
+  all_ones.coalesce(0);
+  EXPECT_EQ(all_ones.rank(), 0);
+}
+
+TEST(StridedLayout, SortByStrideOnTransposedOperand) {
+  // A 4x3 view of a 3x4 C-order buffer: strides (4, 16) bytes.
+  StridedLayout<2> layout({4, 3}, {Dims{4, 16}, Dims{12, 4}});
+  layout.sort_by_stride(0);
+  EXPECT_EQ(layout.sizes(), (Dims{3, 4}));
+  EXPECT_EQ(layout.source_axis(0), 1);
+  EXPECT_EQ(layout.source_axis(1), 0);
+  EXPECT_EQ(layout.stride(0, 0), 16);
+  EXPECT_EQ(layout.stride(0, 1), 4);
+  EXPECT_EQ(layout.stride(1, 0), 4);
+  EXPECT_EQ(layout.stride(1, 1), 12);
+
+  // The magnitude decides, not the sign; equal magnitudes keep their order (stable).
+  StridedLayout<1> negative({2, 3, 4}, {Dims{-4, 48, -16}});
+  negative.sort_by_stride(0);
+  EXPECT_EQ(negative.source_axis(0), 1);
+  EXPECT_EQ(negative.source_axis(1), 2);
+  EXPECT_EQ(negative.source_axis(2), 0);
+  StridedLayout<1> ties({2, 3}, {Dims{4, 4}});
+  ties.sort_by_stride(0);
+  EXPECT_EQ(ties.source_axis(0), 0);
+
+  // Sorting a transposed operand then coalescing gives one forward row.
+  StridedLayout<1> transposed({4, 3}, {Dims{4, 16}});
+  transposed.sort_by_stride(0);
+  transposed.coalesce(0);
+  ASSERT_EQ(transposed.rank(), 1);
+  EXPECT_EQ(transposed.size(0), 12);
+  EXPECT_EQ(transposed.stride(0, 0), 4);
+}
+
+TEST(NdCounter, StartsAnywhereAndReportsChangedDimension) {
+  const Dims sizes{2, 3, 4};
+  NdCounter from17(sizes, 17);  // 17 = 1*12 + 1*4 + 1
+  EXPECT_EQ(from17[0], 1);
+  EXPECT_EQ(from17[1], 1);
+  EXPECT_EQ(from17[2], 1);
+  EXPECT_EQ(from17.next(), 2);
+  EXPECT_EQ(from17[2], 2);
+  EXPECT_EQ(from17.next(), 2);
+  EXPECT_EQ(from17.next(), 1);  // (1,1,3) -> (1,2,0)
+  EXPECT_EQ(from17[1], 2);
+  EXPECT_EQ(from17[2], 0);
+
+  NdCounter c(sizes, 0);
+  for (std::int64_t flat = 0; flat < 24; ++flat) {
+    ASSERT_EQ(c[0], flat / 12);
+    ASSERT_EQ(c[1], flat / 4 % 3);
+    ASSERT_EQ(c[2], flat % 4);
+    const int changed = c.next();
+    const std::int64_t n = flat + 1;
+    const int want = n == 24 ? -1 : n % 12 == 0 ? 0 : n % 4 == 0 ? 1 : 2;
+    ASSERT_EQ(changed, want) << "after " << flat;
+  }
+  EXPECT_EQ(c[0], 0);  // wrapped to the start
+  EXPECT_EQ(c[2], 0);
+
+  NdCounter last(sizes, 23);
+  EXPECT_EQ(last.next(), -1);
+  NdCounter scalar(Dims{}, 0);
+  EXPECT_EQ(scalar.next(), -1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// parallel_for
+
+class ParallelFor : public ::testing::Test {
+ protected:
+  void TearDown() override { set_num_threads(default_num_threads()); }
+};
+
+TEST_F(ParallelFor, CoversEveryIndexExactlyOnce) {
+  const std::pair<std::int64_t, std::int64_t> ranges[] = {{0, 0}, {5, 5},    {10, 3},     {0, 1},
+                                                          {0, 7}, {3, 1000}, {-50, 50}, {0, 100003}};
+  const std::int64_t grains[] = {1, 2, 7, 64, 999, 100000, std::int64_t{1} << 40};
+  for (int threads : {1, 2, 3, 7}) {
+    set_num_threads(threads);
+    ASSERT_EQ(num_threads(), threads);
+    for (const auto& [begin, end] : ranges) {
+      for (std::int64_t grain : grains) {
+        SCOPED_TRACE("threads " + std::to_string(threads) + " range [" + std::to_string(begin) + ", " +
+                     std::to_string(end) + ") grain " + std::to_string(grain));
+        const std::int64_t length = std::max<std::int64_t>(end - begin, 0);
+        std::vector<std::atomic<int>> hits(static_cast<std::size_t>(length));
+        std::atomic<int> calls{0}, bad_chunks{0};
+        std::mutex m;
+        std::thread::id caller = std::this_thread::get_id();
+        std::set<std::thread::id> runners;
+        parallel_for(begin, end, grain, [&](std::int64_t b, std::int64_t e) {
+          ++calls;
+          if (b >= e || b < begin || e > end) ++bad_chunks;
+          for (std::int64_t i = std::max(b, begin); i < std::min(e, end); ++i)
+            ++hits[static_cast<std::size_t>(i - begin)];
+          std::lock_guard lock(m);
+          runners.insert(std::this_thread::get_id());
+        });
+        EXPECT_EQ(bad_chunks.load(), 0);
+        for (std::int64_t i = 0; i < length; ++i)
+          ASSERT_EQ(hits[static_cast<std::size_t>(i)].load(), 1) << "index " << begin + i;
+        if (length == 0) {
+          EXPECT_EQ(calls.load(), 0);
+        } else {
+          EXPECT_GE(calls.load(), 1);
+          EXPECT_LE(calls.load(), threads);
+        }
+        // Work that fits one grain stays on the caller, in one piece.
+        if (length > 0 && length <= grain) {
+          EXPECT_EQ(calls.load(), 1);
+          EXPECT_EQ(runners, std::set<std::thread::id>{caller});
+        }
+      }
+    }
+  }
+}
+
+TEST_F(ParallelFor, RethrowsTheFirstExceptionAndKeepsWorking) {
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    try {
+      parallel_for(0, 3000, 1, [](std::int64_t b, std::int64_t e) {
+        if (b <= 1500 && 1500 < e) throw std::runtime_error("chunk holding 1500");
+      });
+      ADD_FAILURE() << "no exception with " << threads << " threads";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "chunk holding 1500");
+    }
+
+    // Every chunk throws: exactly one exception arrives, one of theirs, with its type intact.
+    struct ChunkError {
+      std::int64_t begin;
+    };
+    try {
+      parallel_for(0, 3000, 1, [](std::int64_t b, std::int64_t) { throw ChunkError{b}; });
+      ADD_FAILURE() << "no exception";
+    } catch (const ChunkError& e) {
+      EXPECT_GE(e.begin, 0);
+      EXPECT_LT(e.begin, 3000);
+    }
+
+    // The pool is usable afterwards.
+    std::atomic<std::int64_t> sum{0};
+    parallel_for(0, 10000, 1, [&](std::int64_t b, std::int64_t e) {
+      std::int64_t s = 0;
+      for (std::int64_t i = b; i < e; ++i) s += i;
+      sum += s;
+    });
+    EXPECT_EQ(sum.load(), 10000LL * 9999 / 2);
+  }
+}
+
+TEST_F(ParallelFor, NestedCallsRunInline) {
+  set_num_threads(3);
+  std::atomic<std::int64_t> total{0};
+  std::atomic<int> inner_calls{0}, outer_calls{0}, partial_inner{0};
+  parallel_for(0, 30, 1, [&](std::int64_t b, std::int64_t e) {
+    ++outer_calls;
+    for (std::int64_t i = b; i < e; ++i) {
+      const auto outer_thread = std::this_thread::get_id();
+      parallel_for(0, 1000, 1, [&](std::int64_t ib, std::int64_t ie) {
+        ++inner_calls;
+        if (ib != 0 || ie != 1000 || std::this_thread::get_id() != outer_thread) ++partial_inner;
+        total += ie - ib;
+      });
+    }
+  });
+  EXPECT_EQ(total.load(), 30 * 1000);
+  EXPECT_EQ(inner_calls.load(), 30);  // one whole-range call per outer index
+  EXPECT_EQ(partial_inner.load(), 0);
+}
+
+TEST_F(ParallelFor, SetNumThreadsInsideAChunkIsRejected) {
+  set_num_threads(2);
+  // Waiting for the running job from inside it would deadlock; it must throw instead.
+  EXPECT_THROW(parallel_for(0, 100, 1, [](std::int64_t, std::int64_t) { set_num_threads(1); }), InvalidArgument);
+  EXPECT_EQ(num_threads(), 2);
+}
+
+TEST_F(ParallelFor, ConcurrentCallersAllGetCorrectResults) {
+  set_num_threads(2);
+  constexpr int kCallers = 4, kRounds = 200;
+  constexpr std::int64_t kN = 4096;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kCallers; ++t) {
+    callers.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round) {
+        std::vector<std::atomic<int>> hits(kN);
+        parallel_for(0, kN, 64 + t, [&](std::int64_t b, std::int64_t e) {
+          for (std::int64_t i = b; i < e; ++i) ++hits[static_cast<std::size_t>(i)];
+        });
+        for (auto& h : hits) {
+          if (h.load() != 1) {
+            ++wrong;
+            break;
+          }
+        }
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(ParallelFor, SetNumThreadsWhileOthersRun) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0}, rounds{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 2; ++t) {
+    callers.emplace_back([&] {
+      while (!stop.load()) {
+        std::atomic<std::int64_t> sum{0};
+        parallel_for(0, 20000, 100, [&](std::int64_t b, std::int64_t e) {
+          std::int64_t s = 0;
+          for (std::int64_t i = b; i < e; ++i) s += i;
+          sum += s;
+        });
+        if (sum.load() != 20000LL * 19999 / 2) ++wrong;
+        ++rounds;
+      }
+    });
+  }
+  // Keep resizing the pool until the callers have run plenty of rounds against it.
+  for (int i = 0; i < 300 || rounds.load() < 200; ++i) set_num_threads(1 + i % 3);
+  stop = true;
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(rounds.load(), 0);
+}
+
+TEST_F(ParallelFor, WorksInAForkedChild) {
+  set_num_threads(2);
+  // Keep the pool busy on another thread while forking, so the child may inherit the pool's
+  // locks held by threads that do not exist in it.
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    while (!stop.load()) parallel_for(0, 10000, 1, [](std::int64_t, std::int64_t) {});
+  });
+  for (int i = 0; i < 5; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::alarm(20);  // a deadlocked child dies of SIGALRM instead of hanging the suite
+      std::atomic<std::int64_t> sum{0};
+      parallel_for(0, 100000, 1, [&](std::int64_t b, std::int64_t e) {
+        std::int64_t s = 0;
+        for (std::int64_t k = b; k < e; ++k) s += k;
+        sum += s;
+      });
+      ::_exit(sum.load() == 100000LL * 99999 / 2 ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << i << " wait status " << status;
+  }
+  stop = true;
+  busy.join();
+}
+
+TEST_F(ParallelFor, NumThreadsMustBePositive) {
+  set_num_threads(3);
+  EXPECT_THROW(set_num_threads(0), InvalidArgument);
+  EXPECT_THROW(set_num_threads(-1), InvalidArgument);
+  EXPECT_EQ(num_threads(), 3);
+  EXPECT_GE(default_num_threads(), 1);
+}
+
+TEST_F(ParallelFor, DefaultComesFromEnvironment) {
+  const char* old = std::getenv("DMLOPS_NUM_THREADS");
+  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  ::unsetenv("DMLOPS_NUM_THREADS");
+  const int cpus = default_num_threads();
+  EXPECT_GE(cpus, 1);
+  ::setenv("DMLOPS_NUM_THREADS", "3", 1);
+  EXPECT_EQ(default_num_threads(), 3);
+  for (const char* ignored : {"0", "-2", "abc", "4x", ""}) {
+    ::setenv("DMLOPS_NUM_THREADS", ignored, 1);
+    EXPECT_EQ(default_num_threads(), cpus) << "DMLOPS_NUM_THREADS='" << ignored << "'";
+  }
+  if (saved) ::setenv("DMLOPS_NUM_THREADS", saved->c_str(), 1);
+  else ::unsetenv("DMLOPS_NUM_THREADS");
+}
+
+// ---------------------------------------------------------------------------------------------
+// separable_gather (padding's engine), called directly
+
+std::vector<float> iota_floats(std::size_t n) {
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), 0.0f);
+  return v;
+}
+Scalar float_fill(float f) { return Scalar{DataType::Float32, bits_of(f)}; }
+
+TEST(SeparableGather, IdentityMapsAreAStridedCopy) {
+  const std::vector<float> src = iota_floats(12);  // 3x4
+  std::vector<float> dst(12, -1.0f);
+  separable_gather(make_view(DataType::Float32, {3, 4}, {4, 1}, src.data()),
+                   make_view(DataType::Float32, {3, 4}, {4, 1}, dst.data()), {{}, {}}, float_fill(0));
+  EXPECT_EQ(dst, src);
+
+  // Both axes reversed: point at the last element, negative strides.
+  separable_gather(make_view(DataType::Float32, {3, 4}, {-4, -1}, src.data() + 11),
+                   make_view(DataType::Float32, {3, 4}, {4, 1}, dst.data()), {{}, {}}, float_fill(0));
+  for (int i = 0; i < 12; ++i) ASSERT_EQ(dst[i], 11 - i);
+
+  // Only the rows reversed.
+  separable_gather(make_view(DataType::Float32, {3, 4}, {-4, 1}, src.data() + 8),
+                   make_view(DataType::Float32, {3, 4}, {4, 1}, dst.data()), {{}, {}}, float_fill(0));
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 4; ++c) ASSERT_EQ(dst[r * 4 + c], (2 - r) * 4 + c);
+
+  // Transposed input (4x3 view of the 3x4 buffer).
+  separable_gather(make_view(DataType::Float32, {4, 3}, {1, 4}, src.data()),
+                   make_view(DataType::Float32, {4, 3}, {3, 1}, dst.data()), {{}, {}}, float_fill(0));
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 3; ++c) ASSERT_EQ(dst[r * 3 + c], c * 4 + r);
+
+  // Output written into every other element of a bigger buffer: the gaps stay untouched.
+  std::vector<float> wide(24, -1.0f);
+  separable_gather(make_view(DataType::Float32, {3, 4}, {4, 1}, src.data()),
+                   make_view(DataType::Float32, {3, 4}, {8, 2}, wide.data()), {{}, {}}, float_fill(0));
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_EQ(wide[2 * i], i);
+    ASSERT_EQ(wide[2 * i + 1], -1.0f);
+  }
+}
+
+TEST(SeparableGather, FillMirrorAndBroadcastMaps) {
+  const std::vector<float> src = iota_floats(6);  // 2x3
+  std::vector<float> dst(4 * 5, -1.0f);
+  // Rows: fill, 0, 1, fill. Columns: mirror 2 1 0, then broadcast 0 0.
+  separable_gather(make_view(DataType::Float32, {2, 3}, {3, 1}, src.data()),
+                   make_view(DataType::Float32, {4, 5}, {5, 1}, dst.data()), {{-1, 0, 1, -1}, {2, 1, 0, 0, 0}},
+                   float_fill(9.5f));
+  const std::vector<float> want = {9.5f, 9.5f, 9.5f, 9.5f, 9.5f,  //
+                                   2,    1,    0,    0,    0,     //
+                                   5,    4,    3,    3,    3,     //
+                                   9.5f, 9.5f, 9.5f, 9.5f, 9.5f};
+  EXPECT_EQ(dst, want);
+
+  // A fill run in the middle of the inner axis.
+  std::vector<float> row(5, -1.0f);
+  separable_gather(make_view(DataType::Float32, {3}, {1}, src.data()),
+                   make_view(DataType::Float32, {5}, {1}, row.data()),
+                   {{0, -1, -1, 2, 1}}, float_fill(7.0f));
+  EXPECT_EQ(row, (std::vector<float>{0, 7, 7, 2, 1}));
+}
+
+TEST(SeparableGather, OutputSizeOne) {
+  const std::vector<float> src = iota_floats(12);  // 3x4
+  std::vector<float> dst(4, -1.0f);
+  separable_gather(make_view(DataType::Float32, {3, 4}, {4, 1}, src.data()),
+                   make_view(DataType::Float32, {1, 4}, {4, 1}, dst.data()), {{2}, {}}, float_fill(0));
+  EXPECT_EQ(dst, (std::vector<float>{8, 9, 10, 11}));
+
+  separable_gather(make_view(DataType::Float32, {3, 4}, {4, 1}, src.data()),
+                   make_view(DataType::Float32, {1, 4}, {4, 1}, dst.data()), {{-1}, {}}, float_fill(3.5f));
+  EXPECT_EQ(dst, (std::vector<float>{3.5f, 3.5f, 3.5f, 3.5f}));
+
+  float one = -1.0f;
+  separable_gather(make_view(DataType::Float32, {3, 4}, {4, 1}, src.data()),
+                   make_view(DataType::Float32, {1, 1}, {1, 1}, &one), {{1}, {3}}, float_fill(0));
+  EXPECT_EQ(one, 7.0f);
+  separable_gather(make_view(DataType::Float32, {3, 4}, {4, 1}, src.data()),
+                   make_view(DataType::Float32, {1, 1}, {1, 1}, &one), {{1}, {-1}}, float_fill(2.0f));
+  EXPECT_EQ(one, 2.0f);
+
+  // Inner axis of size 1 under a mapped outer axis.
+  std::vector<float> col(3, -1.0f);
+  separable_gather(make_view(DataType::Float32, {3, 4}, {4, 1}, src.data()),
+                   make_view(DataType::Float32, {3, 1}, {1, 1}, col.data()), {{2, -1, 0}, {1}}, float_fill(-5.0f));
+  EXPECT_EQ(col, (std::vector<float>{9, -5, 1}));
+}
+
+TEST(SeparableGather, RejectsInconsistentArguments) {
+  const std::vector<float> src = iota_floats(6);
+  std::vector<float> dst(6);
+  const TensorView in = make_view(DataType::Float32, {2, 3}, {3, 1}, src.data());
+  const TensorView out = make_view(DataType::Float32, {2, 3}, {3, 1}, dst.data());
+  EXPECT_THROW(separable_gather(in, out, std::vector<AxisMap>(1), float_fill(0)), InvalidArgument);  // map count
+  EXPECT_THROW(separable_gather(in, out, {{0, 2}, {}}, float_fill(0)), InvalidArgument);          // reads row 2 of 2
+  EXPECT_THROW(separable_gather(in, out, {{0, -2}, {}}, float_fill(0)), InvalidArgument);         // below -1
+  EXPECT_THROW(separable_gather(in, out, {{0}, {}}, float_fill(0)), InvalidArgument);             // map length
+  const TensorView wider = make_view(DataType::Float32, {2, 4}, {4, 1}, dst.data());
+  EXPECT_THROW(separable_gather(in, wider, {{}, {}}, float_fill(0)), InvalidArgument);  // identity, sizes differ
+  EXPECT_THROW(separable_gather(in, out, {{}, {}}, Scalar{DataType::Float64, 0}), DTypeError);   // fill width
+  const TensorView halves = make_view(DataType::Float16, {2, 3}, {3, 1}, dst.data());
+  EXPECT_THROW(separable_gather(in, halves, {{}, {}}, float_fill(0)), DTypeError);
+  EXPECT_EQ(dst, std::vector<float>(6, 0.0f)) << "a rejected call wrote to the output";
+}
+
+}  // namespace
+}  // namespace dmlops
