@@ -32,6 +32,7 @@
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/strided.hpp"
 #include "dmlops/core/tensor.hpp"
+#include "dmlops/core/window.hpp"
 
 namespace dmlops {
 namespace {
@@ -999,6 +1000,64 @@ TEST(SeparableGather, RejectsInconsistentArguments) {
   const TensorView halves = make_view(DataType::Float16, {2, 3}, {3, 1}, dst.data());
   EXPECT_THROW(separable_gather(in, halves, {{}, {}}, float_fill(0)), DTypeError);
   EXPECT_EQ(dst, std::vector<float>(6, 0.0f)) << "a rejected call wrote to the output";
+}
+
+}  // namespace
+}  // namespace dmlops
+
+// ---------------------------------------------------------------------------------------------
+// WindowAxis / window_axes: the sliding-window geometry shared by windowed operators.
+
+namespace dmlops {
+namespace {
+
+TEST(Window, OutputSizeAndValidTapsMatchABruteForceCount) {
+  for (std::int64_t in = 1; in <= 9; ++in)
+    for (std::int64_t window = 1; window <= 4; ++window)
+      for (std::int64_t stride = 1; stride <= 3; ++stride)
+        for (std::int64_t dilation = 1; dilation <= 3; ++dilation)
+          for (std::int64_t start = 0; start <= 3; ++start)
+            for (std::int64_t end = 0; end <= 3; ++end) {
+              const WindowAxis w{in, window, stride, dilation, start, end};
+              if (in + start + end < w.extent()) continue;
+              // brute force: count positions whose last tap stays inside the padded input
+              std::int64_t outs = 0;
+              while ((outs * stride) + w.extent() <= in + start + end) ++outs;
+              ASSERT_EQ(w.out(), outs);
+              for (std::int64_t o = 0; o < w.out(); ++o) {
+                const auto [first, last] = w.valid_taps(o);
+                for (std::int64_t t = 0; t < window; ++t) {
+                  const std::int64_t i = w.input_index(o, t);
+                  const bool inside = i >= 0 && i < in;
+                  ASSERT_EQ(inside, t >= first && t < last)
+                      << "in " << in << " window " << window << " stride " << stride << " dilation " << dilation
+                      << " start " << start << " o " << o << " t " << t;
+                }
+              }
+            }
+}
+
+TEST(Window, AxesDefaultsAndErrors) {
+  const Dims in{5, 7};
+  auto axes = window_axes("Op", "window_size", in, WindowParams{{3, 2}, {}, {}, {}, {}});
+  ASSERT_EQ(axes.size(), 2u);
+  EXPECT_EQ(axes[0].out(), 3);
+  EXPECT_EQ(axes[1].out(), 6);
+  EXPECT_EQ(axes[1].stride, 1);
+  EXPECT_EQ(axes[1].start, 0);
+  EXPECT_THROW(window_axes("Op", "window_size", in, WindowParams{{3}, {}, {}, {}, {}}), InvalidArgument);
+  EXPECT_THROW(window_axes("Op", "window_size", in, WindowParams{{3, 0}, {}, {}, {}, {}}), InvalidArgument);
+  EXPECT_THROW(window_axes("Op", "window_size", in, WindowParams{{3, 2}, {1, 0}, {}, {}, {}}), InvalidArgument);
+  EXPECT_THROW(window_axes("Op", "window_size", in, WindowParams{{3, 2}, {}, {}, {0, -1}, {}}), InvalidArgument);
+  try {
+    window_axes("LpPooling", "window_size", in, WindowParams{{6, 2}, {}, {}, {}, {}});
+    FAIL() << "a window larger than the padded input must be rejected";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("LpPooling: on spatial dimension 0 the window extent 6"), std::string::npos)
+        << e.what();
+  }
+  // padding makes room for the window
+  EXPECT_EQ(window_axes("Op", "w", in, WindowParams{{6, 2}, {}, {}, {1, 0}, {0, 0}})[0].out(), 1);
 }
 
 }  // namespace
