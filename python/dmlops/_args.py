@@ -38,6 +38,16 @@ def int_tuple(values: Any, what: str) -> tuple[int, ...]:
     return tuple(result)
 
 
+def integer(value: Any, what: str) -> int:
+    """A Python or numpy integer (not bool) as a Python int."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, not bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
+
+
 def number(value: Any, what: str) -> Number:
     """A Python or numpy scalar as a Python int, float or bool."""
     if isinstance(value, (bool, np.bool_)):

@@ -25,7 +25,7 @@ class Field:
     kind: ``tensor`` (a TensorDesc), ``enum`` (an :class:`Enum` short name), ``dims`` (one
     UINT per dimension; the struct's DimensionCount is derived), ``scalar`` (a
     DML_SCALAR_UNION typed by the input tensor's dtype, written with a sibling
-    ``<Name>DataType`` entry) or ``float`` (a FLOAT member).
+    ``<Name>DataType`` entry), ``float`` (a FLOAT member) or ``uint`` (a UINT member).
     """
 
     name: str

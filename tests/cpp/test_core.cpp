@@ -1034,6 +1034,15 @@ TEST(Window, OutputSizeAndValidTapsMatchABruteForceCount) {
                       << " start " << start << " o " << o << " t " << t;
                 }
               }
+              for (std::int64_t t = 0; t < window; ++t) {
+                const auto [first, last] = w.valid_outputs(t);
+                for (std::int64_t o = 0; o < w.out(); ++o) {
+                  const std::int64_t i = w.input_index(o, t);
+                  ASSERT_EQ(i >= 0 && i < in, o >= first && o < last)
+                      << "valid_outputs: in " << in << " window " << window << " stride " << stride << " dilation "
+                      << dilation << " start " << start << " end " << end << " t " << t << " o " << o;
+                }
+              }
             }
 }
 

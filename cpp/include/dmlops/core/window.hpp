@@ -6,7 +6,8 @@
 //   out    = (in + start + end - extent) / stride + 1          (must be >= 1)
 //   tap t of output position o reads input i = o * stride + t * dilation - start
 // Taps with i outside [0, in) fall in the padding. valid_taps() gives the range of taps that
-// land inside, so kernels loop over it without a bounds test per tap.
+// land inside, so kernels loop over it without a bounds test per tap; valid_outputs() is the
+// same relation seen from a tap, for kernels that sweep one tap over a row of outputs.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,15 @@ struct WindowAxis {
     const std::int64_t first = base >= 0 ? 0 : (-base + dilation - 1) / dilation;
     const std::int64_t past = in - base;            // taps t with base + t*dilation < in
     const std::int64_t last = past <= 0 ? 0 : std::min(window, (past + dilation - 1) / dilation);
+    return {first, last};
+  }
+
+  // Outputs [first, last) whose tap t reads inside the input (first >= last: none).
+  std::pair<std::int64_t, std::int64_t> valid_outputs(std::int64_t t) const {
+    const std::int64_t offset = t * dilation - start;  // input index of tap t at output 0
+    const std::int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+    const std::int64_t room = in - offset;             // outputs o with o*stride + offset < in
+    const std::int64_t last = room <= 0 ? 0 : std::min(out(), (room + stride - 1) / stride);
     return {first, last};
   }
 };
