@@ -21,9 +21,11 @@ LpPoolingDesc make_desc(const std::string& op, const TensorDesc& input, const py
   if (!dilations.is_none()) desc.dilations = dims_of(dilations, op + ": dilations");
   if (py::isinstance<py::bool_>(p) || !py::isinstance<py::int_>(p))
     fail<DTypeError>(op, ": p must be an integer, not ", py::str(py::type::of(p).attr("__name__")).cast<std::string>());
-  const Number number = number_of(p, op + ": p");
-  if (number.kind == Number::Kind::UInt) fail(op, ": p is ", number.u, "; P is a UINT, at most ", kLpPoolingMaxP);
-  desc.p = number.i;
+  int overflow = 0;
+  desc.p = PyLong_AsLongLongAndOverflow(p.ptr(), &overflow);
+  // Beyond 64 bits is beyond UINT (or below 1) as well: say so with the caller's number.
+  if (overflow > 0) fail(op, ": p is ", py::repr(p).cast<std::string>(), "; P is a UINT, at most ", kLpPoolingMaxP);
+  if (overflow < 0) fail(op, ": p is ", py::repr(p).cast<std::string>(), "; it must be >= 1");
   return desc;
 }
 

@@ -24,8 +24,10 @@
 //   p >= 3    pass 1: m = max |x| per window (the two sweeps with max; the max skips NaN);
 //             pass 2: s = sum of (|x|/m)^p, y = m * s^(1/p). Every quotient is <= 1 and the
 //             largest is exactly 1, so s is in [1, taps]: nothing overflows, and whatever
-//             underflows is below epsilon relative to s. Powers by binary powering, one vector
-//             pass over the outputs per step. Windows with m = 0 or inf go to exact_norm().
+//             underflows is below epsilon relative to s. Quotients multiply by 1/m (one
+//             division per output, not per tap); powers by binary powering, one vector pass
+//             over the outputs per step.
+//             Windows whose m is 0, inf or subnormal (1/m would overflow) go to exact_norm().
 // NaN propagates: NaN/m, NaN*NaN and sums with NaN are NaN, and exact_norm() checks for it.
 // With no NaN, an infinite element gives +inf.
 #include "dmlops/ops/lp_pooling.hpp"
@@ -163,36 +165,49 @@ DMLOPS_VECTOR_KERNEL void fold_taps(const A* v, std::int64_t stride, std::int64_
   }
 }
 
-// y[k] = sqrt(y[k]); returns how many roots fall outside [lo, hi] (NaN counts).
+// y[k] = sqrt(y[k]); returns whether every root is in [lo, hi] (NaN is not).
 template <class A>
-DMLOPS_VECTOR_KERNEL std::int64_t sqrt_and_count_outside(A* y, std::int64_t n, A lo, A hi) {
-  std::int64_t outside = 0;
+DMLOPS_VECTOR_KERNEL bool sqrt_all_within(A* y, std::int64_t n, A lo, A hi) {
+  unsigned outside = 0;
   for (std::int64_t k = 0; k < n; ++k) {
     const A r = std::sqrt(y[k]);
     y[k] = r;
-    outside += !(r >= lo) | !(r <= hi);
+    outside |= !(r >= lo) | !(r <= hi);
   }
-  return outside;
+  return outside == 0;
 }
 
-// q[j] = |x[j*stride]| / m[j], j < n.
+// |x| / m for |x| <= m, as |x| * (1/m): exactly 1 for the window's largest element, so that its
+// power stays 1 for any p, and clamped so that rounding of 1/m never lifts a quotient past 1.
+// NaN stays NaN.
 template <class A>
-DMLOPS_VECTOR_KERNEL void quotients(A* q, const A* x, std::int64_t stride, const A* m, std::int64_t n) {
-  for (std::int64_t j = 0; j < n; ++j) q[j] = std::abs(x[j * stride]) / m[j];
+A scaled_magnitude(A x, A m, A inverse_m) {
+  const A a = std::abs(x);
+  const A q = a * inverse_m;
+  const A clamped = q > A(1) ? A(1) : q;  // plain selects (NaN takes the second arm): vectorisable
+  return a >= m ? A(1) : clamped;
 }
 
-// sum[j] += q[j]^p for j < n (p >= 2) by left-to-right binary powering, one pass per squaring
-// and per set bit of p; r is scratch for the running power.
+// q[j] = scaled_magnitude(x[j*stride], m[j], inverse_m[j]), j < n.
+template <int kStride, class A>
+DMLOPS_VECTOR_KERNEL void scaled_magnitudes(A* q, const A* x, std::int64_t stride, const A* m, const A* inverse_m,
+                                            std::int64_t n) {
+  const std::int64_t s = kStride ? kStride : stride;
+  for (std::int64_t j = 0; j < n; ++j) q[j] = scaled_magnitude(x[j * s], m[j], inverse_m[j]);
+}
+
+// sum[j] += q[j]^p for j < n (p >= 2) by left-to-right binary powering, one pass over the
+// (L1-resident) row per squaring and per set bit of p; power is scratch.
 template <class A>
-DMLOPS_VECTOR_KERNEL void add_power(const A* q, A* r, A* sum, std::int64_t n, std::uint64_t p) {
-  for (std::int64_t j = 0; j < n; ++j) r[j] = q[j];
+DMLOPS_VECTOR_KERNEL void add_powers(const A* q, A* power, A* sum, std::int64_t n, std::uint64_t p) {
+  for (std::int64_t j = 0; j < n; ++j) power[j] = q[j];
   for (int bit = std::bit_width(p) - 2; bit >= 0; --bit) {
-    for (std::int64_t j = 0; j < n; ++j) r[j] *= r[j];
+    for (std::int64_t j = 0; j < n; ++j) power[j] *= power[j];
     if ((p >> bit) & 1) {
-      for (std::int64_t j = 0; j < n; ++j) r[j] *= q[j];
+      for (std::int64_t j = 0; j < n; ++j) power[j] *= q[j];
     }
   }
-  for (std::int64_t j = 0; j < n; ++j) sum[j] += r[j];
+  for (std::int64_t j = 0; j < n; ++j) sum[j] += power[j];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -208,6 +223,13 @@ void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation, std::int6
   if (stride == 1) return with_stride(std::integral_constant<int, 1>{});
   if (stride == 2) return with_stride(std::integral_constant<int, 2>{});
   with_stride(std::integral_constant<int, 0>{});
+}
+
+template <class A>
+void scaled_magnitudes(A* q, const A* x, std::int64_t stride, const A* m, const A* inverse_m, std::int64_t n) {
+  if (stride == 1) return scaled_magnitudes<1>(q, x, stride, m, inverse_m, n);
+  if (stride == 2) return scaled_magnitudes<2>(q, x, stride, m, inverse_m, n);
+  scaled_magnitudes<0>(q, x, stride, m, inverse_m, n);
 }
 
 template <class A>
@@ -306,6 +328,7 @@ class LpPoolingKernel {
           packed(static_cast<std::size_t>(kRowsPerPass * k.span_)),
           acc(static_cast<std::size_t>(k.block_)),
           sum(k.p_ > 2 ? static_cast<std::size_t>(k.block_) : 0),
+          inverse(k.p_ > 2 ? static_cast<std::size_t>(k.block_) : 0),
           quotient(k.p_ > 2 ? static_cast<std::size_t>(k.block_) : 0),
           power(k.p_ > 2 ? static_cast<std::size_t>(k.block_) : 0),
           result(kReadsInPlace ? 0 : static_cast<std::size_t>(k.block_)) {
@@ -315,7 +338,8 @@ class LpPoolingKernel {
     std::vector<Acc> values;  // kRowsPerPass input rows converted to Acc (float16 inputs)
     std::vector<T> packed;    // kRowsPerPass input rows packed contiguously (strided or misaligned inputs)
     std::vector<Acc> acc;     // per output of the block: the sum, or the max |x| for p >= 3
-    std::vector<Acc> sum, quotient, power;  // p >= 3: sum of (|x|/m)^p, |x|/m of one tap, its power
+    std::vector<Acc> sum, inverse, quotient, power;  // p >= 3, per output: sum of (|x|/m)^p, 1/m,
+                                                     // |x|/m of one tap and its power
     std::vector<T> result;    // the block's outputs rounded to float16
     // The current output row: where its (n, c) input plane and its output start, and the byte
     // offsets (from the plane) of the input rows the window's outer taps read.
@@ -405,52 +429,72 @@ class LpPoolingKernel {
                       acc + (b.i0 - b.o0), b.i1 - b.i0);
   }
 
-  // Sum (or max) of F(x) over each output's window into acc; false when all are empty (0).
+  // Fold (sum or max) of F(x) over each output's window of the block into acc[0 .. o1 - o0).
   template <class Fold, class F>
-  void fold_window(Scratch& s, const Block& b) const {
-    if (down_the_window<Fold, F>(s, b)) across_the_window<Fold>(s.v.data(), b, s.acc.data());
-    else std::fill(s.acc.begin(), s.acc.begin() + (b.o1 - b.o0), Acc(0));
+  void fold_window(Scratch& s, const Block& b, Acc* acc) const {
+    if (down_the_window<Fold, F>(s, b)) across_the_window<Fold>(s.v.data(), b, acc);
+    else std::fill(acc, acc + (b.o1 - b.o0), Acc(0));
+  }
+
+  // Where the block's results are computed: straight in the output row when it holds Acc
+  // values at unit stride, aligned; else in `scratch`, for store() to round and scatter.
+  Acc* results(Scratch& s, const Block& b, Acc* scratch) const {
+    if constexpr (kReadsInPlace) {
+      std::byte* first = s.out_row + b.o0 * out_col_stride_;
+      if (out_col_stride_ == static_cast<std::int64_t>(sizeof(T)) &&
+          reinterpret_cast<std::uintptr_t>(first) % alignof(T) == 0)
+        return reinterpret_cast<Acc*>(first);
+    }
+    return scratch;
   }
 
   void run_block(Scratch& s, const Block& b) const {
     const std::int64_t count = b.o1 - b.o0;
-    Acc* acc = s.acc.data();
     if (p_ == 1) {
-      fold_window<Sum, Magnitude>(s, b);
-      return store(s, b.o0, count, acc);
+      Acc* y = results(s, b, s.acc.data());
+      fold_window<Sum, Magnitude>(s, b, y);
+      return store(s, b.o0, count, y);
     }
     if (p_ == 2) {
-      fold_window<Sum, Square>(s, b);
-      if (sqrt_and_count_outside(acc, count, kRootTiny, kRootHuge) > 0) {
+      Acc* y = results(s, b, s.acc.data());
+      fold_window<Sum, Square>(s, b, y);
+      if (!sqrt_all_within(y, count, kRootTiny, kRootHuge)) {
         for (std::int64_t k = 0; k < count; ++k) {
-          if (!(acc[k] >= kRootTiny && acc[k] <= kRootHuge)) acc[k] = exact_norm(s, b.o0 + k);
+          if (!(y[k] >= kRootTiny && y[k] <= kRootHuge)) y[k] = exact_norm(s, b.o0 + k);
         }
       }
-      return store(s, b.o0, count, acc);
+      return store(s, b.o0, count, y);
     }
 
-    // p >= 3, pass 1: m = the window's largest |x| per output.
-    fold_window<Max, Magnitude>(s, b);
-    const Acc* m = acc;
+    // p >= 3, pass 1: m = the window's largest |x| per output. Windows whose m is 0, inf or
+    // so small that 1/m overflows take exact_norm(); the others are scaled by 1/m.
+    Acc* m = s.acc.data();
+    fold_window<Max, Magnitude>(s, b, m);
+    Acc* inverse_m = s.inverse.data();
+    for (std::int64_t k = 0; k < count; ++k) inverse_m[k] = Acc(1) / m[k];
     // Pass 2, row by row: sum[o] += (|x| / m[o])^p over the taps.
-    Acc* sum = s.sum.data();
+    Acc* sum = results(s, b, s.sum.data());
     std::fill(sum, sum + count, Acc(0));
     for (std::size_t r = 0; r < s.row_offsets.size() && b.lo < b.hi; ++r) {
       const Acc* x = row_values(s, s.row_offsets[r], b.lo, b.hi - b.lo, 0) - b.lo;  // x[i]: input column i
       for (const BorderOutput& e : b.border) {
+        const std::int64_t k = e.o - b.o0;
         for (std::int64_t t = e.t0; t < e.t1; ++t)
-          sum[e.o - b.o0] += integer_power(std::abs(x[row_.input_index(e.o, t)]) / m[e.o - b.o0], p_);
+          sum[k] += integer_power(scaled_magnitude(x[row_.input_index(e.o, t)], m[k], inverse_m[k]), p_);
       }
       for (std::int64_t t = 0; t < row_.window && b.i0 < b.i1; ++t) {
-        const std::int64_t k0 = b.i0 - b.o0, n = b.i1 - b.i0;
-        quotients(s.quotient.data(), x + row_.input_index(b.i0, t), row_.stride, m + k0, n);
-        add_power(s.quotient.data(), s.power.data(), sum + k0, n, p_);
+        const std::int64_t k0 = b.i0 - b.o0;
+        const std::int64_t n = b.i1 - b.i0;
+        scaled_magnitudes(s.quotient.data(), x + row_.input_index(b.i0, t), row_.stride, m + k0, inverse_m + k0, n);
+        add_powers(s.quotient.data(), s.power.data(), sum + k0, n, p_);
       }
     }
     const Acc inverse_p = Acc(1) / static_cast<Acc>(p_);
-    for (std::int64_t k = 0; k < count; ++k)
-      sum[k] = m[k] > 0 && m[k] <= std::numeric_limits<Acc>::max() ? m[k] * std::pow(sum[k], inverse_p)
-                                                                   : exact_norm(s, b.o0 + k);
+    for (std::int64_t k = 0; k < count; ++k) {
+      sum[k] = m[k] >= std::numeric_limits<Acc>::min() && m[k] <= std::numeric_limits<Acc>::max()
+                   ? m[k] * std::pow(sum[k], inverse_p)
+                   : exact_norm(s, b.o0 + k);
+    }
     store(s, b.o0, count, sum);
   }
 
@@ -482,16 +526,18 @@ class LpPoolingKernel {
     else return x;
   }
 
-  // Writes y[0 .. count) to outputs o0 .. o0 + count of the current row, rounding once to T.
+  // Writes y[0 .. count) to outputs o0 .. o0 + count of the current row, rounding once to T
+  // (nothing to do when results() placed y in the output already).
   void store(Scratch& s, std::int64_t o0, std::int64_t count, const Acc* y) const {
+    std::byte* dst = s.out_row + o0 * out_col_stride_;
     const T* values;
     if constexpr (kReadsInPlace) {
+      if (reinterpret_cast<const std::byte*>(y) == dst) return;
       values = y;
     } else {
       float_to_half(y, s.result.data(), static_cast<std::size_t>(count));
       values = s.result.data();
     }
-    std::byte* dst = s.out_row + o0 * out_col_stride_;
     if (out_col_stride_ == static_cast<std::int64_t>(sizeof(T))) {
       std::memcpy(dst, values, static_cast<std::size_t>(count) * sizeof(T));
       return;
