@@ -12,24 +12,28 @@
 //           outputs, whose taps all read inside the input, take one fused loop (stride 1 or 2
 //           and 2 or 3 taps are compile-time, so it vectorises); the few border outputs loop
 //           over their valid_taps.
-// Folding is a sum, or a max for the scale pass of p >= 3. Sum and max are separable, so each
+// Folding is a sum (or a max, for the scaled path below). Sum and max are separable, so each
 // input row is read once per output row rather than once per tap.
 //
 // Norms (Acc = float32 for FLOAT16/FLOAT32, float64 for FLOAT64):
-//   p = 1     f = |x|, y = acc. Overflows only when the true result does.
-//   p = 2     f = x*x, y = sqrt(acc). An output whose sum of squares is inf, NaN or below
-//             min_normal/epsilon (where squares that fell into the subnormals may have lost
-//             more than an ulp of the sum) is recomputed by exact_norm(), scaled. Rare: huge
-//             or tiny magnitudes, inf/NaN inputs, all-zero windows.
-//   p >= 3    pass 1: m = max |x| per window (the two sweeps with max; the max skips NaN);
-//             pass 2: s = sum of (|x|/m)^p, y = m * s^(1/p). Every quotient is <= 1 and the
-//             largest is exactly 1, so s is in [1, taps]: nothing overflows, and whatever
-//             underflows is below epsilon relative to s. Quotients multiply by 1/m (one
-//             division per output, not per tap); powers by binary powering, one vector pass
-//             over the outputs per step.
-//             Windows whose m is 0, inf or subnormal (1/m would overflow) go to exact_norm().
-// NaN propagates: NaN/m, NaN*NaN and sums with NaN are NaN, and exact_norm() checks for it.
-// With no NaN, an infinite element gives +inf.
+//   p = 1     sum of |x|. Overflows only when the true result does.
+//   p >= 2    fast path: S = sum of |x|^p by the two sweeps (|x|^p once per input element:
+//             x*x for p = 2, binary powering over the row otherwise), y = S^(1/p) (sqrt for
+//             p = 2). Exact unless S overflowed (inf), is NaN, or lies below
+//             p * min_normal / epsilon, where terms that fell into the subnormals may have lost
+//             more than an ulp of S. Those outputs are repaired, by the scaled method:
+//   scaled    m = max |x| per window (the two sweeps with max; max skips NaN), then
+//             S' = sum of (|x|/m)^p, y = m * S'^(1/p). Every quotient is <= 1 and the largest
+//             is exactly 1, so S' is in [1, taps]: nothing overflows, and what underflows is
+//             below epsilon relative to S'. Quotients multiply by 1/m (one division per output);
+//             powers by binary powering, one vector pass over the outputs per step. A block
+//             with a few outputs to repair has them recomputed one by one (exact_norm(), the
+//             scaled method tap by tap); one with many runs the scaled method vectorised, with
+//             exact_norm() for windows whose m is 0, inf or subnormal (1/m would overflow).
+//             Repairs are rare: huge or tiny magnitudes for the given p, inf/NaN inputs,
+//             all-zero windows.
+// NaN propagates: sums and products with NaN are NaN, and exact_norm() checks for it. With no
+// NaN, an infinite element gives +inf.
 #include "dmlops/ops/lp_pooling.hpp"
 
 #include <algorithm>
@@ -114,7 +118,8 @@ struct Max {
   static A fold(A a, A b) { return b > a ? b : a; }
 };
 
-// What the down sweep folds: |x| (p = 1, and the scale of p >= 3) or x*x (p = 2).
+// What the down sweep folds: |x| (p = 1, and the scaled path's max), x*x (p = 2), or values
+// already raised to p (p >= 3, by abs_powers).
 struct Magnitude {
   template <class A>
   static A apply(A x) { return std::abs(x); }
@@ -122,6 +127,10 @@ struct Magnitude {
 struct Square {
   template <class A>
   static A apply(A x) { return x * x; }
+};
+struct Identity {
+  template <class A>
+  static A apply(A x) { return x; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -165,14 +174,26 @@ DMLOPS_VECTOR_KERNEL void fold_taps(const A* v, std::int64_t stride, std::int64_
   }
 }
 
-// y[k] = sqrt(y[k]); returns whether every root is in [lo, hi] (NaN is not).
+// y[j] = |x[j]|^p for j < n (p >= 3) by left-to-right binary powering, one pass per step.
 template <class A>
-DMLOPS_VECTOR_KERNEL bool sqrt_all_within(A* y, std::int64_t n, A lo, A hi) {
+DMLOPS_VECTOR_KERNEL void abs_powers(const A* x, A* y, std::int64_t n, std::uint64_t p) {
+  for (std::int64_t j = 0; j < n; ++j) y[j] = std::abs(x[j]);
+  for (int bit = std::bit_width(p) - 2; bit >= 0; --bit) {
+    for (std::int64_t j = 0; j < n; ++j) y[j] *= y[j];
+    if ((p >> bit) & 1) {
+      for (std::int64_t j = 0; j < n; ++j) y[j] *= std::abs(x[j]);
+    }
+  }
+}
+
+// Whether every y[k], k < n, is in [lo, hi] (NaN is not); with kSqrt, y[k] = sqrt(y[k]) too,
+// in the same pass.
+template <bool kSqrt, class A>
+DMLOPS_VECTOR_KERNEL bool all_within(A* y, std::int64_t n, A lo, A hi) {
   unsigned outside = 0;
   for (std::int64_t k = 0; k < n; ++k) {
-    const A r = std::sqrt(y[k]);
-    y[k] = r;
-    outside |= !(r >= lo) | !(r <= hi);
+    outside |= !(y[k] >= lo) | !(y[k] <= hi);
+    if constexpr (kSqrt) y[k] = std::sqrt(y[k]);
   }
   return outside == 0;
 }
@@ -326,20 +347,24 @@ class LpPoolingKernel {
         : v(static_cast<std::size_t>(k.span_)),
           values(kReadsInPlace ? 0 : static_cast<std::size_t>(kRowsPerPass * k.span_)),
           packed(static_cast<std::size_t>(kRowsPerPass * k.span_)),
+          powered(k.p_ > 2 ? static_cast<std::size_t>(kRowsPerPass * k.span_) : 0),
           acc(static_cast<std::size_t>(k.block_)),
-          sum(k.p_ > 2 ? static_cast<std::size_t>(k.block_) : 0),
-          inverse(k.p_ > 2 ? static_cast<std::size_t>(k.block_) : 0),
-          quotient(k.p_ > 2 ? static_cast<std::size_t>(k.block_) : 0),
-          power(k.p_ > 2 ? static_cast<std::size_t>(k.block_) : 0),
+          sum(k.p_ > 1 ? static_cast<std::size_t>(k.block_) : 0),
+          inverse(k.p_ > 1 ? static_cast<std::size_t>(k.block_) : 0),
+          quotient(k.p_ > 1 ? static_cast<std::size_t>(k.block_) : 0),
+          power(k.p_ > 1 ? static_cast<std::size_t>(k.block_) : 0),
           result(kReadsInPlace ? 0 : static_cast<std::size_t>(k.block_)) {
       row_offsets.reserve(static_cast<std::size_t>(k.outer_taps_));
+      repairs.reserve(static_cast<std::size_t>(k.block_));
     }
     std::vector<Acc> v;       // the down sweep, per input column
     std::vector<Acc> values;  // kRowsPerPass input rows converted to Acc (float16 inputs)
     std::vector<T> packed;    // kRowsPerPass input rows packed contiguously (strided or misaligned inputs)
-    std::vector<Acc> acc;     // per output of the block: the sum, or the max |x| for p >= 3
-    std::vector<Acc> sum, inverse, quotient, power;  // p >= 3, per output: sum of (|x|/m)^p, 1/m,
-                                                     // |x|/m of one tap and its power
+    std::vector<Acc> powered;  // p >= 3: kRowsPerPass input rows raised to p
+    std::vector<Acc> acc;      // per output of the block: p = 1 sums; the scaled path's max |x|
+    std::vector<Acc> sum, inverse, quotient, power;  // p >= 2, per output: the fast path's sums;
+                                                     // the scaled path's 1/m, |x|/m and power
+    std::vector<std::int64_t> repairs;               // outputs of the block to recompute
     std::vector<T> result;    // the block's outputs rounded to float16
     // The current output row: where its (n, c) input plane and its output start, and the byte
     // offsets (from the plane) of the input rows the window's outer taps read.
@@ -408,7 +433,14 @@ class LpPoolingKernel {
     for (std::size_t r = 0; r < rows; r += kRowsPerPass) {
       const int group = static_cast<int>(std::min<std::size_t>(kRowsPerPass, rows - r));
       const Acc* x[kRowsPerPass] = {};
-      for (int g = 0; g < group; ++g) x[g] = row_values(s, s.row_offsets[r + g], b.lo, n, g);
+      for (int g = 0; g < group; ++g) {
+        x[g] = row_values(s, s.row_offsets[r + g], b.lo, n, g);
+        if constexpr (std::is_same_v<F, Identity>) {  // fold |x|^p: raise the row first
+          Acc* raised = s.powered.data() + g * span_;
+          abs_powers(x[g], raised, n, p_);
+          x[g] = raised;
+        }
+      }
       if (r == 0) fold_rows<Fold, F, true>(s.v.data(), x[0], x[1], x[2], group, n);
       else fold_rows<Fold, F, false>(s.v.data(), x[0], x[1], x[2], group, n);
     }
@@ -455,47 +487,67 @@ class LpPoolingKernel {
       fold_window<Sum, Magnitude>(s, b, y);
       return store(s, b.o0, count, y);
     }
+    // p >= 2, the fast path: S = sum of |x|^p, y = S^(1/p), then repairs.
+    Acc* y = results(s, b, s.sum.data());
+    if (p_ == 2) fold_window<Sum, Square>(s, b, y);
+    else fold_window<Sum, Identity>(s, b, y);
+    const Acc lo = kTinySum * static_cast<Acc>(p_), hi = std::numeric_limits<Acc>::max();
+    s.repairs.clear();
     if (p_ == 2) {
-      Acc* y = results(s, b, s.acc.data());
-      fold_window<Sum, Square>(s, b, y);
-      if (!sqrt_all_within(y, count, kRootTiny, kRootHuge)) {
+      // Roots and range test in one pass, on the roots: sqrt is monotonic, so this is the test
+      // on the sums up to rounding at the bounds, where either answer is accurate.
+      const Acc root_lo = std::sqrt(lo), root_hi = std::sqrt(hi);
+      if (!all_within<true>(y, count, root_lo, root_hi)) {
         for (std::int64_t k = 0; k < count; ++k) {
-          if (!(y[k] >= kRootTiny && y[k] <= kRootHuge)) y[k] = exact_norm(s, b.o0 + k);
+          if (!(y[k] >= root_lo && y[k] <= root_hi)) s.repairs.push_back(k);
         }
       }
-      return store(s, b.o0, count, y);
+    } else {
+      if (!all_within<false>(y, count, lo, hi)) {
+        for (std::int64_t k = 0; k < count; ++k) {
+          if (!(y[k] >= lo && y[k] <= hi)) s.repairs.push_back(k);
+        }
+      }
+      const Acc inverse_p = Acc(1) / static_cast<Acc>(p_);
+      for (std::int64_t k = 0; k < count; ++k) y[k] = std::pow(y[k], inverse_p);
     }
+    // A few repairs one by one; many (a block of huge values for this p, say) vectorised.
+    if (static_cast<std::int64_t>(s.repairs.size()) * 4 > count) {
+      scaled_block(s, b, y);
+    } else {
+      for (const std::int64_t k : s.repairs) y[k] = exact_norm(s, b.o0 + k);
+    }
+    store(s, b.o0, count, y);
+  }
 
-    // p >= 3, pass 1: m = the window's largest |x| per output. Windows whose m is 0, inf or
-    // so small that 1/m overflows take exact_norm(); the others are scaled by 1/m.
+  // The scaled method over the whole block, into y[0 .. o1 - o0) (see the file comment).
+  void scaled_block(Scratch& s, const Block& b, Acc* y) const {
+    const std::int64_t count = b.o1 - b.o0;
+    // Pass 1: m = the window's largest |x| per output.
     Acc* m = s.acc.data();
     fold_window<Max, Magnitude>(s, b, m);
     Acc* inverse_m = s.inverse.data();
     for (std::int64_t k = 0; k < count; ++k) inverse_m[k] = Acc(1) / m[k];
-    // Pass 2, row by row: sum[o] += (|x| / m[o])^p over the taps.
-    Acc* sum = results(s, b, s.sum.data());
-    std::fill(sum, sum + count, Acc(0));
+    // Pass 2, row by row: y[o] = sum of (|x| / m[o])^p over the taps.
+    std::fill(y, y + count, Acc(0));
     for (std::size_t r = 0; r < s.row_offsets.size() && b.lo < b.hi; ++r) {
       const Acc* x = row_values(s, s.row_offsets[r], b.lo, b.hi - b.lo, 0) - b.lo;  // x[i]: input column i
       for (const BorderOutput& e : b.border) {
         const std::int64_t k = e.o - b.o0;
         for (std::int64_t t = e.t0; t < e.t1; ++t)
-          sum[k] += integer_power(scaled_magnitude(x[row_.input_index(e.o, t)], m[k], inverse_m[k]), p_);
+          y[k] += integer_power(scaled_magnitude(x[row_.input_index(e.o, t)], m[k], inverse_m[k]), p_);
       }
       for (std::int64_t t = 0; t < row_.window && b.i0 < b.i1; ++t) {
-        const std::int64_t k0 = b.i0 - b.o0;
-        const std::int64_t n = b.i1 - b.i0;
+        const std::int64_t k0 = b.i0 - b.o0, n = b.i1 - b.i0;
         scaled_magnitudes(s.quotient.data(), x + row_.input_index(b.i0, t), row_.stride, m + k0, inverse_m + k0, n);
-        add_powers(s.quotient.data(), s.power.data(), sum + k0, n, p_);
+        add_powers(s.quotient.data(), s.power.data(), y + k0, n, p_);
       }
     }
     const Acc inverse_p = Acc(1) / static_cast<Acc>(p_);
     for (std::int64_t k = 0; k < count; ++k) {
-      sum[k] = m[k] >= std::numeric_limits<Acc>::min() && m[k] <= std::numeric_limits<Acc>::max()
-                   ? m[k] * std::pow(sum[k], inverse_p)
-                   : exact_norm(s, b.o0 + k);
+      const bool scalable = m[k] >= std::numeric_limits<Acc>::min() && m[k] <= std::numeric_limits<Acc>::max();
+      y[k] = !scalable ? exact_norm(s, b.o0 + k) : m[k] * (p_ == 2 ? std::sqrt(y[k]) : std::pow(y[k], inverse_p));
     }
-    store(s, b.o0, count, sum);
   }
 
   // The norm of output column o of the current row, tap by tap from the input: m = max |x|,
@@ -545,10 +597,8 @@ class LpPoolingKernel {
     for (std::int64_t k = 0; k < count; ++k) std::memcpy(dst + k * out_col_stride_, values + k, sizeof(T));
   }
 
-  // p = 2: roots of sums of squares outside [kRootTiny, kRootHuge] are recomputed (see the
-  // file comment); NaN fails both tests.
-  static inline const Acc kRootTiny = std::sqrt(std::numeric_limits<Acc>::min() / std::numeric_limits<Acc>::epsilon());
-  static inline const Acc kRootHuge = std::sqrt(std::numeric_limits<Acc>::max());
+  // Fast-path sums below p * kTinySum are repaired (see the file comment).
+  static constexpr Acc kTinySum = std::numeric_limits<Acc>::min() / std::numeric_limits<Acc>::epsilon();
 
   const TensorView& in_;
   const TensorView& out_;

@@ -428,6 +428,28 @@ TEST(LpPooling, HugeAndTinyMagnitudesWithP2) {
       [](std::int64_t flat, std::mt19937_64&) { return flat % 3 ? 1.0 : 1e30; }).Test();
 }
 
+TEST(LpPooling, RepairsOneByOneAndBlockWise) {
+  // Outputs whose fast-path sum of |x|^p is out of range are recomputed scaled: one by one when
+  // a block has a few (one huge, NaN or inf element in a long row), for the whole block when it
+  // has many (every element huge for this p).
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (DataType dtype : kFloatDtypes) {
+    const double huge = dtype == DataType::Float16 ? 6e4 : dtype == DataType::Float32 ? 3e30 : 1e300;
+    for (std::int64_t p : {2, 3, 30}) {
+      for (double special : {huge, inf, -inf, nan, 0.0}) {
+        LpPoolingTester().sizes({1, 2, 5, 60}).window({3, 3}).strides({2, 2}).start({1, 1}).end({1, 1}).p(p).dtype(
+            dtype).values([special](std::int64_t flat, std::mt19937_64& rng) {
+              return flat == 137 ? special : std::normal_distribution<double>()(rng);
+            }).Test();
+      }
+      LpPoolingTester().sizes({1, 2, 5, 60}).window({3, 3}).strides({2, 2}).start({1, 1}).end({1, 1}).p(p).dtype(
+          dtype).values([huge](std::int64_t flat, std::mt19937_64& rng) {
+            return (flat % 7 ? huge : 1.0) * std::normal_distribution<double>()(rng);
+          }).Test();
+    }
+  }
+}
+
 TEST(LpPooling, Float16ResultsAboveTheLargestHalfAreInf) {
   LpPoolingTester().sizes({1, 1, 4, 4}).window({4, 4}).p(1).dtype(DataType::Float16).values(constant(60000.0)).Test();
   LpPoolingTester().sizes({1, 1, 4, 4}).window({4, 4}).p(2).dtype(DataType::Float16).values(constant(-60000.0)).Test();
