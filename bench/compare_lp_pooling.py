@@ -257,7 +257,8 @@ def main(argv: Optional[list] = None) -> int:
     print(f"CPU: {env['cpu']} ({env['usable_cpus']} usable of {env['logical_cpus']} logical CPUs)")
     print(f"threads: {','.join(map(str, threads_list))}   python {env['python']}   numpy {env['numpy']}   "
           f"torch {env['torch'] or 'not installed'}   dmlops {env['dmlops']}")
-    schedule = "single calls interleaved (--cold)" if args.cold else f"back-to-back calls in {min(ROUNDS, repeat)} rounds"
+    schedule = ("single calls interleaved (--cold)" if args.cold
+                else f"back-to-back calls in {min(ROUNDS, repeat)} rounds")
     print(f"median of {repeat} timed calls, {schedule}, each block after >= {warmup} calls and "
           f"{BLOCK_WARMUP_S * 1e3:.0f} ms of warm-up; load average {env['load_average_start']}")
     print("ms per call; torch/nopad = torch time / dmlops time on the unpadded geometry; dml/copy = dmlops (padded) "

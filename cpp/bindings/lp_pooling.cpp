@@ -54,8 +54,8 @@ void bind_lp_pooling(py::module_& m) {
                                              window, start, end, dilations, p);
         // Validate before allocating.
         const TensorDesc out_desc = infer_output(desc);
-        py::array result = out.is_none() ? py::array(py::reinterpret_borrow<py::array>(x).dtype(),
-                                                     std::vector<py::ssize_t>(out_desc.sizes.begin(), out_desc.sizes.end()))
+        const std::vector<py::ssize_t> shape(out_desc.sizes.begin(), out_desc.sizes.end());
+        py::array result = out.is_none() ? py::array(py::reinterpret_borrow<py::array>(x).dtype(), shape)
                                          : py::reinterpret_borrow<py::array>(out);
         const TensorView out_view = view_of(result, op + ": out", /*writable=*/true);
         {

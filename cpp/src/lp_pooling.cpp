@@ -270,7 +270,11 @@ class LpPoolingKernel {
 
  public:
   LpPoolingKernel(const std::vector<WindowAxis>& axes, const TensorView& in, const TensorView& out, std::int64_t p)
-      : in_(in), out_(out), p_(static_cast<std::uint64_t>(p)), row_(axes.back()), outer_(static_cast<int>(axes.size()) - 1) {
+      : in_(in),
+        out_(out),
+        p_(static_cast<std::uint64_t>(p)),
+        row_(axes.back()),
+        outer_(static_cast<int>(axes.size()) - 1) {
     for (int a = 0; a < outer_; ++a) {
       outer_axes_[a] = axes[a];
       outer_in_stride_[a] = in.byte_strides[a + 2];
@@ -283,7 +287,8 @@ class LpPoolingKernel {
     for (int a = 0; a < outer_; ++a) {
       row_sizes_.push_back(outer_axes_[a].out());
       outer_taps_ *= outer_axes_[a].window;
-      for (std::int64_t o = 0; o < outer_axes_[a].out(); ++o) outer_valid_taps_[a].push_back(outer_axes_[a].valid_taps(o));
+      for (std::int64_t o = 0; o < outer_axes_[a].out(); ++o)
+        outer_valid_taps_[a].push_back(outer_axes_[a].valid_taps(o));
     }
     // Split each output row into blocks whose input span stays near kSpanTarget columns.
     const std::int64_t cols = row_.out();
@@ -311,7 +316,7 @@ class LpPoolingKernel {
 
   void run() const {
     const std::int64_t blocks = static_cast<std::int64_t>(blocks_.size());
-    const std::int64_t work = outer_taps_ * span_ + block_ * row_.window * (p_ > 2 ? outer_taps_ : 1);
+    const std::int64_t work = outer_taps_ * span_ + block_ * row_.window;
     const std::int64_t grain = std::max<std::int64_t>(1, kGrainWork / std::max<std::int64_t>(work, 1));
     parallel_for(0, row_sizes_.product() * blocks, grain, [&](std::int64_t begin, std::int64_t end) {
       Scratch scratch(*this);

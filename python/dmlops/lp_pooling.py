@@ -32,6 +32,8 @@ def _per_axis(values: Optional[Sequence[int]], fill: int, spatial: int, what: st
 
 
 class _LpPoolingDescriptor(Descriptor):
+    HAS_DILATIONS: bool  # LpPooling1 has a Dilations member; LpPooling does not
+
     def _setup(self, input: TensorDesc, window_size: Sequence[int], strides: Optional[Sequence[int]],
                start_padding: Optional[Sequence[int]], end_padding: Optional[Sequence[int]],
                dilations: Optional[Sequence[int]], p: int, output: Optional[TensorDesc]) -> None:
@@ -57,8 +59,6 @@ class _LpPoolingDescriptor(Descriptor):
                                        values.get("dilations"), values["p"])
         values["output"] = output if output is not None else TensorDesc(input.dtype, sizes)
         self._values = values
-
-    HAS_DILATIONS: bool
 
     def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Pool ``x`` (an array matching ``input``: same dtype and shape; any strides). Returns a

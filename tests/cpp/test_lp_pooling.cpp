@@ -266,8 +266,10 @@ TEST(LpPooling, OneDimensionalGeometryExhaustively) {
 TEST(LpPooling, TwoAndThreeDimensionalWindows) {
   for (DataType dtype : kFloatDtypes) {
     for (std::int64_t p : {1, 2, 3, 4, 7}) {
-      LpPoolingTester().sizes({2, 3, 9, 11}).window({3, 3}).strides({2, 2}).start({1, 1}).end({1, 1}).p(p).dtype(dtype).Test();
-      LpPoolingTester().sizes({1, 2, 8, 7}).window({2, 4}).strides({1, 3}).start({0, 2}).end({3, 0}).p(p).dtype(dtype).Test();
+      LpPoolingTester().sizes({2, 3, 9, 11}).window({3, 3}).strides({2, 2}).start({1, 1}).end({1, 1}).p(p).dtype(
+          dtype).Test();
+      LpPoolingTester().sizes({1, 2, 8, 7}).window({2, 4}).strides({1, 3}).start({0, 2}).end({3, 0}).p(p).dtype(
+          dtype).Test();
       LpPoolingTester().sizes({1, 2, 6, 7, 8}).window({2, 2, 2}).dilations({2, 2, 2}).p(p).dtype(dtype).Test();
       LpPoolingTester()
           .sizes({2, 1, 5, 6, 7})
@@ -287,7 +289,8 @@ TEST(LpPooling, WindowsEntirelyInThePaddingAreZero) {
   // start 3 with window 2: the first output row and column see only padding.
   for (std::int64_t p : {1, 2, 5}) {
     LpPoolingTester().sizes({1, 1, 4, 4}).window({2, 2}).strides({1, 1}).start({3, 3}).end({2, 2}).p(p).Test();
-    LpPoolingTester().sizes({1, 1, 3, 4, 2}).window({1, 2, 1}).strides({2, 3, 1}).start({4, 2, 5}).end({4, 3, 1}).p(p).Test();
+    LpPoolingTester().sizes({1, 1, 3, 4, 2}).window({1, 2, 1}).strides({2, 3, 1}).start({4, 2, 5}).end({4, 3, 1}).p(
+        p).Test();
   }
 }
 
@@ -297,7 +300,7 @@ TEST(LpPooling, LongRowsSplitIntoBlocks) {
   for (std::int64_t p : {1, 2, 3}) {
     LpPoolingTester().sizes({1, 1, 2, 9000}).window({2, 3}).start({0, 1}).end({1, 1}).p(p).Test();
     LpPoolingTester().sizes({1, 2, 20000}).window({5}).strides({7}).dilations({3}).start({4}).end({9}).p(p).Test();
-    LpPoolingTester().sizes({1, 1, 6000}).window({3000}).strides({1000}).dilations({2}).start({10}).end({0}).p(p).Test();
+    LpPoolingTester().sizes({1, 1, 6000}).window({3000}).strides({1000}).dilations({2}).start({10}).p(p).Test();
   }
 }
 
@@ -388,9 +391,11 @@ TEST(LpPooling, NegativeInputsWithOddPGiveTheNorm) {
   // |x|^p, not x^p: an all-negative window has a positive norm for every p.
   for (DataType dtype : kFloatDtypes) {
     for (std::int64_t p : {1, 3, 5, 7}) {
-      const auto results = LpPoolingTester().sizes({1, 1, 4, 4}).window({2, 2}).strides({2, 2}).p(p).dtype(dtype).values(
-          constant(-2.0)).Test();
-      for (Real y : results) EXPECT_NEAR(static_cast<double>(y), 2.0 * std::pow(4.0, 1.0 / static_cast<double>(p)), 2e-3);
+      const auto results =
+          LpPoolingTester().sizes({1, 1, 4, 4}).window({2, 2}).strides({2, 2}).p(p).dtype(dtype).values(constant(-2.0))
+              .Test();
+      const double norm = 2.0 * std::pow(4.0, 1.0 / static_cast<double>(p));
+      for (Real y : results) EXPECT_NEAR(static_cast<double>(y), norm, 2e-3);
     }
   }
 }
@@ -616,7 +621,8 @@ TEST(LpPoolingValidation, EveryRuleHasItsMessage) {
   expect_error(d, "start_padding[0] is -1; it must be >= 0");
   d = valid_desc();
   d.window_size = {8, 3};
-  expect_error(d, "on spatial dimension 0 the window extent 8 (window_size 8, dilation 1) is larger than the padded input 7");
+  expect_error(d, "on spatial dimension 0 the window extent 8 (window_size 8, dilation 1) is larger than the padded "
+                  "input 7");
   d = valid_desc();
   d.dilations = Dims{1, 4};
   expect_error(d, "window extent 9 (window_size 3, dilation 4) is larger than the padded input 8");
