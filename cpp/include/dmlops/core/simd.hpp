@@ -13,12 +13,13 @@
 // The two copies return bit-identical results: the source is the same, the vectoriser does not
 // reorder floating-point operations within an element (no -ffast-math), and "avx2" without
 // "fma" leaves no room for contracting a*b+c. Where target_clones is unavailable (not x86-64,
-// not glibc's ifunc) the macro is empty and the baseline copy is all there is.
+// not glibc's ifunc), or with DMLOPS_NO_VECTOR_CLONES defined (CMake DMLOPS_VECTOR_CLONES=OFF,
+// to test the baseline on an AVX2 machine), the macro is empty and the baseline is all there is.
 #pragma once
 
 #include <cstddef>  // defines __GLIBC__ on glibc systems
 
-#if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute) && !defined(DMLOPS_NO_VECTOR_CLONES)
 #if __has_attribute(target_clones)
 #define DMLOPS_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
 #endif
