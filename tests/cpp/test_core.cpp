@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -724,6 +725,24 @@ TEST_F(ParallelFor, CoversEveryIndexExactlyOnce) {
           EXPECT_EQ(runners, std::set<std::thread::id>{caller});
         }
       }
+    }
+  }
+}
+
+TEST_F(ParallelFor, BackToBackAndSpacedCallsBothComplete) {
+  // Calls in quick succession find the workers still polling for work; calls after a pause
+  // longer than the polling time find them blocked and must wake them. Both must run every
+  // chunk, whichever thread gets it, and return only when all have finished.
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    for (int call = 0; call < 200; ++call) {
+      if (call % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(threads));
+      parallel_for(0, threads, 1, [&](std::int64_t b, std::int64_t e) {
+        if (call % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));  // outlasts the poll
+        for (std::int64_t i = b; i < e; ++i) ++hits[static_cast<std::size_t>(i)];
+      });
+      for (int i = 0; i < threads; ++i) ASSERT_EQ(hits[static_cast<std::size_t>(i)].load(), 1) << "call " << call;
     }
   }
 }
