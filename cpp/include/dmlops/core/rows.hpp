@@ -23,6 +23,11 @@ T load(const std::byte* p) {
 
 template <class T>
 void fill_row(std::byte* dst, std::int64_t dst_step, T value, std::int64_t n) {
+  if (n <= 2) {  // short fills (a window's edge) cost more as a memset call than as stores
+    if (n > 0) std::memcpy(dst, &value, sizeof(T));
+    if (n > 1) std::memcpy(dst + dst_step, &value, sizeof(T));
+    return;
+  }
   if (dst_step == sizeof(T) && reinterpret_cast<std::uintptr_t>(dst) % alignof(T) == 0) {
     std::fill_n(reinterpret_cast<T*>(dst), n, value);  // vectorised by the compiler
     return;

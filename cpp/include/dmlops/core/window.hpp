@@ -76,13 +76,13 @@ std::vector<WindowAxis> window_axes(const std::string& op, const char* window_fi
 // (WindowAxis::valid_outputs on each axis), so walk() visits a tap's blocks as a few runs
 // instead of testing every block:
 //   padding(col, count)               blocks col .. col+count-1 read the padding on some axis
-//   inside(col, offset, step, count)  blocks col .. col+count-1 (consecutive on the last axis)
-//                                     read the input at offset + j * step, j < count
-// where offset = base_offset + sum_d p_d * position_strides[d] and step = stride_{D-1} *
-// position_strides[D-1], in whatever unit the caller's strides are (bytes of a tensor,
-// elements of a scratch buffer). Only in-bounds positions produce offsets. Runs arrive in
-// increasing `col` order and cover exactly the blocks with b_0 in [first0, last0), which is
-// how callers split the blocks between threads.
+//   inside(col, offset, step, count)  blocks col .. col+count-1 read the input at
+//                                     offset + j * step, j < count
+// where offset = base_offset + sum_d p_d * position_strides[d], in whatever unit the caller's
+// strides are (bytes of a tensor, elements of a scratch buffer); only in-bounds positions
+// produce offsets. Runs arrive in increasing `col` order, cover exactly the blocks with b_0 in
+// [first0, last0), and are as long as possible: back-to-back runs of the same kind are merged
+// (for stride 1 the rows of a tap that reads a whole input row are one run).
 class BlockWalker {
  public:
   explicit BlockWalker(std::vector<WindowAxis> axes);
@@ -100,43 +100,96 @@ class BlockWalker {
   template <class Padding, class Inside>
   void walk(const Dims& tap, std::int64_t first0, std::int64_t last0, const Dims& position_strides,
             std::int64_t base_offset, Padding&& padding, Inside&& inside) const {
-    Walk<Padding, Inside> w{*this, tap, position_strides, padding, inside, {}};
-    for (int d = 0; d < rank(); ++d) w.range[d] = axis(d).valid_outputs(tap[d]);
+    Walk<Padding, Inside> w{*this, tap, position_strides, padding, inside};
+    for (int d = 0; d < rank(); ++d) {
+      w.range[d] = axis(d).valid_outputs(tap[d]);
+      w.shift[d] = tap[d] * axis(d).dilation - axis(d).start;
+    }
     w.descend(0, first0, last0, 0, base_offset);
+    w.flush();
   }
 
  private:
-  template <class Padding, class Inside>
+  template <class PaddingFn, class InsideFn>
   struct Walk {
     const BlockWalker& g;
     const Dims& tap;
     const Dims& position_strides;
-    Padding& padding;
-    Inside& inside;
-    std::array<std::pair<std::int64_t, std::int64_t>, kMaxRank> range;
+    PaddingFn& padding;
+    InsideFn& inside;
+    std::array<std::pair<std::int64_t, std::int64_t>, kMaxRank> range{};
+    std::array<std::int64_t, kMaxRank> shift{};  // p_d - b_d * stride_d
+    // The run not yet handed over, extended while the next one continues it.
+    enum class Kind { None, Padding, Inside } kind = Kind::None;
+    std::int64_t run_col = 0, run_offset = 0, run_step = 0, run_count = 0;
+
+    std::int64_t position(int d, std::int64_t b) const { return (b * g.axis(d).stride + shift[d]) * position_strides[d]; }
+
+    void add_padding(std::int64_t col, std::int64_t count) {
+      if (kind == Kind::Padding && run_col + run_count == col) {
+        run_count += count;
+        return;
+      }
+      flush();
+      kind = Kind::Padding;
+      run_col = col;
+      run_count = count;
+    }
+    void add_inside(std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+      if (kind == Kind::Inside && run_col + run_count == col && run_step == step && run_offset + run_count * step == offset) {
+        run_count += count;
+        return;
+      }
+      flush();
+      kind = Kind::Inside;
+      run_col = col;
+      run_offset = offset;
+      run_step = step;
+      run_count = count;
+    }
+    void flush() {
+      if (kind == Kind::Padding) padding(run_col, run_count);
+      if (kind == Kind::Inside) inside(run_col, run_offset, run_step, run_count);
+      kind = Kind::None;
+    }
 
     // Blocks with b_d in [first, last) under the block whose flat index starts at `col` and
     // whose positions on the axes before d add up to `offset`.
     void descend(int d, std::int64_t first, std::int64_t last, std::int64_t col, std::int64_t offset) {
-      const WindowAxis& a = g.axis(d);
       const std::int64_t lo = std::clamp(range[d].first, first, last);
       const std::int64_t hi = std::clamp(range[d].second, lo, last);
       const std::int64_t per_block = g.block_strides_[d];
       if (lo == hi) {
-        if (first < last) padding(col + first * per_block, (last - first) * per_block);
+        if (first < last) add_padding(col + first * per_block, (last - first) * per_block);
         return;
       }
-      if (first < lo) padding(col + first * per_block, (lo - first) * per_block);
-      const std::int64_t tap_shift = tap[d] * a.dilation - a.start;
+      if (first < lo) add_padding(col + first * per_block, (lo - first) * per_block);
       if (d + 1 == g.rank()) {
-        inside(col + lo, offset + (lo * a.stride + tap_shift) * position_strides[d], a.stride * position_strides[d],
-               hi - lo);
+        add_inside(col + lo, offset + position(d, lo), g.axis(d).stride * position_strides[d], hi - lo);
+      } else if (d + 2 == g.rank()) {
+        rows(d, lo, hi, col, offset);
       } else {
-        for (std::int64_t b = lo; b < hi; ++b)
-          descend(d + 1, 0, g.blocks_[d + 1], col + b * per_block,
-                  offset + (b * a.stride + tap_shift) * position_strides[d]);
+        for (std::int64_t b = lo; b < hi; ++b) descend(d + 1, 0, g.blocks_[d + 1], col + b * per_block, offset + position(d, b));
       }
-      if (hi < last) padding(col + hi * per_block, (last - hi) * per_block);
+      if (hi < last) add_padding(col + hi * per_block, (last - hi) * per_block);
+    }
+
+    // The hot loop: rows b_d in [lo, hi), all inside on axis d, each split the same way on
+    // the last axis (padding, inside, padding).
+    void rows(int d, std::int64_t lo, std::int64_t hi, std::int64_t col, std::int64_t offset) {
+      const int e = d + 1;
+      const std::int64_t width = g.blocks_[e];
+      const std::int64_t in_lo = std::clamp<std::int64_t>(range[e].first, 0, width);
+      const std::int64_t in_hi = std::clamp(range[e].second, in_lo, width);
+      const std::int64_t first_position = position(e, in_lo), step = g.axis(e).stride * position_strides[e];
+      const std::int64_t row_step = g.axis(d).stride * position_strides[d];
+      offset += position(d, lo);
+      col += lo * width;
+      for (std::int64_t b = lo; b < hi; ++b, col += width, offset += row_step) {
+        if (in_lo > 0) add_padding(col, in_lo);
+        if (in_lo < in_hi) add_inside(col + in_lo, offset + first_position, step, in_hi - in_lo);
+        if (in_hi < width) add_padding(col + in_hi, width - in_hi);
+      }
     }
   };
 
