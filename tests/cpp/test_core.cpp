@@ -30,6 +30,7 @@
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/core/window.hpp"
@@ -1094,8 +1095,8 @@ struct WalkRecord {
   bool in_order = true, overlap = false;
   explicit WalkRecord(std::int64_t blocks)
       : kinds(static_cast<std::size_t>(blocks), Unseen), offsets(static_cast<std::size_t>(blocks), 0) {}
-  void run(std::int64_t col) {
-    in_order = in_order && col > last_col;
+  void run(std::int64_t col, std::int64_t count) {
+    in_order = in_order && col > last_col && count > 0;  // increasing, and no empty runs
     last_col = col;
   }
   void mark(std::int64_t col, Kind kind, std::int64_t offset) {
@@ -1140,11 +1141,11 @@ TEST(BlockWalker, WalkMatchesEveryBlockComputedDirectly) {
       walker.walk(
           tap, b0_first, b0_last, position_strides, base,
           [&](std::int64_t col, std::int64_t count) {
-            record.run(col);
+            record.run(col, count);
             for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Padding, 0);
           },
           [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
-            record.run(col);
+            record.run(col, count);
             for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Inside, offset + j * step);
           });
       ASSERT_TRUE(record.in_order) << "trial " << trial << " tap " << k;
@@ -1205,6 +1206,54 @@ TEST(BlockWalker, RejectsInvalidAxes) {
   EXPECT_THROW(BlockWalker({WindowAxis{3, 0, 1, 1, 0, 0}}), InvalidArgument);
   EXPECT_THROW(BlockWalker({WindowAxis{3, 5, 1, 1, 0, 0}}), InvalidArgument);  // no block fits
   EXPECT_THROW(BlockWalker(std::vector<WindowAxis>(7, WindowAxis{std::int64_t{1} << 40, 1, 1, 1, 0, 0})), InvalidArgument);
+}
+
+// fill_row / copy_row: every step the kernels use (unit, stride 2, other, negative, broadcast),
+// aligned and misaligned, short and long rows; nothing outside the row is touched.
+template <class T>
+void check_rows() {
+  constexpr auto e = static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t misalign : {std::int64_t{0}, std::int64_t{1}}) {
+    for (std::int64_t n : {0, 1, 2, 3, 17, 64}) {
+      for (std::int64_t src_mul : {-3, -1, 0, 1, 2, 3}) {
+        for (std::int64_t dst_mul : {1, 2, -1}) {
+          std::vector<std::byte> src(static_cast<std::size_t>((3 * 64 + 2) * e + 1));
+          for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 37 + 11);
+          std::vector<std::byte> dst(static_cast<std::size_t>((2 * 64 + 2) * e + 1), std::byte{0x5a});
+          const std::vector<std::byte> before = dst;
+          // Start in the middle so negative steps stay inside the buffers.
+          const std::byte* s = src.data() + misalign + (src_mul < 0 ? 3 * 64 * e : 0);
+          std::byte* d = dst.data() + misalign + (dst_mul < 0 ? 2 * 64 * e : e);
+          copy_row<T>(d, dst_mul * e, s, src_mul * e, n);
+          std::vector<bool> written(dst.size(), false);
+          for (std::int64_t i = 0; i < n; ++i) {
+            const std::byte* want = s + i * src_mul * e;
+            std::byte* got = d + i * dst_mul * e;
+            ASSERT_EQ(std::memcmp(got, want, sizeof(T)), 0)
+                << "copy_row element " << i << " of " << n << ", steps " << dst_mul << "/" << src_mul << ", misalign "
+                << misalign << ", width " << sizeof(T);
+            for (std::int64_t b = 0; b < e; ++b) written[static_cast<std::size_t>(got - dst.data() + b)] = true;
+          }
+          for (std::size_t i = 0; i < dst.size(); ++i)
+            ASSERT_TRUE(written[i] || dst[i] == before[i]) << "copy_row wrote outside the row at byte " << i;
+          // fill_row on the same destination pattern
+          std::vector<std::byte> filled(before);
+          T value;
+          std::memset(&value, 0xc3, sizeof(T));
+          fill_row<T>(filled.data() + (d - dst.data()), dst_mul * e, value, n);
+          for (std::size_t i = 0; i < filled.size(); ++i)
+            ASSERT_EQ(filled[i], written[i] ? std::byte{0xc3} : before[i]) << "fill_row byte " << i << " of row " << n;
+        }
+      }
+    }
+  }
+}
+
+TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
+  check_rows<std::uint8_t>();
+  check_rows<std::uint16_t>();
+  check_rows<std::uint32_t>();
+  check_rows<std::uint64_t>();
 }
 
 }  // namespace

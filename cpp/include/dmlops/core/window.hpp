@@ -175,21 +175,35 @@ class BlockWalker {
     }
 
     // The hot loop: rows b_d in [lo, hi), all inside on axis d, each split the same way on
-    // the last axis (padding, inside, padding).
+    // the last axis (padding, inside, padding). Rows can only merge when they are all padding
+    // or back to back in both col and offset; otherwise the runs go out directly, the padding
+    // between two rows' inside parts as one run.
     void rows(int d, std::int64_t lo, std::int64_t hi, std::int64_t col, std::int64_t offset) {
       const int e = d + 1;
       const std::int64_t width = g.blocks_[e];
       const std::int64_t in_lo = std::clamp<std::int64_t>(range[e].first, 0, width);
       const std::int64_t in_hi = std::clamp(range[e].second, in_lo, width);
-      const std::int64_t first_position = position(e, in_lo), step = g.axis(e).stride * position_strides[e];
+      const std::int64_t step = g.axis(e).stride * position_strides[e];
       const std::int64_t row_step = g.axis(d).stride * position_strides[d];
-      offset += position(d, lo);
+      offset += position(d, lo) + position(e, in_lo);
       col += lo * width;
-      for (std::int64_t b = lo; b < hi; ++b, col += width, offset += row_step) {
-        if (in_lo > 0) add_padding(col, in_lo);
-        if (in_lo < in_hi) add_inside(col + in_lo, offset + first_position, step, in_hi - in_lo);
+      const std::int64_t count = in_hi - in_lo, gap = width - count;
+      if (count == 0) return add_padding(col, (hi - lo) * width);
+      if (gap == 0 && row_step == width * step) return add_inside(col, offset, step, (hi - lo) * width);
+      if (in_lo > 0) add_padding(col, in_lo);
+      add_inside(col + in_lo, offset, step, count);
+      if (lo + 1 == hi) {
         if (in_hi < width) add_padding(col + in_hi, width - in_hi);
+        return;
       }
+      flush();
+      for (std::int64_t b = lo + 1; b < hi; ++b) {
+        if (gap > 0) padding(col + in_hi, gap);  // this row's tail and the next row's head
+        col += width;
+        offset += row_step;
+        inside(col + in_lo, offset, step, count);
+      }
+      if (in_hi < width) add_padding(col + in_hi, width - in_hi);
     }
   };
 
