@@ -8,18 +8,23 @@ operator has a function (``dmlops.pad``) and a descriptor class mirroring its Di
 from ._tensor import DTYPES, TensorDesc, calc_buffer_tensor_size
 from ._threads import _check_environment, get_num_threads, set_num_threads
 from .padding import Padding1Desc, PaddingDesc, pad
+from .unfold import FoldDesc, UnfoldDesc, fold, unfold
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DTYPES",
+    "FoldDesc",
     "Padding1Desc",
     "PaddingDesc",
     "TensorDesc",
+    "UnfoldDesc",
     "calc_buffer_tensor_size",
+    "fold",
     "get_num_threads",
     "pad",
     "set_num_threads",
+    "unfold",
 ]
 
 _check_environment()

@@ -57,6 +57,9 @@ class Descriptor:
     NAME: ClassVar[str]  # operator name in messages, e.g. "Padding1"
     OPERATOR: ClassVar[str]  # DML_OPERATOR_<OPERATOR>
     FIELDS: ClassVar[tuple[Field, ...]]
+    # Whether OutputTensor may be omitted (inferred from the other fields); FOLD's output
+    # sizes cannot be inferred.
+    INFERRED_OUTPUT: ClassVar[bool] = True
 
     _values: dict
 
@@ -123,7 +126,7 @@ class Descriptor:
         kwargs: dict = {}
         for f in cls.FIELDS:
             if f.dml not in d:
-                if f.dml == "OutputTensor":
+                if f.dml == "OutputTensor" and cls.INFERRED_OUTPUT:
                     continue  # inferred
                 raise ValueError(f"{cls.NAME}: field {f.dml!r} is missing")
             value = d[f.dml]

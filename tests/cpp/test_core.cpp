@@ -30,6 +30,7 @@
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/core/window.hpp"
@@ -1058,6 +1059,201 @@ TEST(Window, AxesDefaultsAndErrors) {
   }
   // padding makes room for the window
   EXPECT_EQ(window_axes("Op", "w", in, WindowParams{{6, 2}, {}, {}, {1, 0}, {0, 0}})[0].out(), 1);
+}
+
+TEST(Window, OutputsReadingMatchABruteForceScan) {
+  for (std::int64_t in = 1; in <= 8; ++in)
+    for (std::int64_t window = 1; window <= 4; ++window)
+      for (std::int64_t stride = 1; stride <= 3; ++stride)
+        for (std::int64_t dilation = 1; dilation <= 3; ++dilation)
+          for (std::int64_t start = 0; start <= 3; ++start)
+            for (std::int64_t end = 0; end <= 3; ++end) {
+              const WindowAxis w{in, window, stride, dilation, start, end};
+              if (in + start + end < w.extent()) continue;
+              for (std::int64_t t = 0; t < window; ++t)
+                for (std::int64_t i_begin = -1; i_begin <= in; ++i_begin)
+                  for (std::int64_t i_end = i_begin; i_end <= in + 1; ++i_end) {
+                    const auto [first, last] = w.outputs_reading(t, i_begin, i_end);
+                    ASSERT_LE(first, last);
+                    for (std::int64_t o = 0; o < w.out(); ++o) {
+                      const std::int64_t i = w.input_index(o, t);
+                      ASSERT_EQ(i >= i_begin && i < i_end, o >= first && o < last)
+                          << "in " << in << " window " << window << " stride " << stride << " dilation " << dilation
+                          << " start " << start << " tap " << t << " range [" << i_begin << ", " << i_end << ") o " << o;
+                    }
+                  }
+              for (std::int64_t t = 0; t < window; ++t) EXPECT_EQ(w.valid_outputs(t), w.outputs_reading(t, 0, in));
+            }
+}
+
+// What BlockWalker::walk reported, block by block.
+struct WalkRecord {
+  enum Kind { Unseen, Padding, Inside };
+  std::vector<Kind> kinds;
+  std::vector<std::int64_t> offsets;
+  std::int64_t last_col = -1;
+  bool in_order = true, overlap = false;
+  explicit WalkRecord(std::int64_t blocks)
+      : kinds(static_cast<std::size_t>(blocks), Unseen), offsets(static_cast<std::size_t>(blocks), 0) {}
+  void run(std::int64_t col, std::int64_t count) {
+    in_order = in_order && col > last_col && count > 0;  // increasing, and no empty runs
+    last_col = col;
+  }
+  void mark(std::int64_t col, Kind kind, std::int64_t offset) {
+    const auto c = static_cast<std::size_t>(col);
+    overlap = overlap || kinds[c] != Unseen;
+    kinds[c] = kind;
+    offsets[c] = offset;
+  }
+};
+
+TEST(BlockWalker, WalkMatchesEveryBlockComputedDirectly) {
+  // Random geometries in 1 to 4 dimensions, every tap, random b_0 ranges: each block in the
+  // range is reported exactly once, in increasing col order, as padding exactly when some
+  // axis reads outside the input, else with offset sum_d p_d * position_strides[d].
+  std::mt19937 rng(4242);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 400; ++trial) {
+    const int rank = pick(1, 4);
+    std::vector<WindowAxis> axes;
+    Dims position_strides;
+    for (int d = 0; d < rank; ++d) {
+      WindowAxis a{pick(1, 6), pick(1, 3), pick(1, 3), pick(1, 2), pick(0, 2), pick(0, 2)};
+      a.end = std::max(a.end, a.extent() - a.in - a.start);
+      axes.push_back(a);
+      position_strides.push_back(pick(-20, 20));
+    }
+    const BlockWalker walker(axes);
+    ASSERT_EQ(walker.rank(), rank);
+    std::int64_t taps = 1, blocks = 1;
+    for (const WindowAxis& a : axes) {
+      taps *= a.window;
+      blocks *= a.out();
+    }
+    ASSERT_EQ(walker.tap_count(), taps);
+    ASSERT_EQ(walker.block_count(), blocks);
+    const std::int64_t b0_first = pick(0, static_cast<int>(axes[0].out() - 1));
+    const std::int64_t b0_last = pick(static_cast<int>(b0_first), static_cast<int>(axes[0].out()));
+    const std::int64_t base = pick(-5, 5);
+    for (std::int64_t k = 0; k < taps; ++k) {
+      const Dims tap = walker.tap(k);
+      WalkRecord record(blocks);
+      walker.walk(
+          tap, b0_first, b0_last, position_strides, base,
+          [&](std::int64_t col, std::int64_t count) {
+            record.run(col, count);
+            for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Padding, 0);
+          },
+          [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+            record.run(col, count);
+            for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Inside, offset + j * step);
+          });
+      ASSERT_TRUE(record.in_order) << "trial " << trial << " tap " << k;
+      ASSERT_FALSE(record.overlap) << "trial " << trial << " tap " << k;
+      for (std::int64_t col = 0; col < blocks; ++col) {
+        std::int64_t rest = col, offset = base;
+        Dims b = Dims::filled(rank, 0);
+        for (int d = rank - 1; d >= 0; --d) {
+          b[d] = rest % axes[static_cast<std::size_t>(d)].out();
+          rest /= axes[static_cast<std::size_t>(d)].out();
+        }
+        bool inside = true;
+        for (int d = 0; d < rank; ++d) {
+          const std::int64_t p = axes[static_cast<std::size_t>(d)].input_index(b[d], tap[d]);
+          inside = inside && p >= 0 && p < axes[static_cast<std::size_t>(d)].in;
+          offset += p * position_strides[d];
+        }
+        const bool in_range = b[0] >= b0_first && b[0] < b0_last;
+        const auto kind = !in_range ? WalkRecord::Unseen : inside ? WalkRecord::Inside : WalkRecord::Padding;
+        const auto c = static_cast<std::size_t>(col);
+        ASSERT_EQ(record.kinds[c], kind) << "trial " << trial << " tap " << k << " block " << b;
+        if (kind == WalkRecord::Inside) {
+          ASSERT_EQ(record.offsets[c], offset)
+              << "trial " << trial << " tap " << k << " block " << b << " range [" << b0_first << ", " << b0_last << ")";
+        }
+      }
+    }
+  }
+}
+
+TEST(BlockWalker, MergesBackToBackRuns) {
+  // Stride 1, padding 1, 3x3 window on 4x5: the centre tap reads the whole input in order, so
+  // its 20 blocks are one run; a corner tap alternates padding and inside runs per row.
+  const BlockWalker walker({WindowAxis{4, 3, 1, 1, 1, 1}, WindowAxis{5, 3, 1, 1, 1, 1}});
+  const Dims position_strides{5, 1};  // a packed 4x5 plane, in elements
+  std::vector<std::string> runs;
+  const auto record = [&](std::int64_t k) {
+    runs.clear();
+    walker.walk(
+        walker.tap(k), 0, 4, position_strides, 0,
+        [&](std::int64_t col, std::int64_t count) { runs.push_back("pad " + std::to_string(col) + "+" + std::to_string(count)); },
+        [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+          runs.push_back("in " + std::to_string(col) + "+" + std::to_string(count) + " @" + std::to_string(offset) + "/" +
+                         std::to_string(step));
+        });
+    return runs;
+  };
+  EXPECT_EQ(record(4), (std::vector<std::string>{"in 0+20 @0/1"}));
+  EXPECT_EQ(record(0), (std::vector<std::string>{"pad 0+6", "in 6+4 @0/1", "pad 10+1", "in 11+4 @5/1", "pad 15+1",
+                                                 "in 16+4 @10/1"}));
+  EXPECT_EQ(walker.tap(5), (Dims{1, 2}));
+  EXPECT_EQ(walker.block_stride(0), 5);
+  EXPECT_EQ(walker.blocks(), (Dims{4, 5}));
+}
+
+TEST(BlockWalker, RejectsInvalidAxes) {
+  EXPECT_THROW(BlockWalker({}), InvalidArgument);
+  EXPECT_THROW(BlockWalker({WindowAxis{3, 0, 1, 1, 0, 0}}), InvalidArgument);
+  EXPECT_THROW(BlockWalker({WindowAxis{3, 5, 1, 1, 0, 0}}), InvalidArgument);  // no block fits
+  EXPECT_THROW(BlockWalker(std::vector<WindowAxis>(7, WindowAxis{std::int64_t{1} << 40, 1, 1, 1, 0, 0})), InvalidArgument);
+}
+
+// fill_row / copy_row: every step the kernels use (unit, stride 2, other, negative, broadcast),
+// aligned and misaligned, short and long rows; nothing outside the row is touched.
+template <class T>
+void check_rows() {
+  constexpr auto e = static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t misalign : {std::int64_t{0}, std::int64_t{1}}) {
+    for (std::int64_t n : {0, 1, 2, 3, 17, 64}) {
+      for (std::int64_t src_mul : {-3, -1, 0, 1, 2, 3}) {
+        for (std::int64_t dst_mul : {1, 2, -1}) {
+          std::vector<std::byte> src(static_cast<std::size_t>((3 * 64 + 2) * e + 1));
+          for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 37 + 11);
+          std::vector<std::byte> dst(static_cast<std::size_t>((2 * 64 + 2) * e + 1), std::byte{0x5a});
+          const std::vector<std::byte> before = dst;
+          // Start in the middle so negative steps stay inside the buffers.
+          const std::byte* s = src.data() + misalign + (src_mul < 0 ? 3 * 64 * e : 0);
+          std::byte* d = dst.data() + misalign + (dst_mul < 0 ? 2 * 64 * e : e);
+          copy_row<T>(d, dst_mul * e, s, src_mul * e, n);
+          std::vector<bool> written(dst.size(), false);
+          for (std::int64_t i = 0; i < n; ++i) {
+            const std::byte* want = s + i * src_mul * e;
+            std::byte* got = d + i * dst_mul * e;
+            ASSERT_EQ(std::memcmp(got, want, sizeof(T)), 0)
+                << "copy_row element " << i << " of " << n << ", steps " << dst_mul << "/" << src_mul << ", misalign "
+                << misalign << ", width " << sizeof(T);
+            for (std::int64_t b = 0; b < e; ++b) written[static_cast<std::size_t>(got - dst.data() + b)] = true;
+          }
+          for (std::size_t i = 0; i < dst.size(); ++i)
+            ASSERT_TRUE(written[i] || dst[i] == before[i]) << "copy_row wrote outside the row at byte " << i;
+          // fill_row on the same destination pattern
+          std::vector<std::byte> filled(before);
+          T value;
+          std::memset(&value, 0xc3, sizeof(T));
+          fill_row<T>(filled.data() + (d - dst.data()), dst_mul * e, value, n);
+          for (std::size_t i = 0; i < filled.size(); ++i)
+            ASSERT_EQ(filled[i], written[i] ? std::byte{0xc3} : before[i]) << "fill_row byte " << i << " of row " << n;
+        }
+      }
+    }
+  }
+}
+
+TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
+  check_rows<std::uint8_t>();
+  check_rows<std::uint16_t>();
+  check_rows<std::uint32_t>();
+  check_rows<std::uint64_t>();
 }
 
 }  // namespace

@@ -57,3 +57,56 @@ def bits(a: np.ndarray) -> np.ndarray:
     if a.dtype == np.bool_:
         return a.view(np.uint8)
     return a.view(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+def window_blocks(spatial, window, strides, dilations, start, end) -> tuple:
+    """Spec section 5: Blocks[d] = (S + start + end - dil*(W-1) - 1) // stride + 1."""
+    return tuple((s + a + e - d * (w - 1) - 1) // st + 1
+                 for s, w, st, d, a, e in zip(spatial, window, strides, dilations, start, end))
+
+
+def _tap_positions(spatial, blocks, k, strides, dilations, start):
+    """For window tap k: per axis, the blocks whose position p = b*stride + k*dil - start is
+    inside the input, and those positions."""
+    blocks_inside, positions_inside = [], []
+    for d, size in enumerate(spatial):
+        p = np.arange(blocks[d]) * strides[d] + k[d] * dilations[d] - start[d]
+        inside = (p >= 0) & (p < size)
+        blocks_inside.append(np.nonzero(inside)[0])
+        positions_inside.append(p[inside])
+    return blocks_inside, positions_inside
+
+
+def unfold_reference(x: np.ndarray, window, strides, dilations, start, end) -> np.ndarray:
+    """Spec section 5, one window tap k at a time (k row-major over the window): row c*K + k,
+    column b (row-major over the blocks) holds x[n, c, p] with p[d] = b[d]*strides[d] +
+    k[d]*dilations[d] - start[d], or 0 where some p[d] is outside the input."""
+    n, c, *spatial = x.shape
+    blocks = window_blocks(spatial, window, strides, dilations, start, end)
+    taps = int(np.prod(window))
+    out = np.zeros((n, c * taps, int(np.prod(blocks))), dtype=x.dtype)
+    for kflat, k in enumerate(np.ndindex(*window)):
+        blocks_inside, positions_inside = _tap_positions(spatial, blocks, k, strides, dilations, start)
+        tap = np.zeros((n, c) + blocks, dtype=x.dtype)
+        tap[(slice(None), slice(None)) + np.ix_(*blocks_inside)] = \
+            x[(slice(None), slice(None)) + np.ix_(*positions_inside)]
+        out[:, kflat::taps, :] = tap.reshape(n, c, -1)
+    return out
+
+
+def fold_reference(cols: np.ndarray, spatial, window, strides, dilations, start, end) -> np.ndarray:
+    """Spec section 5: out = 0, then out[n, c, p] += cols[n, c*K + k, b] for every tap k in
+    increasing order and every block b whose position p is inside. float16 sums in float32 and
+    is rounded once; other dtypes sum in their own type (integers wrap, as numpy's do)."""
+    n, rows, _ = cols.shape
+    taps = int(np.prod(window))
+    blocks = window_blocks(spatial, window, strides, dilations, start, end)
+    sum_dtype = np.float32 if cols.dtype == np.float16 else cols.dtype
+    out = np.zeros((n, rows // taps) + tuple(spatial), dtype=sum_dtype)
+    for kflat, k in enumerate(np.ndindex(*window)):
+        blocks_inside, positions_inside = _tap_positions(spatial, blocks, k, strides, dilations, start)
+        tap = cols[:, kflat::taps, :].reshape((n, rows // taps) + blocks).astype(sum_dtype)
+        # positions are distinct within one tap, so the fancy-indexed += adds each term once
+        out[(slice(None), slice(None)) + np.ix_(*positions_inside)] += \
+            tap[(slice(None), slice(None)) + np.ix_(*blocks_inside)]
+    return out.astype(cols.dtype)

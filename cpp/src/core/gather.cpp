@@ -8,6 +8,7 @@
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
 
 namespace dmlops {
@@ -40,32 +41,6 @@ std::vector<Run> compile_runs(const AxisMap& map, std::int64_t size) {
     o = e;
   }
   return runs;
-}
-
-template <class T>
-T load(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-template <class T>
-void fill(std::byte* dst, std::int64_t dst_step, T value, std::int64_t n) {
-  if (dst_step == sizeof(T) && reinterpret_cast<std::uintptr_t>(dst) % alignof(T) == 0) {
-    std::fill_n(reinterpret_cast<T*>(dst), n, value);  // vectorised by the compiler
-    return;
-  }
-  for (std::int64_t i = 0; i < n; ++i, dst += dst_step) std::memcpy(dst, &value, sizeof(T));
-}
-
-template <class T>
-void copy(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t src_step, std::int64_t n) {
-  if (src_step == 0) return fill<T>(dst, dst_step, load<T>(src), n);
-  if (dst_step == sizeof(T) && src_step == sizeof(T)) {
-    std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
-    return;
-  }
-  for (std::int64_t i = 0; i < n; ++i, dst += dst_step, src += src_step) std::memcpy(dst, src, sizeof(T));
 }
 
 // Everything the row loop needs, computed once per call.
@@ -120,7 +95,7 @@ void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int6
     const std::int64_t c1 = std::min(plan.inner_size, c0 + plan.columns_per_block);
     std::byte* out = cursor.out();
     if (cursor.fill()) {
-      fill<T>(out + c0 * plan.inner_out_stride, plan.inner_out_stride, fill_value, c1 - c0);
+      fill_row<T>(out + c0 * plan.inner_out_stride, plan.inner_out_stride, fill_value, c1 - c0);
       continue;
     }
     for (const Run& run : plan.runs) {
@@ -129,10 +104,10 @@ void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int6
       if (b >= e) continue;
       std::byte* dst = out + b * plan.inner_out_stride;
       if (run.src_index < 0) {
-        fill<T>(dst, plan.inner_out_stride, fill_value, e - b);
+        fill_row<T>(dst, plan.inner_out_stride, fill_value, e - b);
       } else {
         const std::int64_t src_index = run.src_index + (b - run.out_begin) * run.src_step;
-        copy<T>(dst, plan.inner_out_stride, cursor.in() + src_index * plan.inner_in_stride,
+        copy_row<T>(dst, plan.inner_out_stride, cursor.in() + src_index * plan.inner_in_stride,
                 run.src_step * plan.inner_in_stride, e - b);
       }
     }
