@@ -1002,6 +1002,116 @@ TEST(SeparableGather, RejectsInconsistentArguments) {
   EXPECT_EQ(dst, std::vector<float>(6, 0.0f)) << "a rejected call wrote to the output";
 }
 
+// The maps nearest resampling and padding produce, plus irregular ones: every run kind of the
+// kernel (fill, copy, mirror, broadcast, repeat k times with partial groups, gather) and the
+// copy of repeated rows, checked element by element against a naive gather.
+AxisMap random_map(std::mt19937_64& rng, std::int64_t in, std::int64_t out) {
+  std::uniform_int_distribution<int> kind_dist(0, 6);
+  AxisMap map(static_cast<std::size_t>(out));
+  const int kind = kind_dist(rng);
+  const std::int64_t k = std::uniform_int_distribution<std::int64_t>(1, 9)(rng);
+  const std::int64_t shift = std::uniform_int_distribution<std::int64_t>(0, k)(rng);
+  for (std::int64_t o = 0; o < out; ++o) {
+    std::int64_t s = 0;
+    switch (kind) {
+      case 0: s = (o + shift) / k; break;                                            // repeat k, shifted
+      case 1: s = static_cast<std::int64_t>(std::floor((o + 0.5) / 1.75)); break;    // nearest x1.75
+      case 2: s = o * 3 / 2; break;                                                  // downsampling
+      case 3: s = in - 1 - (o % in); break;                                          // mirror
+      case 4: s = std::uniform_int_distribution<std::int64_t>(-1, in - 1)(rng); break;  // random, fills
+      case 5: s = o < 3 ? -1 : (o - 3) / k; break;                                   // fill, then repeat
+      default: s = o / 2 + (o % 5 == 4 ? 1 : 0); break;                              // almost repeat 2
+    }
+    map[static_cast<std::size_t>(o)] = std::clamp<std::int64_t>(s, -1, in - 1);
+  }
+  return map;
+}
+
+TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
+  std::mt19937_64 rng(2024);
+  const int default_threads = default_num_threads();
+  for (int round = 0; round < 300; ++round) {
+    const int rank = std::uniform_int_distribution<int>(1, 4)(rng);
+    Dims in_sizes, out_sizes;
+    std::vector<AxisMap> maps(static_cast<std::size_t>(rank));
+    for (int a = 0; a < rank; ++a) {
+      const std::int64_t in = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 40 : 9)(rng);
+      const std::int64_t out = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 200 : 30)(rng);
+      const bool identity = std::uniform_int_distribution<int>(0, 3)(rng) == 0;
+      in_sizes.push_back(in);
+      out_sizes.push_back(identity ? in : out);
+      if (!identity) maps[static_cast<std::size_t>(a)] = random_map(rng, in, out);
+    }
+    if (round % 50 == 0) {  // one long row: column blocks, repeat runs cut at block edges
+      in_sizes = {70000};
+      out_sizes = {150001};
+      maps = {AxisMap(150001)};
+      for (std::int64_t o = 0; o < 150001; ++o) maps[0][static_cast<std::size_t>(o)] = std::min<std::int64_t>((o + 1) / 3, 69999);
+    }
+    const bool reversed_input = round % 3 == 1;
+    const bool strided_output = round % 4 == 2;
+    const std::vector<std::int32_t> src = [&] {
+      std::vector<std::int32_t> v(static_cast<std::size_t>(in_sizes.product()));
+      std::iota(v.begin(), v.end(), 1);
+      return v;
+    }();
+    Dims in_strides = packed_strides(in_sizes);
+    const std::int32_t* in_data = src.data();
+    if (reversed_input) {  // every axis walked backwards
+      for (int a = 0; a < rank; ++a) in_strides[a] = -in_strides[a];
+      in_data += src.size() - 1;
+    }
+    Dims out_strides = packed_strides(out_sizes);
+    const std::int64_t step = strided_output ? 2 : 1;
+    for (std::int64_t& s : out_strides) s *= step;
+    std::vector<std::int32_t> dst(static_cast<std::size_t>(out_sizes.product() * step), -7);
+    const int threads = 1 + round % 3;
+    set_num_threads(threads);
+    separable_gather(make_view(DataType::Int32, in_sizes, in_strides, in_data),
+                     make_view(DataType::Int32, out_sizes, out_strides, dst.data()), maps,
+                     Scalar{DataType::Int32, static_cast<std::uint32_t>(-3)});
+
+    std::int64_t mismatches = 0;
+    Dims index = Dims::filled(rank, 0);
+    for (std::int64_t flat = 0; flat < out_sizes.product(); ++flat) {
+      std::int64_t in_offset = 0;
+      bool fill = false;
+      for (int a = 0; a < rank; ++a) {
+        const AxisMap& map = maps[static_cast<std::size_t>(a)];
+        const std::int64_t s = map.empty() ? index[a] : map[static_cast<std::size_t>(index[a])];
+        if (s < 0) fill = true;
+        in_offset += s * in_strides[a];
+      }
+      const std::int32_t want = fill ? -3 : in_data[in_offset];
+      const std::int32_t got = dst[static_cast<std::size_t>(flat * step)];
+      if (want != got && ++mismatches <= 3)
+        ADD_FAILURE() << "round " << round << ", sizes " << in_sizes << " -> " << out_sizes << ", threads " << threads
+                      << ", output index " << index << ": expected " << want << " got " << got;
+      for (int a = rank - 1; a >= 0; --a) {
+        if (++index[a] < out_sizes[a]) break;
+        index[a] = 0;
+      }
+    }
+    for (std::size_t i = 1; strided_output && i < dst.size(); i += 2) ASSERT_EQ(dst[i], -7) << "gap written";
+    ASSERT_EQ(mismatches, 0) << "round " << round;
+  }
+  set_num_threads(default_threads);
+}
+
+TEST(SeparableGather, NearestUpsamplingRepeatsRowsAndElements) {
+  // 2x3 -> 5x7: rows 0,0,1,1,1 (a repeated row copies the row above), columns each repeated.
+  const std::vector<float> src = iota_floats(6);
+  std::vector<float> dst(5 * 7, -1.0f);
+  separable_gather(make_view(DataType::Float32, {2, 3}, {3, 1}, src.data()),
+                   make_view(DataType::Float32, {5, 7}, {7, 1}, dst.data()),
+                   {{0, 0, 1, 1, 1}, {0, 0, 0, 1, 1, 2, 2}}, float_fill(0));
+  const std::vector<float> row0 = {0, 0, 0, 1, 1, 2, 2}, row1 = {3, 3, 3, 4, 4, 5, 5};
+  for (int r = 0; r < 5; ++r) {
+    const auto& want = r < 2 ? row0 : row1;
+    EXPECT_EQ(std::vector<float>(dst.begin() + r * 7, dst.begin() + r * 7 + 7), want) << "row " << r;
+  }
+}
+
 }  // namespace
 }  // namespace dmlops
 

@@ -17,28 +17,88 @@ constexpr std::int64_t kFillOffset = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t kBytesPerTask = 32 * 1024;  // below this, splitting costs more than it saves
 constexpr std::int64_t kMaxColumnBlockBytes = 64 * 1024;
 
-// A stretch of the inner output row read with one step: src_step +1 (copy), -1 (mirror),
-// 0 (broadcast one element), or src_index -1 (fill).
-struct Run {
-  std::int64_t out_begin, length, src_index, src_step;
+// The inner output row is cut into runs, each reading the current input row in one pattern.
+// Long regular stretches get a bulk kernel; short irregular ones (a padding of two elements,
+// nearest resampling by 1.75) are gathered element by element from a precomputed offset list.
+enum class RunKind : std::uint8_t {
+  Fill,       // the fill value
+  Copy,       // in[src + i * step], step +1 (memcpy) or -1 (mirror)
+  Broadcast,  // in[src] for every element
+  Repeat,     // in[src + i / step]: each element `step` times in a row (nearest upsampling)
+  Gather,     // in[index[i]], the indices stored from Plan::gather_offsets[src] on
 };
 
-std::vector<Run> compile_runs(const AxisMap& map, std::int64_t size) {
-  if (map.empty()) return {Run{0, size, 0, 1}};
+struct Run {
+  RunKind kind;
+  std::int64_t out_begin, length, src, step;
+};
+
+// Copy and broadcast runs shorter than this are gathered instead: below it, the per-run
+// overhead outweighs the bulk kernel.
+constexpr std::int64_t kMinBulkRun = 8;
+// Repeat runs need this many source elements (each written `step` times).
+constexpr std::int64_t kMinRepeatElements = 4;
+
+// Cuts `map` (size entries; empty = identity) into runs; the gather runs' source indices are
+// appended to `gather_indices`.
+std::vector<Run> compile_runs(const AxisMap& map, std::int64_t size, std::vector<std::int64_t>& gather_indices) {
+  if (map.empty()) return {Run{RunKind::Copy, 0, size, 0, 1}};
   std::vector<Run> runs;
+  std::int64_t gather_begin = -1;  // start of the pending gather run
+  const auto flush_gather = [&](std::int64_t o) {
+    if (gather_begin < 0) return;
+    const std::int64_t n = o - gather_begin;
+    runs.push_back(Run{RunKind::Gather, gather_begin, n, static_cast<std::int64_t>(gather_indices.size()) - n, 0});
+    gather_begin = -1;
+  };
+  const auto push = [&](std::int64_t o, Run run) {
+    flush_gather(o);
+    runs.push_back(run);
+  };
   for (std::int64_t o = 0; o < size;) {
     const std::int64_t s = map[o];
     std::int64_t e = o + 1;
-    std::int64_t step = 1;
     if (s < 0) {
       while (e < size && map[e] < 0) ++e;
-    } else if (e < size && map[e] >= 0 && std::llabs(map[e] - s) <= 1) {
-      step = map[e] - s;
-      while (e < size && map[e] >= 0 && map[e] - map[e - 1] == step) ++e;
+      push(o, Run{RunKind::Fill, o, e - o, -1, 0});
+      o = e;
+      continue;
     }
-    runs.push_back(Run{o, e - o, s, step});
-    o = e;
+    while (e < size && map[e] == s) ++e;
+    const std::int64_t k = e - o;  // copies of map[o] from o on
+    if (k >= kMinBulkRun) {
+      push(o, Run{RunKind::Broadcast, o, k, s, 0});
+      o = e;
+      continue;
+    }
+    if (k == 1 && e < size && map[e] >= 0 && std::llabs(map[e] - s) == 1) {
+      const std::int64_t step = map[e] - s;
+      while (e < size && map[e] >= 0 && map[e] - map[e - 1] == step) ++e;
+      if (e - o >= kMinBulkRun) {
+        push(o, Run{RunKind::Copy, o, e - o, s, step});
+        o = e;
+        continue;
+      }
+    }
+    if (k >= 2) {
+      // Whole blocks of k copies of s, s+1, s+2, ...
+      std::int64_t blocks = 1;
+      for (std::int64_t b = o + k; b + k <= size; b += k, ++blocks) {
+        bool whole = true;
+        for (std::int64_t i = b; whole && i < b + k; ++i) whole = map[i] == s + blocks;
+        if (!whole) break;
+      }
+      if (blocks >= kMinRepeatElements) {
+        push(o, Run{RunKind::Repeat, o, blocks * k, s, k});
+        o += blocks * k;
+        continue;
+      }
+    }
+    if (gather_begin < 0) gather_begin = o;
+    gather_indices.push_back(s);
+    ++o;
   }
+  flush_gather(size);
   return runs;
 }
 
@@ -68,6 +128,48 @@ void copy(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int6
   for (std::int64_t i = 0; i < n; ++i, dst += dst_step, src += src_step) std::memcpy(dst, src, sizeof(T));
 }
 
+// n contiguous source elements, each written K times to contiguous destination elements. With
+// K known at compile time the compiler turns this into vector loads, shuffles and stores.
+template <class T, int K>
+void repeat_contiguous(std::byte* dst, const std::byte* src, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T v = load<T>(src + i * static_cast<std::int64_t>(sizeof(T)));
+    for (int j = 0; j < K; ++j) std::memcpy(dst + (i * K + j) * static_cast<std::int64_t>(sizeof(T)), &v, sizeof(T));
+  }
+}
+
+// Elements [b, e) of a repeat run: element i is source element i / k.
+template <class T>
+void repeat(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t src_step, std::int64_t k,
+            std::int64_t b, std::int64_t e) {
+  // A partial group at the front, whole groups, a partial group at the back.
+  const std::int64_t head_end = std::min(e, (b + k - 1) / k * k);
+  if (b < head_end) {
+    fill<T>(dst, dst_step, load<T>(src + b / k * src_step), head_end - b);
+    dst += (head_end - b) * dst_step;
+  }
+  const std::int64_t first = head_end / k, groups = std::max<std::int64_t>(0, e / k - first);
+  src += first * src_step;
+  if (dst_step == sizeof(T) && src_step == sizeof(T) && k <= 4) {
+    switch (k) {
+      case 2: repeat_contiguous<T, 2>(dst, src, groups); break;
+      case 3: repeat_contiguous<T, 3>(dst, src, groups); break;
+      case 4: repeat_contiguous<T, 4>(dst, src, groups); break;
+    }
+  } else {
+    for (std::int64_t g = 0; g < groups; ++g) fill<T>(dst + g * k * dst_step, dst_step, load<T>(src + g * src_step), k);
+  }
+  dst += groups * k * dst_step;
+  src += groups * src_step;
+  const std::int64_t tail = e - std::max(head_end, (first + groups) * k);
+  if (tail > 0) fill<T>(dst, dst_step, load<T>(src), tail);
+}
+
+template <class T>
+void gather(std::byte* dst, std::int64_t dst_step, const std::byte* src, const std::int64_t* offsets, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i, dst += dst_step) std::memcpy(dst, src + offsets[i], sizeof(T));
+}
+
 // Everything the row loop needs, computed once per call.
 struct Plan {
   std::byte* out = nullptr;
@@ -75,9 +177,11 @@ struct Plan {
   int outer_rank = 0;
   Dims outer_sizes;
   std::array<std::int64_t, kMaxRank> out_stride{}, in_stride{};
+  std::array<std::int64_t, kMaxRank> row_span{};  // rows per index step of each outer dimension
   std::array<std::vector<std::int64_t>, kMaxRank> in_offsets;  // byte offsets; empty = identity
   std::int64_t inner_size = 1, inner_out_stride = 0, inner_in_stride = 0;
   std::vector<Run> runs;
+  std::vector<std::int64_t> gather_offsets;  // byte offsets along the inner input axis
   std::int64_t columns_per_block = 1, column_blocks = 1;
 };
 
@@ -91,6 +195,16 @@ class RowCursor {
   const std::byte* in() const { return plan_.in + (plan_.outer_rank ? in_[plan_.outer_rank - 1] : 0); }
   bool fill() const { return plan_.outer_rank && fill_[plan_.outer_rank - 1]; }
 
+  // A row whose input row equals that of an earlier row has the same content: when an outer
+  // map repeats an index (map[o] == map[o-1], as nearest upsampling and edge padding do), this
+  // row is the one `rows_back` rows earlier, at out() - out_back. {0, 0} when there is none.
+  std::pair<std::int64_t, std::int64_t> same_as_earlier_row() const {
+    for (int d = plan_.outer_rank - 1; d >= 0; --d) {
+      if (repeats_[d]) return {plan_.row_span[d], plan_.out_stride[d]};
+    }
+    return {0, 0};
+  }
+
  private:
   void update(int from) {
     for (int d = std::max(from, 0); d < plan_.outer_rank; ++d) {
@@ -99,6 +213,7 @@ class RowCursor {
       const std::int64_t in = offsets.empty() ? o * plan_.in_stride[d] : offsets[o];
       const bool fill = (d && fill_[d - 1]) || in == kFillOffset;
       fill_[d] = fill;
+      repeats_[d] = !offsets.empty() && o > 0 && in != kFillOffset && offsets[o - 1] == in;
       in_[d] = (d ? in_[d - 1] : 0) + (fill ? 0 : in);
       out_[d] = (d ? out_[d - 1] : 0) + o * plan_.out_stride[d];
     }
@@ -106,13 +221,15 @@ class RowCursor {
   const Plan& plan_;
   NdCounter counter_;
   std::array<std::int64_t, kMaxRank> out_{}, in_{};
-  std::array<bool, kMaxRank> fill_{};
+  std::array<bool, kMaxRank> fill_{}, repeats_{};
 };
 
 template <class T>
 void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int64_t task_end) {
-  RowCursor cursor(plan, task_begin / plan.column_blocks);
-  std::int64_t row = task_begin / plan.column_blocks;
+  const std::int64_t first_row = task_begin / plan.column_blocks;
+  RowCursor cursor(plan, first_row);
+  std::int64_t row = first_row;
+  const std::int64_t out_step = plan.inner_out_stride, in_step = plan.inner_in_stride;
   for (std::int64_t task = task_begin; task < task_end; ++task) {
     const std::int64_t task_row = task / plan.column_blocks;
     for (; row < task_row; ++row) cursor.next();
@@ -120,20 +237,35 @@ void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int6
     const std::int64_t c1 = std::min(plan.inner_size, c0 + plan.columns_per_block);
     std::byte* out = cursor.out();
     if (cursor.fill()) {
-      fill<T>(out + c0 * plan.inner_out_stride, plan.inner_out_stride, fill_value, c1 - c0);
+      fill<T>(out + c0 * out_step, out_step, fill_value, c1 - c0);
       continue;
     }
+    if (plan.column_blocks == 1) {
+      // Copy an identical row this thread has already written (rows of other threads may
+      // not be finished yet).
+      const auto [rows_back, out_back] = cursor.same_as_earlier_row();
+      if (rows_back > 0 && row - rows_back >= first_row) {
+        copy<T>(out, out_step, out - out_back, out_step, plan.inner_size);
+        continue;
+      }
+    }
+    const std::byte* in = cursor.in();
     for (const Run& run : plan.runs) {
       const std::int64_t b = std::max(c0, run.out_begin);
       const std::int64_t e = std::min(c1, run.out_begin + run.length);
       if (b >= e) continue;
-      std::byte* dst = out + b * plan.inner_out_stride;
-      if (run.src_index < 0) {
-        fill<T>(dst, plan.inner_out_stride, fill_value, e - b);
-      } else {
-        const std::int64_t src_index = run.src_index + (b - run.out_begin) * run.src_step;
-        copy<T>(dst, plan.inner_out_stride, cursor.in() + src_index * plan.inner_in_stride,
-                run.src_step * plan.inner_in_stride, e - b);
+      std::byte* dst = out + b * out_step;
+      const std::int64_t skip = b - run.out_begin;  // elements of the run before this block
+      switch (run.kind) {
+        case RunKind::Fill: fill<T>(dst, out_step, fill_value, e - b); break;
+        case RunKind::Broadcast: fill<T>(dst, out_step, load<T>(in + run.src * in_step), e - b); break;
+        case RunKind::Copy:
+          copy<T>(dst, out_step, in + (run.src + skip * run.step) * in_step, run.step * in_step, e - b);
+          break;
+        case RunKind::Repeat:
+          repeat<T>(dst, out_step, in + run.src * in_step, in_step, run.step, skip, e - run.out_begin);
+          break;
+        case RunKind::Gather: gather<T>(dst, out_step, in, plan.gather_offsets.data() + run.src + skip, e - b); break;
       }
     }
   }
@@ -187,9 +319,12 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
     plan.inner_out_stride = layout.stride(0, inner);
     plan.inner_in_stride = layout.stride(1, inner);
     const bool inner_pinned = (pinned >> layout.source_axis(inner)) & 1u;
-    plan.runs = compile_runs(inner_pinned ? maps[layout.source_axis(inner)] : AxisMap{}, plan.inner_size);
+    std::vector<std::int64_t> gather_indices;
+    plan.runs = compile_runs(inner_pinned ? maps[layout.source_axis(inner)] : AxisMap{}, plan.inner_size,
+                             gather_indices);
+    for (std::int64_t s : gather_indices) plan.gather_offsets.push_back(s * plan.inner_in_stride);
   } else {
-    plan.runs = compile_runs(AxisMap{}, 1);
+    plan.runs = {Run{RunKind::Copy, 0, 1, 0, 1}};
   }
   plan.outer_rank = std::max(r - 1, 0);
   for (int d = 0; d < plan.outer_rank; ++d) {
@@ -201,7 +336,9 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
         plan.in_offsets[d].push_back(s < 0 ? kFillOffset : s * plan.in_stride[d]);
     }
   }
-  if (all_fill) plan.runs = {Run{0, plan.inner_size, -1, 0}};
+  for (int d = plan.outer_rank - 1; d >= 0; --d)
+    plan.row_span[d] = d + 1 < plan.outer_rank ? plan.row_span[d + 1] * plan.outer_sizes[d + 1] : 1;
+  if (all_fill) plan.runs = {Run{RunKind::Fill, 0, plan.inner_size, -1, 0}};
 
   // Tasks are (row, column block); rows are split into column blocks only when there are too
   // few rows to keep every thread busy.
