@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/tensor.hpp"
@@ -24,6 +25,10 @@ TensorView view_of(const py::handle& obj, const std::string& what, bool writable
 
 // A sequence of Python ints (at most 8) -> Dims; TypeError / ValueError naming `what`.
 Dims dims_of(const py::handle& obj, const std::string& what);
+
+// A sequence of Python numbers (at most 8) -> DirectML FLOATs (rounded to float32); TypeError for
+// anything but int or float, ValueError for a finite value too large for a FLOAT.
+std::vector<float> floats_of(const py::handle& obj, const std::string& what);
 
 // (dtype name, sizes, strides or None) -> TensorDesc.
 TensorDesc tensor_desc_of(const py::handle& obj, const std::string& what);

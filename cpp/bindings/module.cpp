@@ -11,6 +11,7 @@ namespace py = pybind11;
 
 namespace dmlops::bindings {
 void bind_padding(py::module_& m);
+void bind_resample(py::module_& m);
 }  // namespace dmlops::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -49,4 +50,5 @@ PYBIND11_MODULE(_core, m) {
       "Checks (dtype, sizes, strides) against the TensorDesc rules.");
 
   bind_padding(m);
+  bind_resample(m);
 }

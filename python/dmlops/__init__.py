@@ -8,6 +8,8 @@ operator has a function (``dmlops.pad``) and a descriptor class mirroring its Di
 from ._tensor import DTYPES, TensorDesc, calc_buffer_tensor_size
 from ._threads import _check_environment, get_num_threads, set_num_threads
 from .padding import Padding1Desc, PaddingDesc, pad
+from .resample import (Resample1Desc, Resample2Desc, Resample3Desc, ResampleDesc, Upsample2DDesc, resample,
+                       upsample_2d)
 
 __version__ = "0.1.0"
 
@@ -15,11 +17,18 @@ __all__ = [
     "DTYPES",
     "Padding1Desc",
     "PaddingDesc",
+    "Resample1Desc",
+    "Resample2Desc",
+    "Resample3Desc",
+    "ResampleDesc",
     "TensorDesc",
+    "Upsample2DDesc",
     "calc_buffer_tensor_size",
     "get_num_threads",
     "pad",
+    "resample",
     "set_num_threads",
+    "upsample_2d",
 ]
 
 _check_environment()

@@ -27,6 +27,7 @@
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/filter.hpp"
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
@@ -1110,6 +1111,180 @@ TEST(SeparableGather, NearestUpsamplingRepeatsRowsAndElements) {
     const auto& want = r < 2 ? row0 : row1;
     EXPECT_EQ(std::vector<float>(dst.begin() + r * 7, dst.begin() + r * 7 + 7), want) << "row " << r;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// separable_filter (linear resampling's engine), against a dense sum over every tap combination
+
+AxisFilter random_filter(std::mt19937_64& rng, std::int64_t in, std::int64_t out, int max_taps) {
+  AxisFilter f;
+  std::uniform_real_distribution<double> weight(0.05, 1.0);
+  for (std::int64_t o = 0; o < out; ++o) {
+    const std::int64_t taps = std::uniform_int_distribution<std::int64_t>(1, std::min<std::int64_t>(max_taps, in))(rng);
+    const std::int64_t first = std::uniform_int_distribution<std::int64_t>(0, in - taps)(rng);
+    std::vector<double> w(static_cast<std::size_t>(taps));
+    for (double& v : w) v = weight(rng);
+    f.push(first, w);
+  }
+  return f;
+}
+
+double value_at(DataType dtype, const std::byte* p) {
+  switch (dtype) {
+    case DataType::Float16: { std::uint16_t h; std::memcpy(&h, p, 2); return half_bits_to_float(h); }
+    case DataType::Float32: { float v; std::memcpy(&v, p, 4); return v; }
+    default: { double v; std::memcpy(&v, p, 8); return v; }
+  }
+}
+
+void store_value(DataType dtype, std::byte* p, double v) {
+  switch (dtype) {
+    case DataType::Float16: { const std::uint16_t h = float_to_half_bits(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    case DataType::Float32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+    default: std::memcpy(p, &v, 8); break;
+  }
+}
+
+TEST(SeparableFilter, MatchesADenseSumOnRandomFilters) {
+  std::mt19937_64 rng(77);
+  const int default_threads = default_num_threads();
+  const DataType dtypes[] = {DataType::Float32, DataType::Float16, DataType::Float64};
+  for (int round = 0; round < 240; ++round) {
+    const DataType dtype = dtypes[round % 3];
+    const auto elem = static_cast<std::int64_t>(element_size(dtype));
+    int rank = std::uniform_int_distribution<int>(1, 4)(rng);
+    const int max_taps = round % 2 ? 2 : 6;
+    Dims in_sizes, out_sizes;
+    std::vector<AxisFilter> axes(static_cast<std::size_t>(rank));
+    bool any = false;
+    for (int a = 0; a < rank; ++a) {
+      const std::int64_t in = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 300 : 9)(rng);
+      const std::int64_t out = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 700 : 14)(rng);
+      const bool identity = std::uniform_int_distribution<int>(0, 2)(rng) == 0;
+      in_sizes.push_back(in);
+      out_sizes.push_back(identity ? in : out);
+      if (!identity) {
+        axes[static_cast<std::size_t>(a)] = random_filter(rng, in, out, max_taps);
+        any = true;
+      }
+    }
+    if (round % 40 == 0) {  // big enough to be tiled and threaded
+      in_sizes = {3, 70, 90};
+      out_sizes = {3, 150, 40};
+      axes = {AxisFilter{}, random_filter(rng, 70, 150, 2), random_filter(rng, 90, 40, max_taps)};
+      rank = 3;
+      any = true;
+    }
+    // Input: every axis reversed (round % 3 == 1) or transposed (round % 3 == 2); output strided
+    // with gaps (round % 4 == 3).
+    std::vector<std::byte> in_buf(static_cast<std::size_t>(in_sizes.product() * elem));
+    std::uniform_real_distribution<double> value(-4.0, 4.0);
+    for (std::int64_t i = 0; i < in_sizes.product(); ++i) store_value(dtype, in_buf.data() + i * elem, value(rng));
+    Dims in_strides = packed_strides(in_sizes);
+    std::byte* in_data = in_buf.data();
+    if (round % 3 == 1) {
+      for (std::int64_t& st : in_strides) st = -st;
+      in_data += (in_sizes.product() - 1) * elem;
+    } else if (round % 3 == 2 && rank >= 2) {
+      Dims reversed_sizes(in_sizes.begin(), in_sizes.end());
+      std::reverse(reversed_sizes.begin(), reversed_sizes.end());
+      const Dims column_major = packed_strides(reversed_sizes);
+      for (int a = 0; a < rank; ++a) in_strides[a] = column_major[rank - 1 - a];
+    }
+    const std::int64_t step = round % 4 == 3 ? 2 : 1;
+    Dims out_strides = packed_strides(out_sizes);
+    for (std::int64_t& st : out_strides) st *= step;
+    std::vector<std::byte> out_buf(static_cast<std::size_t>(out_sizes.product() * step * elem), std::byte{0x5a});
+    const int threads = 1 + round % 3;
+    set_num_threads(threads);
+    separable_filter(make_view(dtype, in_sizes, in_strides, in_data), make_view(dtype, out_sizes, out_strides, out_buf.data()),
+                     axes);
+
+    const double eps = dtype == DataType::Float64 ? 0x1p-52 : 0x1p-23;
+    std::int64_t mismatches = 0;
+    Dims index = Dims::filled(rank, 0);
+    for (std::int64_t flat = 0; flat < out_sizes.product(); ++flat) {
+      // Dense sum over the tap combinations, in double, with the bound sum |w x| for the tolerance.
+      double sum = 0.0, magnitude = 0.0;
+      Dims tap = Dims::filled(rank, 0);
+      for (;;) {
+        double w = 1.0;
+        std::int64_t offset = 0;
+        for (int a = 0; a < rank; ++a) {
+          const AxisFilter& f = axes[static_cast<std::size_t>(a)];
+          const std::int64_t o = index[a];
+          const std::int64_t i = f.identity() ? o : f.first[static_cast<std::size_t>(o)] + tap[a];
+          if (!f.identity()) w *= f.weights[static_cast<std::size_t>(f.begin[static_cast<std::size_t>(o)] + tap[a])];
+          offset += i * in_strides[a];
+        }
+        const double x = value_at(dtype, in_data + offset * elem);
+        sum += w * x;
+        magnitude += std::fabs(w * x);
+        int a = rank - 1;
+        for (; a >= 0; --a) {
+          const AxisFilter& f = axes[static_cast<std::size_t>(a)];
+          if (!f.identity() && ++tap[a] < f.taps(index[a])) break;
+          tap[a] = 0;
+        }
+        if (a < 0) break;
+      }
+      std::int64_t out_offset = 0;
+      for (int a = 0; a < rank; ++a) out_offset += index[a] * out_strides[a];
+      const double got = value_at(dtype, out_buf.data() + out_offset * elem);
+      // Passes x taps roundings in the working precision; FLOAT16 adds one rounding to half.
+      double tolerance = 4.0 * rank * max_taps * eps * magnitude;
+      if (dtype == DataType::Float16) tolerance += std::fabs(sum) * 0x1p-11 + 0x1p-24;
+      if (!(std::fabs(got - sum) <= tolerance) && ++mismatches <= 3)
+        ADD_FAILURE() << "round " << round << " " << name(dtype) << ", sizes " << in_sizes << " -> " << out_sizes
+                      << ", threads " << threads << ", output " << index << ": expected " << sum << " got " << got;
+      for (int a = rank - 1; a >= 0; --a) {
+        if (++index[a] < out_sizes[a]) break;
+        index[a] = 0;
+      }
+    }
+    ASSERT_EQ(mismatches, 0) << "round " << round << (any ? "" : " (a plain copy)");
+    for (std::size_t i = static_cast<std::size_t>(elem); step == 2 && i < out_buf.size(); i += static_cast<std::size_t>(2 * elem))
+      ASSERT_EQ(out_buf[i], std::byte{0x5a}) << "gap written";
+  }
+  set_num_threads(default_threads);
+}
+
+TEST(SeparableFilter, BilinearTwoByTwoIsTheDxDispatchTable) {
+  // Half-pixel linear x2 on [[1, 2], [3, 4]] (the spec's DxDispatch check): weights
+  // (0.75, 0.25) between neighbours, 1 at the clamped edges.
+  AxisFilter f;
+  f.push(0, {1.0});
+  f.push(0, {0.75, 0.25});
+  f.push(0, {0.25, 0.75});
+  f.push(1, {1.0});
+  const std::vector<float> src = {1, 2, 3, 4};
+  std::vector<float> dst(16, 0.0f);
+  separable_filter(make_view(DataType::Float32, {2, 2}, {2, 1}, src.data()),
+                   make_view(DataType::Float32, {4, 4}, {4, 1}, dst.data()), {f, f});
+  EXPECT_EQ(dst, (std::vector<float>{1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f,
+                                     3.75f, 4}));
+}
+
+TEST(SeparableFilter, RejectsInconsistentArguments) {
+  const std::vector<float> src(6, 1.0f);
+  std::vector<float> dst(6, 0.0f);
+  const TensorView in = make_view(DataType::Float32, {2, 3}, {3, 1}, src.data());
+  const TensorView out = make_view(DataType::Float32, {2, 3}, {3, 1}, dst.data());
+  AxisFilter past_the_end;
+  for (int o = 0; o < 3; ++o) past_the_end.push(o + 1, {1.0});  // output 2 reads index 3 of 3
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}, past_the_end}), InvalidArgument);
+  AxisFilter too_short;
+  too_short.push(0, {1.0});
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}, too_short}), InvalidArgument);
+  AxisFilter no_taps;
+  for (int o = 0; o < 3; ++o) no_taps.push(o, o == 1 ? std::vector<double>{} : std::vector<double>{1.0});
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}, no_taps}), InvalidArgument);
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}}), InvalidArgument);
+  const std::vector<std::int32_t> ints(6, 1);
+  EXPECT_THROW(separable_filter(make_view(DataType::Int32, {2, 3}, {3, 1}, ints.data()),
+                                make_view(DataType::Int32, {2, 3}, {3, 1}, dst.data()), {AxisFilter{}, AxisFilter{}}),
+               DTypeError);
+  EXPECT_EQ(dst, std::vector<float>(6, 0.0f)) << "a rejected call wrote to the output";
 }
 
 }  // namespace
