@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
+#include <immintrin.h>
+
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/gather.hpp"
@@ -93,6 +97,134 @@ void store_acc(std::byte* dst, std::int64_t step, const Acc* values, std::int64_
   for (std::int64_t i = 0; i < n; ++i) from_acc<Dst, Acc>(dst + i * step, values[i]);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Row kernels. Each is written once as an always-inline body and compiled twice: for the
+// baseline ISA and, in a target("avx2") wrapper, for AVX2 (wider vectors; no FMA, so both give
+// the same bits). RowKernels<Acc>::get() picks one set per process (dmlops::avx2_enabled).
+
+// acc[i] = w0 * x0[i] + w1 * x1[i]: a blend of two rows (linear).
+template <class Acc>
+[[gnu::always_inline]] inline void blend2_body(Acc* __restrict acc, const Acc* __restrict x0, const Acc* __restrict x1,
+                                               Acc w0, Acc w1, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) acc[i] = w0 * x0[i] + w1 * x1[i];
+}
+
+// acc[i] = w * x[i] (first tap) or acc[i] += w * x[i] (later taps).
+template <class Acc, bool kAccumulate>
+[[gnu::always_inline]] inline void axpy_body(Acc* __restrict acc, const Acc* __restrict x, Acc w, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) acc[i] = kAccumulate ? acc[i] + w * x[i] : w * x[i];
+}
+
+// The horizontal linear kernel: acc[i] = w0[i] * row[f] + w1[i] * row[f + 1], f = first[i] - shift,
+// the second product only where w1[i] != 0 (a tap of weight 0 is never read: inf * 0 is nan).
+// row[] has one readable element past the last index.
+template <class Acc>
+[[gnu::always_inline]] inline void pairs_body(Acc* __restrict acc, const Acc* __restrict row,
+                                              const std::int32_t* __restrict first, const Acc* __restrict w0,
+                                              const Acc* __restrict w1, std::int64_t shift, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t f = first[i] - shift;
+    const Acc a = w0[i] * row[f];
+    const Acc b = a + w1[i] * row[f + 1];
+    acc[i] = w1[i] != 0 ? b : a;
+  }
+}
+
+template <class Acc>
+struct RowKernels {
+  void (*blend2)(Acc*, const Acc*, const Acc*, Acc, Acc, std::int64_t);
+  void (*scale)(Acc*, const Acc*, Acc, std::int64_t);
+  void (*accumulate)(Acc*, const Acc*, Acc, std::int64_t);
+  void (*pairs)(Acc*, const Acc*, const std::int32_t*, const Acc*, const Acc*, std::int64_t, std::int64_t);
+  static const RowKernels& get();
+};
+
+template <class Acc>
+void blend2_baseline(Acc* acc, const Acc* x0, const Acc* x1, Acc w0, Acc w1, std::int64_t n) {
+  blend2_body(acc, x0, x1, w0, w1, n);
+}
+template <class Acc>
+void scale_baseline(Acc* acc, const Acc* x, Acc w, std::int64_t n) { axpy_body<Acc, false>(acc, x, w, n); }
+template <class Acc>
+void accumulate_baseline(Acc* acc, const Acc* x, Acc w, std::int64_t n) { axpy_body<Acc, true>(acc, x, w, n); }
+template <class Acc>
+void pairs_baseline(Acc* acc, const Acc* row, const std::int32_t* first, const Acc* w0, const Acc* w1,
+                    std::int64_t shift, std::int64_t n) {
+  pairs_body(acc, row, first, w0, w1, shift, n);
+}
+
+template <class Acc>
+__attribute__((target("avx2"))) void blend2_avx2(Acc* acc, const Acc* x0, const Acc* x1, Acc w0, Acc w1, std::int64_t n) {
+  blend2_body(acc, x0, x1, w0, w1, n);
+}
+template <class Acc>
+__attribute__((target("avx2"))) void scale_avx2(Acc* acc, const Acc* x, Acc w, std::int64_t n) {
+  axpy_body<Acc, false>(acc, x, w, n);
+}
+template <class Acc>
+__attribute__((target("avx2"))) void accumulate_avx2(Acc* acc, const Acc* x, Acc w, std::int64_t n) {
+  axpy_body<Acc, true>(acc, x, w, n);
+}
+
+// float pairs with AVX2: where 8 consecutive outputs read from 9 consecutive row elements
+// (always, when upsampling), load those once and permute them into place instead of gathering
+// element by element. Other groups take the scalar body.
+__attribute__((target("avx2"))) void pairs_avx2(float* acc, const float* row, const std::int32_t* first,
+                                                const float* w0, const float* w1, std::int64_t shift,
+                                                std::int64_t n) {
+  std::int64_t i = 0;
+  const __m256i seven = _mm256_set1_epi32(7);
+  for (; i + 8 <= n; i += 8) {
+    const __m256i f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(first + i));
+    const __m256i lane = _mm256_sub_epi32(f, _mm256_set1_epi32(first[i]));
+    // every lane in [0, 7]: unsigned lane > 7 catches negative lanes too
+    if (!_mm256_testz_si256(_mm256_cmpgt_epi32(lane, seven), _mm256_set1_epi32(-1)) ||
+        !_mm256_testz_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), lane), _mm256_set1_epi32(-1))) {
+      pairs_body(acc + i, row, first + i, w0 + i, w1 + i, shift, 8);
+      continue;
+    }
+    const float* base = row + (first[i] - shift);
+    const __m256 x0 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(base), lane);
+    const __m256 x1 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(base + 1), lane);
+    const __m256 v1 = _mm256_loadu_ps(w1 + i);
+    const __m256 a = _mm256_mul_ps(_mm256_loadu_ps(w0 + i), x0);
+    const __m256 b = _mm256_add_ps(a, _mm256_mul_ps(v1, x1));
+    _mm256_storeu_ps(acc + i, _mm256_blendv_ps(a, b, _mm256_cmp_ps(v1, _mm256_setzero_ps(), _CMP_NEQ_OQ)));
+  }
+  pairs_body(acc + i, row, first + i, w0 + i, w1 + i, shift, n - i);
+}
+
+template <class Acc>
+__attribute__((target("avx2"))) void pairs_avx2_scalar(Acc* acc, const Acc* row, const std::int32_t* first,
+                                                       const Acc* w0, const Acc* w1, std::int64_t shift,
+                                                       std::int64_t n) {
+  pairs_body(acc, row, first, w0, w1, shift, n);
+}
+
+template <class Acc>
+const RowKernels<Acc>& RowKernels<Acc>::get() {
+  static const RowKernels kernels = [] {
+    if (avx2_enabled()) {
+      RowKernels k{blend2_avx2<Acc>, scale_avx2<Acc>, accumulate_avx2<Acc>, pairs_avx2_scalar<Acc>};
+      if constexpr (std::is_same_v<Acc, float>) k.pairs = pairs_avx2;
+      return k;
+    }
+    return RowKernels{blend2_baseline<Acc>, scale_baseline<Acc>, accumulate_baseline<Acc>, pairs_baseline<Acc>};
+  }();
+  return kernels;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Passes
+
+// A linear axis (every output one or two taps) in the flat form of the pairs kernel: output o
+// reads first[o] with weight w0[o] and first[o] + 1 with weight w1[o] (0 for a single tap).
+template <class Acc>
+struct PairTable {
+  std::vector<std::int32_t> first;
+  std::vector<Acc> w0, w1;
+};
+
 // One pass's view of an axis filter, for the outputs of one tile: output o (counted from the
 // tile's first) reads operand indices index(o), index(o) + 1, ... along the axis.
 template <class Acc>
@@ -101,17 +233,23 @@ struct TileTaps {
   const std::int64_t* begin;  // at the tile's first output
   const Acc* weights;         // the whole axis
   std::int64_t shift;         // input index of the operand's element 0 along the axis
-  bool at_most_two;           // every output has 1 or 2 taps (linear)
+  // The pair table at the tile's first output, or null first when the axis has none.
+  const std::int32_t* pair_first;
+  const Acc* pair_w0;
+  const Acc* pair_w1;
 
   std::int64_t index(std::int64_t o) const { return first[o] - shift; }
   std::int64_t count(std::int64_t o) const { return begin[o + 1] - begin[o]; }
   const Acc* w(std::int64_t o) const { return weights + begin[o]; }
 };
 
+// Elements a horizontal source row may be read past its end (the pairs kernels' loads).
+constexpr std::int64_t kRowPadding = 8;
+
 template <class Acc>
 struct Scratch {
   std::vector<Acc> tiles[2];  // intermediate results, ping-pong
-  std::vector<Acc> row;       // the source row of a horizontal pass
+  std::vector<Acc> row;       // the source row of a horizontal pass, kRowPadding more
   std::vector<Acc> x0 = std::vector<Acc>(kChunk), x1 = std::vector<Acc>(kChunk), acc = std::vector<Acc>(kChunk);
 };
 
@@ -119,24 +257,19 @@ struct Scratch {
 template <class Src, class Dst, class Acc>
 void vertical_row(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t tap_step,
                   std::int64_t src_step, std::int64_t taps, const Acc* w, std::int64_t n, Scratch<Acc>& s) {
+  const RowKernels<Acc>& k = RowKernels<Acc>::get();
   for (std::int64_t c = 0; c < n; c += kChunk) {
     const std::int64_t m = std::min(kChunk, n - c);
     std::byte* d = dst + c * dst_step;
     const std::byte* x = src + c * src_step;
-    Acc* __restrict acc = acc_target<Dst, Acc>(d, dst_step, s.acc.data());
-    const Acc* __restrict x0 = load_acc<Src, Acc>(x, src_step, m, s.x0.data());
-    const Acc w0 = w[0];
+    Acc* acc = acc_target<Dst, Acc>(d, dst_step, s.acc.data());
+    const Acc* x0 = load_acc<Src, Acc>(x, src_step, m, s.x0.data());
     if (taps == 2) {
-      const Acc* __restrict x1 = load_acc<Src, Acc>(x + tap_step, src_step, m, s.x1.data());
-      const Acc w1 = w[1];
-      for (std::int64_t i = 0; i < m; ++i) acc[i] = w0 * x0[i] + w1 * x1[i];
+      k.blend2(acc, x0, load_acc<Src, Acc>(x + tap_step, src_step, m, s.x1.data()), w[0], w[1], m);
     } else {
-      for (std::int64_t i = 0; i < m; ++i) acc[i] = w0 * x0[i];
-      for (std::int64_t t = 1; t < taps; ++t) {
-        const Acc* __restrict xt = load_acc<Src, Acc>(x + t * tap_step, src_step, m, s.x1.data());
-        const Acc wt = w[t];
-        for (std::int64_t i = 0; i < m; ++i) acc[i] += wt * xt[i];
-      }
+      k.scale(acc, x0, w[0], m);
+      for (std::int64_t t = 1; t < taps; ++t)
+        k.accumulate(acc, load_acc<Src, Acc>(x + t * tap_step, src_step, m, s.x1.data()), w[t], m);
     }
     store_acc<Dst, Acc>(d, dst_step, acc, m);
   }
@@ -146,18 +279,17 @@ void vertical_row(std::byte* dst, std::int64_t dst_step, const std::byte* src, s
 template <class Src, class Dst, class Acc>
 void horizontal_row(std::byte* dst, std::int64_t dst_step, std::int64_t n, const std::byte* src, std::int64_t src_step,
                     std::int64_t src_size, const TileTaps<Acc>& taps, Scratch<Acc>& s) {
-  const Acc* __restrict row = load_acc<Src, Acc>(src, src_step, src_size, s.row.data());
+  // Always a copy: the pairs kernels read past the last element.
+  Acc* row = s.row.data();
+  if (load_acc<Src, Acc>(src, src_step, src_size, row) != row)
+    std::memcpy(row, src, static_cast<std::size_t>(src_size) * sizeof(Acc));
+  const RowKernels<Acc>& k = RowKernels<Acc>::get();
   for (std::int64_t c = 0; c < n; c += kChunk) {
     const std::int64_t m = std::min(kChunk, n - c);
     std::byte* d = dst + c * dst_step;
-    Acc* __restrict acc = acc_target<Dst, Acc>(d, dst_step, s.acc.data());
-    if (taps.at_most_two) {
-      for (std::int64_t i = 0; i < m; ++i) {
-        const std::int64_t f = taps.index(c + i);
-        const Acc* w = taps.w(c + i);
-        const Acc first = w[0] * row[f];
-        acc[i] = taps.count(c + i) == 2 ? first + w[1] * row[f + 1] : first;
-      }
+    Acc* acc = acc_target<Dst, Acc>(d, dst_step, s.acc.data());
+    if (taps.pair_first) {
+      k.pairs(acc, row, taps.pair_first + c, taps.pair_w0 + c, taps.pair_w1 + c, taps.shift, m);
     } else {
       for (std::int64_t i = 0; i < m; ++i) {
         const std::int64_t f = taps.index(c + i), count = taps.count(c + i);
@@ -226,7 +358,7 @@ struct Plan {
   Dims max_range;                 // per filtered axis: the most input indices one block reads
   Dims outer_sizes;               // axes [0, f0)
   std::vector<std::vector<Acc>> weights;  // per axis, in Acc
-  std::vector<bool> at_most_two;          // per axis: no output has more than two taps
+  std::vector<PairTable<Acc>> pairs;      // per axis: the pair table, empty unless linear
   std::int64_t tasks = 0, tile_scratch = 0, row_scratch = 0;
 };
 
@@ -240,6 +372,47 @@ std::pair<std::int64_t, std::int64_t> input_range(const AxisFilter& f, std::int6
   return {lo, hi};
 }
 
+// The order of the passes: the cheapest under a simple cost model, in which a pass costs its
+// output elements times its average taps, times kHorizontalCost when it filters the last axis
+// (a horizontal pass gathers; the others blend whole rows). So axes that shrink go first and the
+// horizontal pass runs on the smaller array. Every order is tried for up to kSearchAxes axes;
+// beyond, axes go in order of growing out/in ratio.
+std::vector<int> pass_order(const Dims& in, const Dims& out, const std::vector<AxisFilter>& axes,
+                            std::vector<int> filtered) {
+  constexpr double kHorizontalCost = 3.0;
+  constexpr std::size_t kSearchAxes = 5;
+  const int last = in.size() - 1;
+  const auto cost = [&](const std::vector<int>& order) {
+    std::vector<double> sizes(in.begin(), in.end());
+    double total = 0.0;
+    for (int a : order) {
+      sizes[static_cast<std::size_t>(a)] = static_cast<double>(out[a]);
+      double elements = 1.0;
+      for (double n : sizes) elements *= n;
+      const double taps = static_cast<double>(axes[a].weights.size()) / static_cast<double>(out[a]);
+      total += elements * taps * (a == last ? kHorizontalCost : 1.0);
+    }
+    return total;
+  };
+  if (filtered.size() > kSearchAxes) {
+    std::stable_sort(filtered.begin(), filtered.end(), [&](int a, int b) {
+      return static_cast<double>(out[a]) / static_cast<double>(in[a]) <
+             static_cast<double>(out[b]) / static_cast<double>(in[b]);
+    });
+    return filtered;
+  }
+  std::vector<int> best = filtered;  // ascending: the first permutation
+  double best_cost = cost(best);
+  while (std::next_permutation(filtered.begin(), filtered.end())) {
+    const double c = cost(filtered);
+    if (c < best_cost) {
+      best_cost = c;
+      best = filtered;
+    }
+  }
+  return best;
+}
+
 template <class T>
 void run_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
   using Acc = AccOf<T>;
@@ -249,20 +422,19 @@ void run_filter(const TensorView& in, const TensorView& out, const std::vector<A
     if (!axes[a].identity()) plan.filtered.push_back(a);
   }
   plan.f0 = plan.filtered.front();
-  plan.order = plan.filtered;
-  // Shrinking axes first (less work for the passes after them); among equal ratios the
-  // innermost first, so that the costlier horizontal pass runs on the smaller array.
-  std::stable_sort(plan.order.begin(), plan.order.end(), [&](int a, int b) {
-    const double ra = static_cast<double>(out.sizes[a]) / static_cast<double>(in.sizes[a]);
-    const double rb = static_cast<double>(out.sizes[b]) / static_cast<double>(in.sizes[b]);
-    return ra != rb ? ra < rb : a > b;
-  });
+  plan.order = pass_order(in.sizes, out.sizes, axes, plan.filtered);
   plan.weights.resize(static_cast<std::size_t>(plan.rank));
-  plan.at_most_two.assign(static_cast<std::size_t>(plan.rank), true);
+  plan.pairs.resize(static_cast<std::size_t>(plan.rank));
   for (int a : plan.filtered) {
-    plan.weights[a].assign(axes[a].weights.begin(), axes[a].weights.end());
-    for (std::int64_t o = 0; o < axes[a].size(); ++o) {
-      if (axes[a].taps(o) > 2) plan.at_most_two[a] = false;
+    const AxisFilter& f = axes[a];
+    plan.weights[a].assign(f.weights.begin(), f.weights.end());
+    bool linear = in.sizes[a] < std::numeric_limits<std::int32_t>::max();
+    for (std::int64_t o = 0; linear && o < f.size(); ++o) linear = f.taps(o) <= 2;
+    PairTable<Acc>& pair = plan.pairs[a];
+    for (std::int64_t o = 0; linear && o < f.size(); ++o) {
+      pair.first.push_back(static_cast<std::int32_t>(f.first[o]));
+      pair.w0.push_back(plan.weights[a][f.begin[o]]);
+      pair.w1.push_back(f.taps(o) == 2 ? plan.weights[a][f.begin[o] + 1] : Acc{0});
     }
   }
   for (int a = 0; a < plan.f0; ++a) plan.outer_sizes.push_back(out.sizes[a]);
@@ -313,7 +485,7 @@ void run_filter(const TensorView& in, const TensorView& out, const std::vector<A
   const auto run_tasks = [&](std::int64_t task_begin, std::int64_t task_end) {
     Scratch<Acc> s;
     for (auto& t : s.tiles) t.resize(static_cast<std::size_t>(plan.tile_scratch));
-    s.row.resize(static_cast<std::size_t>(plan.row_scratch));
+    s.row.resize(static_cast<std::size_t>(plan.row_scratch + kRowPadding));
     for (std::int64_t task = task_begin; task < task_end; ++task) {
       // Decode: the tile's block along each filtered axis (innermost fastest), then the outer index.
       std::int64_t rest = task;
@@ -345,8 +517,11 @@ void run_filter(const TensorView& in, const TensorView& out, const std::vector<A
         src.sizes.push_back(hi - lo);
         dst.data += ob[a] * out.byte_strides[a];
         dst.sizes.push_back(oe[a] - ob[a]);
+        const PairTable<Acc>& pair = plan.pairs[a];
+        const bool has_pairs = !pair.first.empty();
         taps[a] = TileTaps<Acc>{axes[a].first.data() + ob[a], axes[a].begin.data() + ob[a], plan.weights[a].data(),
-                                lo, plan.at_most_two[a]};
+                                lo, has_pairs ? pair.first.data() + ob[a] : nullptr,
+                                has_pairs ? pair.w0.data() + ob[a] : nullptr, has_pairs ? pair.w1.data() + ob[a] : nullptr};
       }
       // Each pass turns one axis of the current operand from input range to output block;
       // intermediate operands are packed Acc tiles, the last pass writes the output.

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/parallel.hpp"
@@ -129,13 +130,30 @@ void copy(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int6
 }
 
 // n contiguous source elements, each written K times to contiguous destination elements. With
-// K known at compile time the compiler turns this into vector loads, shuffles and stores.
+// K known at compile time the compiler turns this into vector loads, shuffles and stores; it is
+// compiled for the baseline ISA and for AVX2 (wider stores, lane-crossing shuffles for K = 3).
 template <class T, int K>
-void repeat_contiguous(std::byte* dst, const std::byte* src, std::int64_t n) {
+[[gnu::always_inline]] inline void repeat_body(std::byte* dst, const std::byte* src, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const T v = load<T>(src + i * static_cast<std::int64_t>(sizeof(T)));
     for (int j = 0; j < K; ++j) std::memcpy(dst + (i * K + j) * static_cast<std::int64_t>(sizeof(T)), &v, sizeof(T));
   }
+}
+
+template <class T, int K>
+void repeat_baseline(std::byte* dst, const std::byte* src, std::int64_t n) {
+  repeat_body<T, K>(dst, src, n);
+}
+
+template <class T, int K>
+__attribute__((target("avx2"))) void repeat_avx2(std::byte* dst, const std::byte* src, std::int64_t n) {
+  repeat_body<T, K>(dst, src, n);
+}
+
+template <class T, int K>
+void repeat_contiguous(std::byte* dst, const std::byte* src, std::int64_t n) {
+  static const auto kernel = avx2_enabled() ? repeat_avx2<T, K> : repeat_baseline<T, K>;
+  kernel(dst, src, n);
 }
 
 // Elements [b, e) of a repeat run: element i is source element i / k.
