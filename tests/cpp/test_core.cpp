@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/error.hpp"
@@ -418,6 +419,12 @@ TEST(Half, BulkEncodeMatchesScalarOnRandomFloats) {
   std::vector<float> dense(1'000'001);
   for (float& f : dense) f = float_of(near(rng) | (rng() & 0x80000000u));
   expect_bulk_encode_matches_scalar(dense);
+}
+
+TEST(Cpu, Avx2SwitchFollowsEnvironment) {
+  const char* env = std::getenv("DMLOPS_DISABLE_AVX2");
+  const bool disabled = env != nullptr && env[0] != '\0' && env[0] != '0';
+  EXPECT_EQ(avx2_enabled(), __builtin_cpu_supports("avx2") && !disabled);
 }
 
 TEST(Half, F16cSwitchFollowsEnvironment) {
