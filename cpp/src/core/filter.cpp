@@ -1,6 +1,7 @@
 #include "dmlops/core/filter.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -359,7 +360,7 @@ struct Plan {
   Dims outer_sizes;               // axes [0, f0)
   std::vector<std::vector<Acc>> weights;  // per axis, in Acc
   std::vector<PairTable<Acc>> pairs;      // per axis: the pair table, empty unless linear
-  std::int64_t tasks = 0, tile_scratch = 0, row_scratch = 0;
+  std::int64_t tasks = 0, tile_elements = 0, tile_scratch = 0, row_scratch = 0;
 };
 
 // The input indices [lo, hi) that outputs [ob, oe) of an axis read.
@@ -413,9 +414,8 @@ std::vector<int> pass_order(const Dims& in, const Dims& out, const std::vector<A
   return best;
 }
 
-template <class T>
-void run_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
-  using Acc = AccOf<T>;
+template <class Acc>
+Plan<Acc> make_plan(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
   Plan<Acc> plan;
   plan.rank = out.sizes.size();
   for (int a = 0; a < plan.rank; ++a) {
@@ -465,6 +465,8 @@ void run_filter(const TensorView& in, const TensorView& out, const std::vector<A
       }
     }
   }
+  plan.tile_elements = 1;
+  for (int a = plan.f0; a < plan.rank; ++a) plan.tile_elements *= plan.block[a];
 
   // Scratch sizes: the largest intermediate tile and the longest horizontal source row.
   plan.max_range = Dims::filled(plan.rank, 0);
@@ -481,75 +483,82 @@ void run_filter(const TensorView& in, const TensorView& out, const std::vector<A
     stage[plan.order[p] - plan.f0] = plan.block[plan.order[p]];
     plan.tile_scratch = std::max(plan.tile_scratch, stage.product());
   }
+  return plan;
+}
 
-  const auto run_tasks = [&](std::int64_t task_begin, std::int64_t task_end) {
+// One task: the tile `task` (its block along each filtered axis, innermost fastest, then the
+// outer index), pass by pass.
+template <class T, class Acc>
+void run_tile(const Plan<Acc>& plan, const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes,
+              std::int64_t task, Scratch<Acc>& s) {
+  std::int64_t rest = task;
+  Dims ob = Dims::filled(plan.rank, 0), oe = Dims::filled(plan.rank, 0);
+  for (auto it = plan.filtered.rbegin(); it != plan.filtered.rend(); ++it) {
+    const int a = *it;
+    ob[a] = rest % plan.blocks[a] * plan.block[a];
+    oe[a] = std::min(out.sizes[a], ob[a] + plan.block[a]);
+    rest /= plan.blocks[a];
+  }
+  const NdCounter outer(plan.outer_sizes, rest);
+  Operand src{static_cast<std::byte*>(in.data), {}, {}};
+  Operand dst{static_cast<std::byte*>(out.data), {}, {}};
+  for (int a = 0; a < plan.f0; ++a) {
+    src.data += outer[a] * in.byte_strides[a];
+    dst.data += outer[a] * out.byte_strides[a];
+  }
+  std::array<TileTaps<Acc>, kMaxRank> taps{};
+  for (int a = plan.f0; a < plan.rank; ++a) {
+    src.strides.push_back(in.byte_strides[a]);
+    dst.strides.push_back(out.byte_strides[a]);
+    if (axes[a].identity()) {
+      src.sizes.push_back(in.sizes[a]);
+      dst.sizes.push_back(out.sizes[a]);
+      continue;
+    }
+    const auto [lo, hi] = input_range(axes[a], ob[a], oe[a]);
+    src.data += lo * in.byte_strides[a];
+    src.sizes.push_back(hi - lo);
+    dst.data += ob[a] * out.byte_strides[a];
+    dst.sizes.push_back(oe[a] - ob[a]);
+    const PairTable<Acc>& pair = plan.pairs[a];
+    const bool has_pairs = !pair.first.empty();
+    taps[a] = TileTaps<Acc>{axes[a].first.data() + ob[a], axes[a].begin.data() + ob[a], plan.weights[a].data(), lo,
+                            has_pairs ? pair.first.data() + ob[a] : nullptr,
+                            has_pairs ? pair.w0.data() + ob[a] : nullptr, has_pairs ? pair.w1.data() + ob[a] : nullptr};
+  }
+  // Each pass turns one axis of the current operand from input range to output block;
+  // intermediate operands are packed Acc tiles, the last pass writes the output.
+  Operand current = src;
+  for (std::size_t p = 0; p < plan.order.size(); ++p) {
+    const int a = plan.order[p], axis = a - plan.f0;
+    const bool first = p == 0, last = p + 1 == plan.order.size();
+    Operand next = dst;
+    if (!last) {
+      Dims sizes = current.sizes;
+      sizes[axis] = oe[a] - ob[a];
+      Dims strides = packed_strides(sizes);
+      for (std::int64_t& stride : strides) stride *= static_cast<std::int64_t>(sizeof(Acc));
+      next = Operand{reinterpret_cast<std::byte*>(s.tiles[p % 2].data()), sizes, strides};
+    }
+    if (first && last) run_pass<T, T, Acc>(current, next, axis, taps[a], s);
+    else if (first) run_pass<T, Acc, Acc>(current, next, axis, taps[a], s);
+    else if (last) run_pass<Acc, T, Acc>(current, next, axis, taps[a], s);
+    else run_pass<Acc, Acc, Acc>(current, next, axis, taps[a], s);
+    current = next;
+  }
+}
+
+template <class T>
+void run_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
+  using Acc = AccOf<T>;
+  const Plan<Acc> plan = make_plan<Acc>(in, out, axes);
+  const std::int64_t grain = std::max<std::int64_t>(1, kSplitElements / 2 / plan.tile_elements);
+  parallel_for(0, plan.tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     Scratch<Acc> s;
     for (auto& t : s.tiles) t.resize(static_cast<std::size_t>(plan.tile_scratch));
     s.row.resize(static_cast<std::size_t>(plan.row_scratch + kRowPadding));
-    for (std::int64_t task = task_begin; task < task_end; ++task) {
-      // Decode: the tile's block along each filtered axis (innermost fastest), then the outer index.
-      std::int64_t rest = task;
-      Dims ob = Dims::filled(plan.rank, 0), oe = Dims::filled(plan.rank, 0);
-      for (int i = static_cast<int>(plan.filtered.size()) - 1; i >= 0; --i) {
-        const int a = plan.filtered[static_cast<std::size_t>(i)];
-        ob[a] = rest % plan.blocks[a] * plan.block[a];
-        oe[a] = std::min(out.sizes[a], ob[a] + plan.block[a]);
-        rest /= plan.blocks[a];
-      }
-      const NdCounter outer(plan.outer_sizes, rest);
-      Operand src{static_cast<std::byte*>(in.data), {}, {}};
-      Operand dst{static_cast<std::byte*>(out.data), {}, {}};
-      for (int a = 0; a < plan.f0; ++a) {
-        src.data += outer[a] * in.byte_strides[a];
-        dst.data += outer[a] * out.byte_strides[a];
-      }
-      std::vector<TileTaps<Acc>> taps(static_cast<std::size_t>(plan.rank));
-      for (int a = plan.f0; a < plan.rank; ++a) {
-        src.strides.push_back(in.byte_strides[a]);
-        dst.strides.push_back(out.byte_strides[a]);
-        if (axes[a].identity()) {
-          src.sizes.push_back(in.sizes[a]);
-          dst.sizes.push_back(out.sizes[a]);
-          continue;
-        }
-        const auto [lo, hi] = input_range(axes[a], ob[a], oe[a]);
-        src.data += lo * in.byte_strides[a];
-        src.sizes.push_back(hi - lo);
-        dst.data += ob[a] * out.byte_strides[a];
-        dst.sizes.push_back(oe[a] - ob[a]);
-        const PairTable<Acc>& pair = plan.pairs[a];
-        const bool has_pairs = !pair.first.empty();
-        taps[a] = TileTaps<Acc>{axes[a].first.data() + ob[a], axes[a].begin.data() + ob[a], plan.weights[a].data(),
-                                lo, has_pairs ? pair.first.data() + ob[a] : nullptr,
-                                has_pairs ? pair.w0.data() + ob[a] : nullptr, has_pairs ? pair.w1.data() + ob[a] : nullptr};
-      }
-      // Each pass turns one axis of the current operand from input range to output block;
-      // intermediate operands are packed Acc tiles, the last pass writes the output.
-      Operand current = src;
-      bool current_is_input = true;
-      for (std::size_t p = 0; p < plan.order.size(); ++p) {
-        const int a = plan.order[p], axis = a - plan.f0;
-        const bool last = p + 1 == plan.order.size();
-        Operand next = dst;
-        if (!last) {
-          Dims sizes = current.sizes;
-          sizes[axis] = oe[a] - ob[a];
-          Dims strides = packed_strides(sizes);
-          for (std::int64_t& stride : strides) stride *= static_cast<std::int64_t>(sizeof(Acc));
-          next = Operand{reinterpret_cast<std::byte*>(s.tiles[p % 2].data()), sizes, strides};
-        }
-        const TileTaps<Acc>& t = taps[a];
-        if (current_is_input && last) run_pass<T, T, Acc>(current, next, axis, t, s);
-        else if (current_is_input) run_pass<T, Acc, Acc>(current, next, axis, t, s);
-        else if (last) run_pass<Acc, T, Acc>(current, next, axis, t, s);
-        else run_pass<Acc, Acc, Acc>(current, next, axis, t, s);
-        current = next;
-        current_is_input = false;
-      }
-    }
-  };
-  const std::int64_t grain = std::max<std::int64_t>(1, kSplitElements / 2 / std::max<std::int64_t>(tile, 1));
-  parallel_for(0, plan.tasks, grain, run_tasks);
+    for (std::int64_t task = begin; task < end; ++task) run_tile<T, Acc>(plan, in, out, axes, task, s);
+  });
 }
 
 }  // namespace
