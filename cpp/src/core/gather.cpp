@@ -32,6 +32,7 @@ enum class RunKind : std::uint8_t {
 struct Run {
   RunKind kind;
   std::int64_t out_begin, length, src, step;
+  std::int64_t groups = 0;  // Repeat: source elements read (length / step)
 };
 
 // Copy and broadcast runs shorter than this are gathered instead: below it, the per-run
@@ -90,7 +91,7 @@ std::vector<Run> compile_runs(const AxisMap& map, std::int64_t size, std::vector
         if (!whole) break;
       }
       if (blocks >= kMinRepeatElements) {
-        push(o, Run{RunKind::Repeat, o, blocks * k, s, k});
+        push(o, Run{RunKind::Repeat, o, blocks * k, s, k, blocks});
         o += blocks * k;
         continue;
       }
@@ -156,7 +157,22 @@ void repeat_contiguous(std::byte* dst, const std::byte* src, std::int64_t n) {
   kernel(dst, src, n);
 }
 
-// Elements [b, e) of a repeat run: element i is source element i / k.
+// `groups` source elements, each written k times.
+template <class T>
+void repeat_groups(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t src_step, std::int64_t k,
+                   std::int64_t groups) {
+  if (dst_step == sizeof(T) && src_step == sizeof(T) && k <= 4) {
+    switch (k) {
+      case 2: return repeat_contiguous<T, 2>(dst, src, groups);
+      case 3: return repeat_contiguous<T, 3>(dst, src, groups);
+      case 4: return repeat_contiguous<T, 4>(dst, src, groups);
+    }
+  }
+  for (std::int64_t g = 0; g < groups; ++g) fill<T>(dst + g * k * dst_step, dst_step, load<T>(src + g * src_step), k);
+}
+
+// Elements [b, e) of a repeat run: element i is source element i / k. (A whole run goes to
+// repeat_groups directly; this cuts one at column-block edges.)
 template <class T>
 void repeat(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t src_step, std::int64_t k,
             std::int64_t b, std::int64_t e) {
@@ -168,15 +184,7 @@ void repeat(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::in
   }
   const std::int64_t first = head_end / k, groups = std::max<std::int64_t>(0, e / k - first);
   src += first * src_step;
-  if (dst_step == sizeof(T) && src_step == sizeof(T) && k <= 4) {
-    switch (k) {
-      case 2: repeat_contiguous<T, 2>(dst, src, groups); break;
-      case 3: repeat_contiguous<T, 3>(dst, src, groups); break;
-      case 4: repeat_contiguous<T, 4>(dst, src, groups); break;
-    }
-  } else {
-    for (std::int64_t g = 0; g < groups; ++g) fill<T>(dst + g * k * dst_step, dst_step, load<T>(src + g * src_step), k);
-  }
+  repeat_groups<T>(dst, dst_step, src, src_step, k, groups);
   dst += groups * k * dst_step;
   src += groups * src_step;
   const std::int64_t tail = e - std::max(head_end, (first + groups) * k);
@@ -203,29 +211,38 @@ struct Plan {
   std::int64_t columns_per_block = 1, column_blocks = 1;
 };
 
-// Output and input addresses of successive rows, updated incrementally from the outermost
-// changed dimension.
-class RowCursor {
+// Output and input addresses of successive planes: the outer dimensions but the last (the
+// row dimension, which run_rows walks itself), updated incrementally from the outermost changed
+// dimension.
+class PlaneCursor {
  public:
-  RowCursor(const Plan& plan, std::int64_t row) : plan_(plan), counter_(plan.outer_sizes, row) { update(0); }
+  PlaneCursor(const Plan& plan, std::int64_t plane)
+      : plan_(plan), dims_(std::max(plan.outer_rank - 1, 0)), counter_(plane_sizes(plan), plane) {
+    update(0);
+  }
   void next() { update(counter_.next()); }
-  std::byte* out() const { return plan_.out + (plan_.outer_rank ? out_[plan_.outer_rank - 1] : 0); }
-  const std::byte* in() const { return plan_.in + (plan_.outer_rank ? in_[plan_.outer_rank - 1] : 0); }
-  bool fill() const { return plan_.outer_rank && fill_[plan_.outer_rank - 1]; }
+  std::byte* out() const { return plan_.out + (dims_ ? out_[dims_ - 1] : 0); }
+  const std::byte* in() const { return plan_.in + (dims_ ? in_[dims_ - 1] : 0); }
+  bool fill() const { return dims_ && fill_[dims_ - 1]; }
 
-  // A row whose input row equals that of an earlier row has the same content: when an outer
-  // map repeats an index (map[o] == map[o-1], as nearest upsampling and edge padding do), this
-  // row is the one `rows_back` rows earlier, at out() - out_back. {0, 0} when there is none.
-  std::pair<std::int64_t, std::int64_t> same_as_earlier_row() const {
-    for (int d = plan_.outer_rank - 1; d >= 0; --d) {
+  // A plane whose input equals that of an earlier plane has the same content: when an outer
+  // map repeats an index (map[o] == map[o-1], as nearest upsampling and edge padding do), each
+  // of its rows equals the row `rows_back` rows earlier, at out - out_back. {0, 0}: none.
+  std::pair<std::int64_t, std::int64_t> same_as_earlier() const {
+    for (int d = dims_ - 1; d >= 0; --d) {
       if (repeats_[d]) return {plan_.row_span[d], plan_.out_stride[d]};
     }
     return {0, 0};
   }
 
  private:
+  static Dims plane_sizes(const Plan& plan) {
+    Dims sizes = plan.outer_sizes;
+    if (!sizes.empty()) sizes.erase(sizes.size() - 1);
+    return sizes;
+  }
   void update(int from) {
-    for (int d = std::max(from, 0); d < plan_.outer_rank; ++d) {
+    for (int d = std::max(from, 0); d < dims_; ++d) {
       const std::int64_t o = counter_[d];
       const auto& offsets = plan_.in_offsets[d];
       const std::int64_t in = offsets.empty() ? o * plan_.in_stride[d] : offsets[o];
@@ -237,55 +254,81 @@ class RowCursor {
     }
   }
   const Plan& plan_;
+  int dims_;
   NdCounter counter_;
   std::array<std::int64_t, kMaxRank> out_{}, in_{};
   std::array<bool, kMaxRank> fill_{}, repeats_{};
 };
 
+// Columns [c0, c1) of one output row from its input row, run by run.
+template <class T>
+void gather_row(const Plan& plan, T fill_value, std::byte* out, const std::byte* in, std::int64_t c0, std::int64_t c1) {
+  const std::int64_t out_step = plan.inner_out_stride, in_step = plan.inner_in_stride;
+  for (const Run& run : plan.runs) {
+    const std::int64_t b = std::max(c0, run.out_begin);
+    const std::int64_t e = std::min(c1, run.out_begin + run.length);
+    if (b >= e) continue;
+    std::byte* dst = out + b * out_step;
+    const std::int64_t skip = b - run.out_begin;  // elements of the run before this block
+    switch (run.kind) {
+      case RunKind::Fill: fill<T>(dst, out_step, fill_value, e - b); break;
+      case RunKind::Broadcast: fill<T>(dst, out_step, load<T>(in + run.src * in_step), e - b); break;
+      case RunKind::Copy:
+        copy<T>(dst, out_step, in + (run.src + skip * run.step) * in_step, run.step * in_step, e - b);
+        break;
+      case RunKind::Repeat:
+        if (skip == 0 && e - b == run.length) repeat_groups<T>(dst, out_step, in + run.src * in_step, in_step, run.step, run.groups);
+        else repeat<T>(dst, out_step, in + run.src * in_step, in_step, run.step, skip, e - run.out_begin);
+        break;
+      case RunKind::Gather: gather<T>(dst, out_step, in, plan.gather_offsets.data() + run.src + skip, e - b); break;
+    }
+  }
+}
+
+// Tasks [task_begin, task_end): task t is column block t % column_blocks of row t / column_blocks.
+// The row dimension (the last outer one) is walked here directly, so a row costs a few integer
+// operations besides its data.
 template <class T>
 void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int64_t task_end) {
-  const std::int64_t first_row = task_begin / plan.column_blocks;
-  RowCursor cursor(plan, first_row);
-  std::int64_t row = first_row;
-  const std::int64_t out_step = plan.inner_out_stride, in_step = plan.inner_in_stride;
+  const std::int64_t blocks = plan.column_blocks, first_row = task_begin / blocks;
+  const int row_dim = plan.outer_rank - 1;  // -1: a single row
+  const std::int64_t rows_per_plane = row_dim >= 0 ? plan.outer_sizes[row_dim] : 1;
+  const std::int64_t row_out_stride = row_dim >= 0 ? plan.out_stride[row_dim] : 0;
+  const std::int64_t row_in_stride = row_dim >= 0 ? plan.in_stride[row_dim] : 0;
+  static const std::vector<std::int64_t> kIdentity;
+  const std::vector<std::int64_t>& row_offsets = row_dim >= 0 ? plan.in_offsets[row_dim] : kIdentity;
+
+  PlaneCursor plane(plan, first_row / rows_per_plane);
+  std::int64_t o = first_row % rows_per_plane;  // index along the row dimension
   for (std::int64_t task = task_begin; task < task_end; ++task) {
-    const std::int64_t task_row = task / plan.column_blocks;
-    for (; row < task_row; ++row) cursor.next();
-    const std::int64_t c0 = (task % plan.column_blocks) * plan.columns_per_block;
+    // (no division per row when rows are whole: the common case)
+    const std::int64_t row = blocks == 1 ? task : task / blocks, block = blocks == 1 ? 0 : task % blocks;
+    if (block == 0 && task != task_begin && ++o == rows_per_plane) {
+      o = 0;
+      plane.next();
+    }
+    const std::int64_t in_offset = row_offsets.empty() ? o * row_in_stride : row_offsets[o];
+    std::byte* out = plane.out() + o * row_out_stride;
+    const std::int64_t c0 = block * plan.columns_per_block;
     const std::int64_t c1 = std::min(plan.inner_size, c0 + plan.columns_per_block);
-    std::byte* out = cursor.out();
-    if (cursor.fill()) {
-      fill<T>(out + c0 * out_step, out_step, fill_value, c1 - c0);
+    if (plane.fill() || in_offset == kFillOffset) {
+      fill<T>(out + c0 * plan.inner_out_stride, plan.inner_out_stride, fill_value, c1 - c0);
       continue;
     }
-    if (plan.column_blocks == 1) {
-      // Copy an identical row this thread has already written (rows of other threads may
-      // not be finished yet).
-      const auto [rows_back, out_back] = cursor.same_as_earlier_row();
+    if (blocks == 1) {
+      // A row whose input row repeats an earlier one's is a copy of that row, if this thread
+      // has written it (rows of other threads may not be finished yet).
+      if (o > 0 && !row_offsets.empty() && row_offsets[o - 1] == in_offset && row > first_row) {
+        copy<T>(out, plan.inner_out_stride, out - row_out_stride, plan.inner_out_stride, plan.inner_size);
+        continue;
+      }
+      const auto [rows_back, out_back] = plane.same_as_earlier();
       if (rows_back > 0 && row - rows_back >= first_row) {
-        copy<T>(out, out_step, out - out_back, out_step, plan.inner_size);
+        copy<T>(out, plan.inner_out_stride, out - out_back, plan.inner_out_stride, plan.inner_size);
         continue;
       }
     }
-    const std::byte* in = cursor.in();
-    for (const Run& run : plan.runs) {
-      const std::int64_t b = std::max(c0, run.out_begin);
-      const std::int64_t e = std::min(c1, run.out_begin + run.length);
-      if (b >= e) continue;
-      std::byte* dst = out + b * out_step;
-      const std::int64_t skip = b - run.out_begin;  // elements of the run before this block
-      switch (run.kind) {
-        case RunKind::Fill: fill<T>(dst, out_step, fill_value, e - b); break;
-        case RunKind::Broadcast: fill<T>(dst, out_step, load<T>(in + run.src * in_step), e - b); break;
-        case RunKind::Copy:
-          copy<T>(dst, out_step, in + (run.src + skip * run.step) * in_step, run.step * in_step, e - b);
-          break;
-        case RunKind::Repeat:
-          repeat<T>(dst, out_step, in + run.src * in_step, in_step, run.step, skip, e - run.out_begin);
-          break;
-        case RunKind::Gather: gather<T>(dst, out_step, in, plan.gather_offsets.data() + run.src + skip, e - b); break;
-      }
-    }
+    gather_row<T>(plan, fill_value, out, plane.in() + in_offset, c0, c1);
   }
 }
 
