@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <numeric>
@@ -1035,8 +1036,10 @@ AxisMap random_map(std::mt19937_64& rng, std::int64_t in, std::int64_t out) {
   return map;
 }
 
-TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
-  std::mt19937_64 rng(2024);
+// Element type E (its width is what the kernels see: 1, 2, 4 and 8 bytes take different paths).
+template <class E>
+void check_random_gathers(DataType dtype, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
   const int default_threads = default_num_threads();
   for (int round = 0; round < 300; ++round) {
     const int rank = std::uniform_int_distribution<int>(1, 4)(rng);
@@ -1058,13 +1061,13 @@ TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
     }
     const bool reversed_input = round % 3 == 1;
     const bool strided_output = round % 4 == 2;
-    const std::vector<std::int32_t> src = [&] {
-      std::vector<std::int32_t> v(static_cast<std::size_t>(in_sizes.product()));
-      std::iota(v.begin(), v.end(), 1);
+    const std::vector<E> src = [&] {
+      std::vector<E> v(static_cast<std::size_t>(in_sizes.product()));
+      std::iota(v.begin(), v.end(), E{1});
       return v;
     }();
     Dims in_strides = packed_strides(in_sizes);
-    const std::int32_t* in_data = src.data();
+    const E* in_data = src.data();
     if (reversed_input) {  // every axis walked backwards
       for (int a = 0; a < rank; ++a) in_strides[a] = -in_strides[a];
       in_data += src.size() - 1;
@@ -1072,12 +1075,12 @@ TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
     Dims out_strides = packed_strides(out_sizes);
     const std::int64_t step = strided_output ? 2 : 1;
     for (std::int64_t& s : out_strides) s *= step;
-    std::vector<std::int32_t> dst(static_cast<std::size_t>(out_sizes.product() * step), -7);
+    std::vector<E> dst(static_cast<std::size_t>(out_sizes.product() * step), static_cast<E>(-7));
     const int threads = 1 + round % 3;
     set_num_threads(threads);
-    separable_gather(make_view(DataType::Int32, in_sizes, in_strides, in_data),
-                     make_view(DataType::Int32, out_sizes, out_strides, dst.data()), maps,
-                     Scalar{DataType::Int32, static_cast<std::uint32_t>(-3)});
+    separable_gather(make_view(dtype, in_sizes, in_strides, in_data),
+                     make_view(dtype, out_sizes, out_strides, dst.data()), maps,
+                     Scalar{dtype, static_cast<std::uint64_t>(static_cast<E>(-3)) & (~std::uint64_t{0} >> (64 - 8 * sizeof(E)))});
 
     std::int64_t mismatches = 0;
     Dims index = Dims::filled(rank, 0);
@@ -1090,20 +1093,59 @@ TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
         if (s < 0) fill = true;
         in_offset += s * in_strides[a];
       }
-      const std::int32_t want = fill ? -3 : in_data[in_offset];
-      const std::int32_t got = dst[static_cast<std::size_t>(flat * step)];
+      const E want = fill ? static_cast<E>(-3) : in_data[in_offset];
+      const E got = dst[static_cast<std::size_t>(flat * step)];
       if (want != got && ++mismatches <= 3)
-        ADD_FAILURE() << "round " << round << ", sizes " << in_sizes << " -> " << out_sizes << ", threads " << threads
-                      << ", output index " << index << ": expected " << want << " got " << got;
+        ADD_FAILURE() << name(dtype) << " round " << round << ", sizes " << in_sizes << " -> " << out_sizes << ", threads " << threads
+                      << ", output index " << index << ": expected " << +want << " got " << +got;
       for (int a = rank - 1; a >= 0; --a) {
         if (++index[a] < out_sizes[a]) break;
         index[a] = 0;
       }
     }
-    for (std::size_t i = 1; strided_output && i < dst.size(); i += 2) ASSERT_EQ(dst[i], -7) << "gap written";
+    for (std::size_t i = 1; strided_output && i < dst.size(); i += 2) ASSERT_EQ(dst[i], static_cast<E>(-7)) << "gap written";
     ASSERT_EQ(mismatches, 0) << "round " << round;
   }
   set_num_threads(default_threads);
+}
+
+TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
+  check_random_gathers<std::int32_t>(DataType::Int32, 2024);
+  check_random_gathers<std::int64_t>(DataType::Int64, 2025);
+  check_random_gathers<std::int16_t>(DataType::Int16, 2026);
+  check_random_gathers<std::uint8_t>(DataType::UInt8, 2027);
+}
+
+// Irregular stretches are gathered through 32-byte windows when AVX2 is on: groups whose
+// sources span exactly the window, one more element, run backwards, or end at the row's end.
+template <class E>
+void check_window_edges(DataType dtype) {
+  constexpr std::int64_t kIn = 40, kOut = 48;
+  std::vector<E> src(kIn);
+  std::iota(src.begin(), src.end(), E{10});
+  const std::int64_t lanes = 32 / static_cast<std::int64_t>(sizeof(E));
+  const std::vector<std::function<std::int64_t(std::int64_t)>> maps = {
+      [&](std::int64_t o) { return o / lanes * lanes + (o % lanes == lanes - 1 ? lanes - 2 : o % lanes); },  // fits
+      [&](std::int64_t o) { return o / lanes * (lanes + 1) + (o % lanes == lanes - 1 ? lanes : o % lanes); },  // one more
+      [&](std::int64_t o) { return (o / 5) * 3 + (4 - o % 5) / 2; },  // backwards in small steps
+      [&](std::int64_t o) { return kIn - 1 - (o % 3) - (o % 7 == 0 ? 1 : 0); },  // at the end of the row
+  };
+  for (std::size_t m = 0; m < maps.size(); ++m) {
+    AxisMap map(kOut);
+    for (std::int64_t o = 0; o < kOut; ++o) map[static_cast<std::size_t>(o)] = std::clamp<std::int64_t>(maps[m](o), 0, kIn - 1);
+    std::vector<E> dst(kOut, E{0});
+    separable_gather(make_view(dtype, {kIn}, {1}, src.data()), make_view(dtype, {kOut}, {1}, dst.data()), {map},
+                     Scalar{dtype, 0});
+    for (std::int64_t o = 0; o < kOut; ++o)
+      ASSERT_EQ(dst[static_cast<std::size_t>(o)], src[static_cast<std::size_t>(map[static_cast<std::size_t>(o)])])
+          << name(dtype) << " map " << m << " output " << o;
+  }
+}
+
+TEST(SeparableGather, WindowedGatherEdges) {
+  check_window_edges<std::int32_t>(DataType::Int32);
+  check_window_edges<std::int64_t>(DataType::Int64);
+  check_window_edges<std::uint16_t>(DataType::UInt16);
 }
 
 TEST(SeparableGather, NearestUpsamplingRepeatsRowsAndElements) {

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include <immintrin.h>
+
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
@@ -196,6 +198,39 @@ void gather(std::byte* dst, std::int64_t dst_step, const std::byte* src, const s
   for (std::int64_t i = 0; i < n; ++i, dst += dst_step) std::memcpy(dst, src + offsets[i], sizeof(T));
 }
 
+// Gather of 4- or 8-byte elements into contiguous memory with AVX2, from a contiguous input row
+// of `limit` elements (index[] in elements): where the sources of 32 output bytes lie in a window
+// of 32 input bytes (always, when a nearest map upsamples), load the window and permute it into
+// place; other groups, and windows that would reach past the row, go element by element.
+template <int kBytes>
+__attribute__((target("avx2"))) void gather_window_avx2(std::byte* dst, const std::byte* src, const std::int32_t* index,
+                                                        std::int64_t n, std::int64_t limit) {
+  constexpr int kLanes = 32 / kBytes;  // elements per vector
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const std::int32_t base = index[i];
+    __m256i lane;  // the 32-bit lanes to pick from the window
+    if constexpr (kBytes == 4) {
+      lane = _mm256_sub_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(index + i)), _mm256_set1_epi32(base));
+    } else {
+      const __m256i e = _mm256_cvtepi32_epi64(
+          _mm_sub_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(index + i)), _mm_set1_epi32(base)));
+      // element e -> 32-bit lanes 2e and 2e + 1
+      lane = _mm256_or_si256(_mm256_add_epi64(e, e), _mm256_slli_epi64(_mm256_add_epi64(e, _mm256_add_epi64(e, _mm256_set1_epi64x(1))), 32));
+    }
+    const bool in_window = _mm256_testz_si256(
+        _mm256_or_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(7)), _mm256_cmpgt_epi32(_mm256_setzero_si256(), lane)),
+        _mm256_set1_epi32(-1));
+    if (in_window && base + kLanes <= limit) {
+      const __m256i window = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + std::int64_t{base} * kBytes));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i * kBytes), _mm256_permutevar8x32_epi32(window, lane));
+      continue;
+    }
+    for (int j = 0; j < kLanes; ++j) std::memcpy(dst + (i + j) * kBytes, src + std::int64_t{index[i + j]} * kBytes, kBytes);
+  }
+  for (; i < n; ++i) std::memcpy(dst + i * kBytes, src + std::int64_t{index[i]} * kBytes, kBytes);
+}
+
 // Everything the row loop needs, computed once per call.
 struct Plan {
   std::byte* out = nullptr;
@@ -208,6 +243,10 @@ struct Plan {
   std::int64_t inner_size = 1, inner_out_stride = 0, inner_in_stride = 0;
   std::vector<Run> runs;
   std::vector<std::int64_t> gather_offsets;  // byte offsets along the inner input axis
+  // The same in elements, for the AVX2 window kernel: filled when 4- or 8-byte elements lie
+  // contiguously along the inner input axis (inner_in_size of them) and AVX2 is enabled.
+  std::vector<std::int32_t> gather_index;
+  std::int64_t inner_in_size = 0;
   std::int64_t columns_per_block = 1, column_blocks = 1;
 };
 
@@ -280,7 +319,15 @@ void gather_row(const Plan& plan, T fill_value, std::byte* out, const std::byte*
         if (skip == 0 && e - b == run.length) repeat_groups<T>(dst, out_step, in + run.src * in_step, in_step, run.step, run.groups);
         else repeat<T>(dst, out_step, in + run.src * in_step, in_step, run.step, skip, e - run.out_begin);
         break;
-      case RunKind::Gather: gather<T>(dst, out_step, in, plan.gather_offsets.data() + run.src + skip, e - b); break;
+      case RunKind::Gather:
+        if (!plan.gather_index.empty() && out_step == sizeof(T)) {
+          if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+            gather_window_avx2<sizeof(T)>(dst, in, plan.gather_index.data() + run.src + skip, e - b, plan.inner_in_size);
+            break;
+          }
+        }
+        gather<T>(dst, out_step, in, plan.gather_offsets.data() + run.src + skip, e - b);
+        break;
     }
   }
 }
@@ -384,6 +431,12 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
     plan.runs = compile_runs(inner_pinned ? maps[layout.source_axis(inner)] : AxisMap{}, plan.inner_size,
                              gather_indices);
     for (std::int64_t s : gather_indices) plan.gather_offsets.push_back(s * plan.inner_in_stride);
+    const auto elem = static_cast<std::int64_t>(element_size(in.dtype));
+    plan.inner_in_size = inner_pinned ? in.sizes[layout.source_axis(inner)] : plan.inner_size;
+    if (avx2_enabled() && (elem == 4 || elem == 8) && plan.inner_in_stride == elem &&
+        plan.inner_in_size < std::numeric_limits<std::int32_t>::max()) {
+      plan.gather_index.assign(gather_indices.begin(), gather_indices.end());
+    }
   } else {
     plan.runs = {Run{RunKind::Copy, 0, 1, 0, 1}};
   }
