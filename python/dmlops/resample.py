@@ -27,8 +27,10 @@ input_pixel_offsets=0, output_pixel_offsets=0)``
                                                  the input, ONNX and DirectML repeat the edge)
 ===============================================  =============================================
 
-For non-integer scales PyTorch computes ``x`` from ``1 / scale`` (and from ``in / out`` when only
-a size is given), so its indices can differ from the formula above by one at a few positions.
+PyTorch evaluates ``x`` in float32 from ``1 / scale`` (or from ``in / out`` when only a size is
+given); dmlops evaluates the formula above in float64 from DirectML's FLOAT scale. For
+non-integer scales an index can therefore differ by one where ``x`` lands on a rounding edge,
+and linear weights differ in the last float32 bits.
 """
 
 from __future__ import annotations
