@@ -36,9 +36,14 @@
 #include "dmlops/core/strided.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/core/window.hpp"
+#include "test_support.hpp"
 
 namespace dmlops {
 namespace {
+
+using testing::float_at;
+using testing::message_of;
+using testing::store_float;
 
 std::uint32_t bits_of(float f) {
   std::uint32_t u;
@@ -60,19 +65,6 @@ std::string hex(std::uint64_t v) {
   std::ostringstream s;
   s << "0x" << std::hex << v;
   return s.str();
-}
-
-// Runs f, expects an exception of exactly type E (a different type escapes and fails the
-// test) and returns its message.
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
 }
 
 // Byte strides from element strides.
@@ -1179,21 +1171,6 @@ AxisFilter random_filter(std::mt19937_64& rng, std::int64_t in, std::int64_t out
   return f;
 }
 
-double value_at(DataType dtype, const std::byte* p) {
-  switch (dtype) {
-    case DataType::Float16: { std::uint16_t h; std::memcpy(&h, p, 2); return half_bits_to_float(h); }
-    case DataType::Float32: { float v; std::memcpy(&v, p, 4); return v; }
-    default: { double v; std::memcpy(&v, p, 8); return v; }
-  }
-}
-
-void store_value(DataType dtype, std::byte* p, double v) {
-  switch (dtype) {
-    case DataType::Float16: { const std::uint16_t h = float_to_half_bits(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-    case DataType::Float32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
-    default: std::memcpy(p, &v, 8); break;
-  }
-}
 
 TEST(SeparableFilter, MatchesADenseSumOnRandomFilters) {
   std::mt19937_64 rng(77);
@@ -1229,7 +1206,7 @@ TEST(SeparableFilter, MatchesADenseSumOnRandomFilters) {
     // with gaps (round % 4 == 3).
     std::vector<std::byte> in_buf(static_cast<std::size_t>(in_sizes.product() * elem));
     std::uniform_real_distribution<double> value(-4.0, 4.0);
-    for (std::int64_t i = 0; i < in_sizes.product(); ++i) store_value(dtype, in_buf.data() + i * elem, value(rng));
+    for (std::int64_t i = 0; i < in_sizes.product(); ++i) store_float(dtype, in_buf.data() + i * elem, value(rng));
     Dims in_strides = packed_strides(in_sizes);
     std::byte* in_data = in_buf.data();
     if (round % 3 == 1) {
@@ -1267,7 +1244,7 @@ TEST(SeparableFilter, MatchesADenseSumOnRandomFilters) {
           if (!f.identity()) w *= f.weights[static_cast<std::size_t>(f.begin[static_cast<std::size_t>(o)] + tap[a])];
           offset += i * in_strides[a];
         }
-        const double x = value_at(dtype, in_data + offset * elem);
+        const double x = float_at(dtype, in_data + offset * elem);
         sum += w * x;
         magnitude += std::fabs(w * x);
         int a = rank - 1;
@@ -1280,7 +1257,7 @@ TEST(SeparableFilter, MatchesADenseSumOnRandomFilters) {
       }
       std::int64_t out_offset = 0;
       for (int a = 0; a < rank; ++a) out_offset += index[a] * out_strides[a];
-      const double got = value_at(dtype, out_buf.data() + out_offset * elem);
+      const double got = float_at(dtype, out_buf.data() + out_offset * elem);
       // Passes x taps roundings in the working precision; FLOAT16 adds one rounding to half.
       double tolerance = 4.0 * rank * max_taps * eps * magnitude;
       if (dtype == DataType::Float16) tolerance += std::fabs(sum) * 0x1p-11 + 0x1p-24;

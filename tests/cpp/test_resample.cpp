@@ -25,44 +25,19 @@
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/ops/resample.hpp"
+#include "test_support.hpp"
 
 namespace dmlops {
 namespace {
 
+using testing::float_at;
+using testing::message_of;
+using testing::splitmix64;
+using testing::store_float;
+using testing::ThreadCountGuard;
+
 constexpr std::byte kSentinel{0xa5};
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-
-double read_value(DataType dtype, const std::byte* p) {
-  switch (dtype) {
-    case DataType::Float16: { std::uint16_t h; std::memcpy(&h, p, 2); return half_bits_to_float(h); }
-    case DataType::Float32: { float v; std::memcpy(&v, p, 4); return v; }
-    default: { double v; std::memcpy(&v, p, 8); return v; }
-  }
-}
-
-void write_value(DataType dtype, std::byte* p, double v) {
-  switch (dtype) {
-    case DataType::Float16: { const std::uint16_t h = float_to_half_bits(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-    case DataType::Float32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
-    default: std::memcpy(p, &v, 8); break;
-  }
-}
-
-struct ThreadCountGuard {
-  explicit ThreadCountGuard(std::optional<int> n) : active(n.has_value()) {
-    if (n) set_num_threads(*n);
-  }
-  ~ThreadCountGuard() {
-    if (active) set_num_threads(default_num_threads());
-  }
-  bool active;
-};
 
 // The spec's per-axis rule, written out directly.
 struct AxisRule {
@@ -194,7 +169,7 @@ class ResampleTester {
     for (std::int64_t k = 0; k < in_extent; ++k) {
       const std::uint64_t bits = splitmix64(rng);
       if (is_floating(dtype_)) {  // finite values in [-4, 4)
-        write_value(dtype_, in_buf.data() + k * elem, static_cast<double>(bits >> 11) * 0x1p-53 * 8.0 - 4.0);
+        store_float(dtype_, in_buf.data() + k * elem, static_cast<double>(bits >> 11) * 0x1p-53 * 8.0 - 4.0);
       } else {
         std::memcpy(in_buf.data() + k * elem, &bits, static_cast<std::size_t>(elem));
       }
@@ -256,7 +231,7 @@ class ResampleTester {
             w *= wi;
             in_offset += i * in_bytes[a];
           }
-          const double v = read_value(dtype_, in_base + in_offset);
+          const double v = float_at(dtype_, in_base + in_offset);
           sum += w * v;
           magnitude += std::fabs(w * v);
           int a = rank - 1;
@@ -265,7 +240,7 @@ class ResampleTester {
         }
         double tolerance = 4.0 * (rank + 1) * eps * magnitude * (antialiased_ ? 8.0 : 1.0);
         if (dtype_ == DataType::Float16) tolerance += std::fabs(sum) * 0x1p-11 + 0x1p-24;
-        const double value = read_value(dtype_, got);
+        const double value = float_at(dtype_, got);
         if (!(std::fabs(value - sum) <= tolerance)) {
           std::ostringstream s;
           s << "expected " << sum << " got " << value << " (tolerance " << tolerance << ")";
@@ -486,17 +461,6 @@ TEST(Resample, StridedInputsAndOutputs) {
 
 // ---------------------------------------------------------------------------------------------
 // Validation: every rule, with the message naming the operator, the field and the rule.
-
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
-}
 
 ResampleDesc resample3(Dims sizes, std::vector<float> scales) {
   ResampleDesc d;
