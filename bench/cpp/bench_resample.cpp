@@ -6,16 +6,11 @@
 //   dmlops_bench_resample --benchmark_min_time=0.2 --benchmark_filter=Upsample2D_F32
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
-#include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
-#include <new>
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/ops/resample.hpp"
@@ -25,38 +20,13 @@ namespace {
 using dmlops::DataType;
 using dmlops::Dims;
 using dmlops::InterpolationMode;
+using dmlops::bench::Buffer;
+using dmlops::bench::bytes_of;
+using dmlops::bench::packed_view;
 
 using ArgList = std::vector<std::int64_t>;
 const ArgList kThreads = {1, 2};
 const ArgList kModes = {0, 1};  // InterpolationMode values
-
-// 64-byte aligned and already touched, so neither page faults nor a misaligned start are timed.
-class Buffer {
- public:
-  explicit Buffer(std::size_t bytes)
-      : data_(static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))) {
-    if (!data_) throw std::bad_alloc();
-    // Small integers: valid values in every float format, so no time goes to denormals or NaNs.
-    for (std::size_t i = 0; i < bytes; ++i) data_.get()[i] = static_cast<std::byte>(i % 2 ? 0x3c : (i * 7) % 64);
-  }
-  std::byte* data() const { return data_.get(); }
-
- private:
-  struct Free {
-    void operator()(std::byte* p) const { std::free(p); }
-  };
-  std::unique_ptr<std::byte, Free> data_;
-};
-
-dmlops::TensorView packed_view(DataType dtype, const Dims& sizes, void* data) {
-  dmlops::TensorView view{dtype, sizes, dmlops::packed_strides(sizes), data};
-  for (std::int64_t& s : view.byte_strides) s *= static_cast<std::int64_t>(dmlops::element_size(dtype));
-  return view;
-}
-
-std::int64_t bytes_of(DataType dtype, const Dims& sizes) {
-  return sizes.product() * static_cast<std::int64_t>(dmlops::element_size(dtype));
-}
 
 // Times execute(desc) on packed buffers; bytes/s counts output + input bytes, elements/s outputs.
 template <class Desc>
@@ -128,26 +98,7 @@ void BM_Resample_F32_Antialiased_Quarter(benchmark::State& state) {
 }
 BENCHMARK(BM_Resample_F32_Antialiased_Quarter)->ArgNames({"mode", "threads"})->ArgsProduct({ArgList{1}, kThreads})->UseRealTime();
 
-// Args: {bytes, threads}. The ceiling: memcpy of `bytes` in 256 KiB pieces over the same pool.
-// bytes/s counts the read and the write (2 x bytes).
-void BM_Memcpy(benchmark::State& state) {
-  const std::int64_t bytes = state.range(0);
-  dmlops::set_num_threads(static_cast<int>(state.range(1)));
-  Buffer src(static_cast<std::size_t>(bytes)), dst(static_cast<std::size_t>(bytes));
-  constexpr std::int64_t kPiece = 256 * 1024;
-  const std::int64_t pieces = (bytes + kPiece - 1) / kPiece;
-  const auto copy = [&](std::int64_t b, std::int64_t e) {
-    const std::int64_t lo = b * kPiece, hi = std::min(bytes, e * kPiece);
-    std::memcpy(dst.data() + lo, src.data() + lo, static_cast<std::size_t>(hi - lo));
-  };
-  dmlops::parallel_for(0, pieces, 1, copy);
-  for (auto _ : state) {
-    dmlops::parallel_for(0, pieces, 1, copy);
-    benchmark::ClobberMemory();
-  }
-  state.counters["bytes/s"] = benchmark::Counter(2.0 * static_cast<double>(bytes) * static_cast<double>(state.iterations()),
-                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1024);
-}
+void BM_Memcpy(benchmark::State& state) { dmlops::bench::time_memcpy(state); }
 // Output bytes of the target cases: 1x64x256x256 and 1x16x8x128x128 float32.
 BENCHMARK(BM_Memcpy)
     ->ArgNames({"bytes", "threads"})

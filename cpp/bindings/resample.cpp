@@ -41,24 +41,6 @@ py::list to_list(const std::vector<float>& values) {
   return list;
 }
 
-// Runs `desc` on x into out (allocated when None, with x's numpy dtype: bool stays bool).
-template <class Desc>
-py::array run(const Desc& desc, const TensorView& in_view, const py::object& x, const py::object& out,
-              const std::string& op) {
-  const TensorDesc out_desc = infer_output(desc);  // validate before allocating
-  py::array result = out.is_none() ? py::array(py::reinterpret_borrow<py::array>(x).dtype(),
-                                               std::vector<py::ssize_t>(out_desc.sizes.begin(), out_desc.sizes.end()))
-                                   : py::reinterpret_borrow<py::array>(out);
-  const TensorView out_view = view_of(result, op + ": out", /*writable=*/true);
-  {
-    // Safe without the GIL: the views point into arrays this frame keeps alive, and execute()
-    // touches no Python object.
-    py::gil_scoped_release release;
-    execute(desc, in_view, out_view);
-  }
-  return result;
-}
-
 }  // namespace
 
 void bind_resample(py::module_& m) {
@@ -86,7 +68,7 @@ void bind_resample(py::module_& m) {
                                           scales, input_offsets, output_offsets, antialiased);
         if (!output_sizes.is_none())
           desc.output = TensorDesc{in_view.dtype, dims_of(output_sizes, op + ": output_sizes"), std::nullopt};
-        return run(desc, in_view, x, out, op);
+        return execute_into(desc, x, in_view, out, op);
       },
       "Resamples x into out (allocated when None) and returns it.");
 
@@ -105,7 +87,7 @@ void bind_resample(py::module_& m) {
         const TensorView in_view = view_of(x, "Upsample2D: input");
         const Upsample2DDesc desc =
             make_upsample(TensorDesc{in_view.dtype, in_view.sizes, std::nullopt}, scale_size, mode);
-        return run(desc, in_view, x, out, "Upsample2D");
+        return execute_into(desc, x, in_view, out, "Upsample2D");
       },
       "Upsamples x into out (allocated when None) and returns it.");
 }

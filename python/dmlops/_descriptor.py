@@ -14,8 +14,10 @@ import struct
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional
 
-from ._args import Enum
-from ._tensor import TensorDesc, dml_dtype
+import numpy as np
+
+from ._args import Enum, as_array
+from ._tensor import TensorDesc, array_dtype_name, dml_dtype
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,18 @@ class Descriptor:
     def output_shape(self) -> tuple[int, ...]:
         """The output tensor's sizes."""
         return self._values["output"].sizes
+
+    def _input_array(self, x: Any) -> np.ndarray:
+        """``x`` checked against the ``input`` TensorDesc: a numpy array of its dtype (bool where
+        it is uint8) and shape, any strides; TypeError / ValueError naming the operator."""
+        op = self.NAME
+        x = as_array(x, f"{op}: input")
+        expected = self._values["input"]
+        if array_dtype_name(x, f"{op}: input dtype") != expected.dtype:
+            raise TypeError(f"{op}: input has dtype {x.dtype} but the descriptor says {expected.dtype}")
+        if x.shape != expected.sizes:
+            raise ValueError(f"{op}: input has shape {x.shape} but the descriptor says {expected.sizes}")
+        return x
 
     def _key(self) -> tuple:
         return tuple(_identity(self._values[f.name]) for f in self.FIELDS)

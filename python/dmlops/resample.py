@@ -42,7 +42,7 @@ import numpy as np
 from . import _core
 from ._args import Enum, as_array, check_out, flag, float_tuple, int_tuple
 from ._descriptor import Descriptor, Field
-from ._tensor import TensorDesc, array_dtype_name
+from ._tensor import TensorDesc
 
 INTERPOLATION_MODE = Enum(
     "INTERPOLATION_MODE",
@@ -76,15 +76,6 @@ def _check_tensor_descs(op: str, input: Any, output: Any) -> None:
 
 def _spec(desc: Optional[TensorDesc]) -> Optional[tuple]:
     return None if desc is None else (desc.dtype, desc.sizes, desc.strides)
-
-
-def _check_input(op: str, x: Any, input: TensorDesc) -> np.ndarray:
-    x = as_array(x, f"{op}: input")
-    if array_dtype_name(x, f"{op}: input dtype") != input.dtype:
-        raise TypeError(f"{op}: input has dtype {x.dtype} but the descriptor says {input.dtype}")
-    if x.shape != input.sizes:
-        raise ValueError(f"{op}: input has shape {x.shape} but the descriptor says {input.sizes}")
-    return x
 
 
 def _scale_size(scale_size: Any) -> tuple[int, ...]:
@@ -152,7 +143,7 @@ class Upsample2DDesc(Descriptor):
     def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Upsample ``x`` (an array matching ``input``; any strides). Returns a new C-contiguous
         array, or ``out`` filled in place."""
-        x = _check_input(self.NAME, x, self.input)
+        x = self._input_array(x)
         check_out(out, x.dtype, f"{self.NAME}: out")
         return _core.upsample_2d(x, out, self.scale_size, self.interpolation_mode)
 
@@ -238,7 +229,7 @@ class _ResampleDescriptor(Descriptor):
     def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Resample ``x`` (an array matching ``input``; any strides). Returns a new C-contiguous
         array of the descriptor's output sizes, or ``out`` filled in place."""
-        x = _check_input(self.NAME, x, self.input)
+        x = self._input_array(x)
         check_out(out, x.dtype, f"{self.NAME}: out")
         v = self._values
         return _core.resample(self.NAME, x, out, v["output"].sizes, v["interpolation_mode"], v["rounding_direction"],
@@ -300,6 +291,7 @@ class Resample1Desc(_ResampleDescriptor):
         Field("input_pixel_offsets", "InputPixelOffsets", "floats"),
         Field("output_pixel_offsets", "OutputPixelOffsets", "floats"),
     )
+    # RESAMPLE2 inserts RoundingDirection after InterpolationMode; RESAMPLE3 appends Antialiased.
 
     def __init__(self, input: TensorDesc, *, scales: Sequence[float], interpolation_mode: str = "nearest_neighbor",
                  input_pixel_offsets: Optional[Sequence[float]] = None,
@@ -315,15 +307,8 @@ class Resample2Desc(_ResampleDescriptor):
 
     NAME = "Resample2"
     OPERATOR = "RESAMPLE2"
-    FIELDS = (
-        Field("input", "InputTensor", "tensor"),
-        Field("output", "OutputTensor", "tensor"),
-        Field("interpolation_mode", "InterpolationMode", "enum", INTERPOLATION_MODE),
-        Field("rounding_direction", "RoundingDirection", "enum", AXIS_DIRECTION),
-        Field("scales", "Scales", "floats"),
-        Field("input_pixel_offsets", "InputPixelOffsets", "floats"),
-        Field("output_pixel_offsets", "OutputPixelOffsets", "floats"),
-    )
+    FIELDS = (Resample1Desc.FIELDS[:3] + (Field("rounding_direction", "RoundingDirection", "enum", AXIS_DIRECTION),)
+              + Resample1Desc.FIELDS[3:])
 
     def __init__(self, input: TensorDesc, *, scales: Sequence[float], rounding_direction: str,
                  interpolation_mode: str = "nearest_neighbor", input_pixel_offsets: Optional[Sequence[float]] = None,
@@ -340,16 +325,7 @@ class Resample3Desc(_ResampleDescriptor):
 
     NAME = "Resample3"
     OPERATOR = "RESAMPLE3"
-    FIELDS = (
-        Field("input", "InputTensor", "tensor"),
-        Field("output", "OutputTensor", "tensor"),
-        Field("interpolation_mode", "InterpolationMode", "enum", INTERPOLATION_MODE),
-        Field("rounding_direction", "RoundingDirection", "enum", AXIS_DIRECTION),
-        Field("scales", "Scales", "floats"),
-        Field("input_pixel_offsets", "InputPixelOffsets", "floats"),
-        Field("output_pixel_offsets", "OutputPixelOffsets", "floats"),
-        Field("antialiased", "Antialiased", "bool"),
-    )
+    FIELDS = Resample2Desc.FIELDS + (Field("antialiased", "Antialiased", "bool"),)
 
     def __init__(self, input: TensorDesc, *, scales: Sequence[float], rounding_direction: str,
                  interpolation_mode: str = "nearest_neighbor", input_pixel_offsets: Optional[Sequence[float]] = None,
