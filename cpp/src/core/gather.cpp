@@ -379,6 +379,38 @@ void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int6
   }
 }
 
+// When the row dimension repeats every input row exactly k times (map o -> o / k, as nearest
+// upsampling by an integer factor does) and the k output rows lie back to back in memory, they
+// are one row k times as long, made of the row's runs k times over: fewer, longer rows, and the
+// repeated rows are written from the input row (in L1) instead of copied from the output.
+void fold_repeated_rows(Plan& plan) {
+  if (plan.outer_rank < 1) return;
+  const int d = plan.outer_rank - 1;
+  std::vector<std::int64_t>& offsets = plan.in_offsets[d];
+  const std::int64_t n = plan.outer_sizes[d];
+  if (offsets.empty() || plan.out_stride[d] != plan.inner_size * plan.inner_out_stride) return;
+  std::int64_t k = 1;
+  while (k < n && offsets[static_cast<std::size_t>(k)] == offsets[0]) ++k;
+  if (k == 1 || n % k != 0) return;
+  for (std::int64_t o = 0; o < n; ++o) {
+    if (offsets[static_cast<std::size_t>(o)] != offsets[static_cast<std::size_t>(o / k * k)]) return;
+  }
+  std::vector<std::int64_t> folded;
+  for (std::int64_t o = 0; o < n; o += k) folded.push_back(offsets[static_cast<std::size_t>(o)]);
+  offsets = std::move(folded);
+  plan.outer_sizes[d] = n / k;
+  plan.out_stride[d] *= k;
+  std::vector<Run> runs;
+  for (std::int64_t j = 0; j < k; ++j) {
+    for (Run run : plan.runs) {
+      run.out_begin += j * plan.inner_size;
+      runs.push_back(run);
+    }
+  }
+  plan.runs = std::move(runs);
+  plan.inner_size *= k;
+}
+
 }  // namespace
 
 void separable_gather(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps,
@@ -450,9 +482,10 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
         plan.in_offsets[d].push_back(s < 0 ? kFillOffset : s * plan.in_stride[d]);
     }
   }
+  if (all_fill) plan.runs = {Run{RunKind::Fill, 0, plan.inner_size, -1, 0}};
+  fold_repeated_rows(plan);
   for (int d = plan.outer_rank - 1; d >= 0; --d)
     plan.row_span[d] = d + 1 < plan.outer_rank ? plan.row_span[d + 1] * plan.outer_sizes[d + 1] : 1;
-  if (all_fill) plan.runs = {Run{RunKind::Fill, 0, plan.inner_size, -1, 0}};
 
   // Tasks are (row, column block); rows are split into column blocks only when there are too
   // few rows to keep every thread busy.
