@@ -12,6 +12,7 @@ namespace py = pybind11;
 namespace dmlops::bindings {
 void bind_padding(py::module_& m);
 void bind_unfold(py::module_& m);
+void bind_resample(py::module_& m);
 }  // namespace dmlops::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -51,4 +52,5 @@ PYBIND11_MODULE(_core, m) {
 
   bind_padding(m);
   bind_unfold(m);
+  bind_resample(m);
 }

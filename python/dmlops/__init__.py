@@ -9,6 +9,8 @@ from ._tensor import DTYPES, TensorDesc, calc_buffer_tensor_size
 from ._threads import _check_environment, get_num_threads, set_num_threads
 from .padding import Padding1Desc, PaddingDesc, pad
 from .unfold import FoldDesc, UnfoldDesc, fold, unfold
+from .resample import (Resample1Desc, Resample2Desc, Resample3Desc, ResampleDesc, Upsample2DDesc, resample,
+                       upsample_2d)
 
 __version__ = "0.1.0"
 
@@ -17,14 +19,21 @@ __all__ = [
     "FoldDesc",
     "Padding1Desc",
     "PaddingDesc",
+    "Resample1Desc",
+    "Resample2Desc",
+    "Resample3Desc",
+    "ResampleDesc",
     "TensorDesc",
     "UnfoldDesc",
+    "Upsample2DDesc",
     "calc_buffer_tensor_size",
     "fold",
     "get_num_threads",
     "pad",
+    "resample",
     "set_num_threads",
     "unfold",
+    "upsample_2d",
 ]
 
 _check_environment()

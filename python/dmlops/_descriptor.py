@@ -14,8 +14,10 @@ import struct
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional
 
-from ._args import Enum
-from ._tensor import TensorDesc, dml_dtype
+import numpy as np
+
+from ._args import Enum, as_array
+from ._tensor import TensorDesc, array_dtype_name, dml_dtype
 
 
 @dataclass(frozen=True)
@@ -23,15 +25,18 @@ class Field:
     """One member of a DirectML operator struct.
 
     kind: ``tensor`` (a TensorDesc), ``enum`` (an :class:`Enum` short name), ``dims`` (one
-    UINT per dimension; the struct's DimensionCount is derived), ``scalar`` (a
-    DML_SCALAR_UNION typed by the input tensor's dtype, written with a sibling
-    ``<Name>DataType`` entry) or ``float`` (a FLOAT member).
+    UINT per dimension) or ``floats`` (one FLOAT per dimension), both with their element count
+    derived into the member named ``count``, ``scalar`` (a DML_SCALAR_UNION typed by the input
+    tensor's dtype, written with a sibling ``<Name>DataType`` entry), ``float`` (a FLOAT
+    member), ``bool`` (a BOOL member) or ``size_2d`` (a DML_SIZE_2D: the Python value is
+    ``(height, width)`` in axis order, the JSON ``{"Width": w, "Height": h}`` as in the struct).
     """
 
     name: str
     dml: str
     kind: str
     enum: Optional[Enum] = None
+    count: str = "DimensionCount"
 
 
 def _json_number(value: Any) -> Any:
@@ -74,6 +79,18 @@ class Descriptor:
         """The output tensor's sizes."""
         return self._values["output"].sizes
 
+    def _input_array(self, x: Any) -> np.ndarray:
+        """``x`` checked against the ``input`` TensorDesc: a numpy array of its dtype (bool where
+        it is uint8) and shape, any strides; TypeError / ValueError naming the operator."""
+        op = self.NAME
+        x = as_array(x, f"{op}: input")
+        expected = self._values["input"]
+        if array_dtype_name(x, f"{op}: input dtype") != expected.dtype:
+            raise TypeError(f"{op}: input has dtype {x.dtype} but the descriptor says {expected.dtype}")
+        if x.shape != expected.sizes:
+            raise ValueError(f"{op}: input has shape {x.shape} but the descriptor says {expected.sizes}")
+        return x
+
     def _key(self) -> tuple:
         return tuple(_identity(self._values[f.name]) for f in self.FIELDS)
 
@@ -102,9 +119,11 @@ class Descriptor:
                 d[f.dml] = value.to_dict()
             elif f.kind == "enum":
                 d[f.dml] = f.enum.dml(value)
-            elif f.kind == "dims":
-                d["DimensionCount"] = len(value)
+            elif f.kind in ("dims", "floats"):
+                d[f.count] = len(value)
                 d[f.dml] = list(value)
+            elif f.kind == "size_2d":
+                d[f.dml] = {"Width": value[1], "Height": value[0]}
             elif f.kind == "scalar":
                 d[f.dml + "DataType"] = dml_dtype(self._values["input"].dtype)
                 d[f.dml] = _json_number(value)
@@ -118,7 +137,7 @@ class Descriptor:
         Enum values may be given with or without their ``DML_..._`` prefix."""
         if not isinstance(d, dict):
             raise TypeError(f"{cls.NAME}: from_dict needs a dict, not {type(d).__name__}")
-        known = {f.dml for f in cls.FIELDS} | {"DimensionCount"}
+        known = {f.dml for f in cls.FIELDS} | {f.count for f in cls.FIELDS if f.kind in ("dims", "floats")}
         known |= {f.dml + "DataType" for f in cls.FIELDS if f.kind == "scalar"}
         unknown = set(d) - known
         if unknown:
@@ -132,11 +151,20 @@ class Descriptor:
             value = d[f.dml]
             if f.kind == "tensor":
                 kwargs[f.name] = TensorDesc.from_dict(value)
-            elif f.kind == "dims":
-                count = d.get("DimensionCount", len(value))
+            elif f.kind in ("dims", "floats"):
+                count = d.get(f.count, len(value))
                 if len(value) != count:
-                    raise ValueError(f"{cls.NAME}: {f.dml} has {len(value)} entries but DimensionCount is {count}")
+                    raise ValueError(f"{cls.NAME}: {f.dml} has {len(value)} entries but {f.count} is {count}")
                 kwargs[f.name] = value
+            elif f.kind == "bool":
+                # DirectML's BOOL is an integer; JSON files may hold 0/1 or true/false
+                if isinstance(value, int) and value in (0, 1):
+                    value = bool(value)
+                kwargs[f.name] = value
+            elif f.kind == "size_2d":
+                if not isinstance(value, dict) or set(value) != {"Width", "Height"}:
+                    raise ValueError(f"{cls.NAME}: {f.dml} must be {{\"Width\": ..., \"Height\": ...}}, not {value!r}")
+                kwargs[f.name] = (value["Height"], value["Width"])
             else:
                 kwargs[f.name] = _from_json_number(value)
         for f in cls.FIELDS:

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <numeric>
@@ -24,9 +25,11 @@
 #include <utility>
 #include <vector>
 
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/filter.hpp"
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
@@ -34,9 +37,14 @@
 #include "dmlops/core/strided.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/core/window.hpp"
+#include "test_support.hpp"
 
 namespace dmlops {
 namespace {
+
+using testing::float_at;
+using testing::message_of;
+using testing::store_float;
 
 std::uint32_t bits_of(float f) {
   std::uint32_t u;
@@ -58,19 +66,6 @@ std::string hex(std::uint64_t v) {
   std::ostringstream s;
   s << "0x" << std::hex << v;
   return s.str();
-}
-
-// Runs f, expects an exception of exactly type E (a different type escapes and fails the
-// test) and returns its message.
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
 }
 
 // Byte strides from element strides.
@@ -418,6 +413,12 @@ TEST(Half, BulkEncodeMatchesScalarOnRandomFloats) {
   std::vector<float> dense(1'000'001);
   for (float& f : dense) f = float_of(near(rng) | (rng() & 0x80000000u));
   expect_bulk_encode_matches_scalar(dense);
+}
+
+TEST(Cpu, Avx2SwitchFollowsEnvironment) {
+  const char* env = std::getenv("DMLOPS_DISABLE_AVX2");
+  const bool disabled = env != nullptr && env[0] != '\0' && env[0] != '0';
+  EXPECT_EQ(avx2_enabled(), __builtin_cpu_supports("avx2") && !disabled);
 }
 
 TEST(Half, F16cSwitchFollowsEnvironment) {
@@ -1000,6 +1001,317 @@ TEST(SeparableGather, RejectsInconsistentArguments) {
   EXPECT_THROW(separable_gather(in, out, {{}, {}}, Scalar{DataType::Float64, 0}), DTypeError);   // fill width
   const TensorView halves = make_view(DataType::Float16, {2, 3}, {3, 1}, dst.data());
   EXPECT_THROW(separable_gather(in, halves, {{}, {}}, float_fill(0)), DTypeError);
+  EXPECT_EQ(dst, std::vector<float>(6, 0.0f)) << "a rejected call wrote to the output";
+}
+
+// The maps nearest resampling and padding produce, plus irregular ones: every run kind of the
+// kernel (fill, copy, mirror, broadcast, repeat k times with partial groups, gather) and the
+// copy of repeated rows, checked element by element against a naive gather.
+AxisMap random_map(std::mt19937_64& rng, std::int64_t in, std::int64_t out) {
+  std::uniform_int_distribution<int> kind_dist(0, 6);
+  AxisMap map(static_cast<std::size_t>(out));
+  const int kind = kind_dist(rng);
+  const std::int64_t k = std::uniform_int_distribution<std::int64_t>(1, 9)(rng);
+  const std::int64_t shift = std::uniform_int_distribution<std::int64_t>(0, k)(rng);
+  for (std::int64_t o = 0; o < out; ++o) {
+    std::int64_t s = 0;
+    switch (kind) {
+      case 0: s = (o + shift) / k; break;                                            // repeat k, shifted
+      case 1: s = static_cast<std::int64_t>(std::floor((o + 0.5) / 1.75)); break;    // nearest x1.75
+      case 2: s = o * 3 / 2; break;                                                  // downsampling
+      case 3: s = in - 1 - (o % in); break;                                          // mirror
+      case 4: s = std::uniform_int_distribution<std::int64_t>(-1, in - 1)(rng); break;  // random, fills
+      case 5: s = o < 3 ? -1 : (o - 3) / k; break;                                   // fill, then repeat
+      default: s = o / 2 + (o % 5 == 4 ? 1 : 0); break;                              // almost repeat 2
+    }
+    map[static_cast<std::size_t>(o)] = std::clamp<std::int64_t>(s, -1, in - 1);
+  }
+  return map;
+}
+
+// Element type E (its width is what the kernels see: 1, 2, 4 and 8 bytes take different paths).
+template <class E>
+void check_random_gathers(DataType dtype, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int default_threads = default_num_threads();
+  for (int round = 0; round < 300; ++round) {
+    int rank = std::uniform_int_distribution<int>(1, 4)(rng);
+    Dims in_sizes, out_sizes;
+    std::vector<AxisMap> maps(static_cast<std::size_t>(rank));
+    for (int a = 0; a < rank; ++a) {
+      const std::int64_t in = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 40 : 9)(rng);
+      const std::int64_t out = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 200 : 30)(rng);
+      const bool identity = std::uniform_int_distribution<int>(0, 3)(rng) == 0;
+      in_sizes.push_back(in);
+      out_sizes.push_back(identity ? in : out);
+      if (!identity) maps[static_cast<std::size_t>(a)] = random_map(rng, in, out);
+    }
+    if (round % 50 == 0) {  // one long row: column blocks, repeat runs cut at block edges
+      rank = 1;
+      in_sizes = {70000};
+      out_sizes = {150001};
+      maps = {AxisMap(150001)};
+      for (std::int64_t o = 0; o < 150001; ++o) maps[0][static_cast<std::size_t>(o)] = std::min<std::int64_t>((o + 1) / 3, 69999);
+    }
+    const bool reversed_input = round % 3 == 1;
+    const bool strided_output = round % 4 == 2;
+    const std::vector<E> src = [&] {
+      std::vector<E> v(static_cast<std::size_t>(in_sizes.product()));
+      std::iota(v.begin(), v.end(), E{1});
+      return v;
+    }();
+    Dims in_strides = packed_strides(in_sizes);
+    const E* in_data = src.data();
+    if (reversed_input) {  // every axis walked backwards
+      for (int a = 0; a < rank; ++a) in_strides[a] = -in_strides[a];
+      in_data += src.size() - 1;
+    }
+    Dims out_strides = packed_strides(out_sizes);
+    const std::int64_t step = strided_output ? 2 : 1;
+    for (std::int64_t& s : out_strides) s *= step;
+    std::vector<E> dst(static_cast<std::size_t>(out_sizes.product() * step), static_cast<E>(-7));
+    const int threads = 1 + round % 3;
+    set_num_threads(threads);
+    separable_gather(make_view(dtype, in_sizes, in_strides, in_data),
+                     make_view(dtype, out_sizes, out_strides, dst.data()), maps,
+                     Scalar{dtype, static_cast<std::uint64_t>(static_cast<E>(-3)) & (~std::uint64_t{0} >> (64 - 8 * sizeof(E)))});
+
+    std::int64_t mismatches = 0;
+    Dims index = Dims::filled(rank, 0);
+    for (std::int64_t flat = 0; flat < out_sizes.product(); ++flat) {
+      std::int64_t in_offset = 0;
+      bool fill = false;
+      for (int a = 0; a < rank; ++a) {
+        const AxisMap& map = maps[static_cast<std::size_t>(a)];
+        const std::int64_t s = map.empty() ? index[a] : map[static_cast<std::size_t>(index[a])];
+        if (s < 0) fill = true;
+        in_offset += s * in_strides[a];
+      }
+      const E want = fill ? static_cast<E>(-3) : in_data[in_offset];
+      const E got = dst[static_cast<std::size_t>(flat * step)];
+      if (want != got && ++mismatches <= 3)
+        ADD_FAILURE() << name(dtype) << " round " << round << ", sizes " << in_sizes << " -> " << out_sizes << ", threads " << threads
+                      << ", output index " << index << ": expected " << +want << " got " << +got;
+      for (int a = rank - 1; a >= 0; --a) {
+        if (++index[a] < out_sizes[a]) break;
+        index[a] = 0;
+      }
+    }
+    for (std::size_t i = 1; strided_output && i < dst.size(); i += 2) ASSERT_EQ(dst[i], static_cast<E>(-7)) << "gap written";
+    ASSERT_EQ(mismatches, 0) << "round " << round;
+  }
+  set_num_threads(default_threads);
+}
+
+TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
+  check_random_gathers<std::int32_t>(DataType::Int32, 2024);
+  check_random_gathers<std::int64_t>(DataType::Int64, 2025);
+  check_random_gathers<std::int16_t>(DataType::Int16, 2026);
+  check_random_gathers<std::uint8_t>(DataType::UInt8, 2027);
+}
+
+// Irregular stretches are gathered through 32-byte windows when AVX2 is on: groups whose
+// sources span exactly the window, one more element, run backwards, or end at the row's end.
+template <class E>
+void check_window_edges(DataType dtype) {
+  constexpr std::int64_t kIn = 40, kOut = 48;
+  std::vector<E> src(kIn);
+  std::iota(src.begin(), src.end(), E{10});
+  const std::int64_t lanes = 32 / static_cast<std::int64_t>(sizeof(E));
+  const std::vector<std::function<std::int64_t(std::int64_t)>> maps = {
+      [&](std::int64_t o) { return o / lanes * lanes + (o % lanes == lanes - 1 ? lanes - 2 : o % lanes); },  // fits
+      [&](std::int64_t o) { return o / lanes * (lanes + 1) + (o % lanes == lanes - 1 ? lanes : o % lanes); },  // one more
+      [&](std::int64_t o) { return (o / 5) * 3 + (4 - o % 5) / 2; },  // backwards in small steps
+      [&](std::int64_t o) { return kIn - 1 - (o % 3) - (o % 7 == 0 ? 1 : 0); },  // at the end of the row
+  };
+  for (std::size_t m = 0; m < maps.size(); ++m) {
+    AxisMap map(kOut);
+    for (std::int64_t o = 0; o < kOut; ++o) map[static_cast<std::size_t>(o)] = std::clamp<std::int64_t>(maps[m](o), 0, kIn - 1);
+    std::vector<E> dst(kOut, E{0});
+    separable_gather(make_view(dtype, {kIn}, {1}, src.data()), make_view(dtype, {kOut}, {1}, dst.data()), {map},
+                     Scalar{dtype, 0});
+    for (std::int64_t o = 0; o < kOut; ++o)
+      ASSERT_EQ(dst[static_cast<std::size_t>(o)], src[static_cast<std::size_t>(map[static_cast<std::size_t>(o)])])
+          << name(dtype) << " map " << m << " output " << o;
+  }
+}
+
+TEST(SeparableGather, WindowedGatherEdges) {
+  check_window_edges<std::int32_t>(DataType::Int32);
+  check_window_edges<std::int64_t>(DataType::Int64);
+  check_window_edges<std::uint16_t>(DataType::UInt16);
+}
+
+TEST(SeparableGather, NearestUpsamplingRepeatsRowsAndElements) {
+  // 2x3 -> 5x7: rows 0,0,1,1,1 (a repeated row copies the row above), columns each repeated.
+  const std::vector<float> src = iota_floats(6);
+  std::vector<float> dst(5 * 7, -1.0f);
+  separable_gather(make_view(DataType::Float32, {2, 3}, {3, 1}, src.data()),
+                   make_view(DataType::Float32, {5, 7}, {7, 1}, dst.data()),
+                   {{0, 0, 1, 1, 1}, {0, 0, 0, 1, 1, 2, 2}}, float_fill(0));
+  const std::vector<float> row0 = {0, 0, 0, 1, 1, 2, 2}, row1 = {3, 3, 3, 4, 4, 5, 5};
+  for (int r = 0; r < 5; ++r) {
+    const auto& want = r < 2 ? row0 : row1;
+    EXPECT_EQ(std::vector<float>(dst.begin() + r * 7, dst.begin() + r * 7 + 7), want) << "row " << r;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// separable_filter (linear resampling's engine), against a dense sum over every tap combination
+
+AxisFilter random_filter(std::mt19937_64& rng, std::int64_t in, std::int64_t out, int max_taps) {
+  AxisFilter f;
+  std::uniform_real_distribution<double> weight(0.05, 1.0);
+  for (std::int64_t o = 0; o < out; ++o) {
+    const std::int64_t taps = std::uniform_int_distribution<std::int64_t>(1, std::min<std::int64_t>(max_taps, in))(rng);
+    const std::int64_t first = std::uniform_int_distribution<std::int64_t>(0, in - taps)(rng);
+    std::vector<double> w(static_cast<std::size_t>(taps));
+    for (double& v : w) v = weight(rng);
+    f.push(first, w);
+  }
+  return f;
+}
+
+
+TEST(SeparableFilter, MatchesADenseSumOnRandomFilters) {
+  std::mt19937_64 rng(77);
+  const int default_threads = default_num_threads();
+  const DataType dtypes[] = {DataType::Float32, DataType::Float16, DataType::Float64};
+  for (int round = 0; round < 240; ++round) {
+    const DataType dtype = dtypes[round % 3];
+    const auto elem = static_cast<std::int64_t>(element_size(dtype));
+    int rank = std::uniform_int_distribution<int>(1, 4)(rng);
+    const int max_taps = round % 2 ? 2 : 6;
+    Dims in_sizes, out_sizes;
+    std::vector<AxisFilter> axes(static_cast<std::size_t>(rank));
+    bool any = false;
+    for (int a = 0; a < rank; ++a) {
+      const std::int64_t in = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 300 : 9)(rng);
+      const std::int64_t out = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 700 : 14)(rng);
+      const bool identity = std::uniform_int_distribution<int>(0, 2)(rng) == 0;
+      in_sizes.push_back(in);
+      out_sizes.push_back(identity ? in : out);
+      if (!identity) {
+        axes[static_cast<std::size_t>(a)] = random_filter(rng, in, out, max_taps);
+        any = true;
+      }
+    }
+    if (round % 40 == 0) {  // big enough to be tiled and threaded
+      in_sizes = {3, 70, 90};
+      out_sizes = {3, 150, 40};
+      axes = {AxisFilter{}, random_filter(rng, 70, 150, 2), random_filter(rng, 90, 40, max_taps)};
+      rank = 3;
+      any = true;
+    }
+    // Input: every axis reversed (round % 3 == 1) or transposed (round % 3 == 2); output strided
+    // with gaps (round % 4 == 3).
+    std::vector<std::byte> in_buf(static_cast<std::size_t>(in_sizes.product() * elem));
+    std::uniform_real_distribution<double> value(-4.0, 4.0);
+    for (std::int64_t i = 0; i < in_sizes.product(); ++i) store_float(dtype, in_buf.data() + i * elem, value(rng));
+    Dims in_strides = packed_strides(in_sizes);
+    std::byte* in_data = in_buf.data();
+    if (round % 3 == 1) {
+      for (std::int64_t& st : in_strides) st = -st;
+      in_data += (in_sizes.product() - 1) * elem;
+    } else if (round % 3 == 2 && rank >= 2) {
+      Dims reversed_sizes(in_sizes.begin(), in_sizes.end());
+      std::reverse(reversed_sizes.begin(), reversed_sizes.end());
+      const Dims column_major = packed_strides(reversed_sizes);
+      for (int a = 0; a < rank; ++a) in_strides[a] = column_major[rank - 1 - a];
+    }
+    const std::int64_t step = round % 4 == 3 ? 2 : 1;
+    Dims out_strides = packed_strides(out_sizes);
+    for (std::int64_t& st : out_strides) st *= step;
+    std::vector<std::byte> out_buf(static_cast<std::size_t>(out_sizes.product() * step * elem), std::byte{0x5a});
+    const int threads = 1 + round % 3;
+    set_num_threads(threads);
+    separable_filter(make_view(dtype, in_sizes, in_strides, in_data), make_view(dtype, out_sizes, out_strides, out_buf.data()),
+                     axes);
+
+    const double eps = dtype == DataType::Float64 ? 0x1p-52 : 0x1p-23;
+    std::int64_t mismatches = 0;
+    Dims index = Dims::filled(rank, 0);
+    for (std::int64_t flat = 0; flat < out_sizes.product(); ++flat) {
+      // Dense sum over the tap combinations, in double, with the bound sum |w x| for the tolerance.
+      double sum = 0.0, magnitude = 0.0;
+      Dims tap = Dims::filled(rank, 0);
+      for (;;) {
+        double w = 1.0;
+        std::int64_t offset = 0;
+        for (int a = 0; a < rank; ++a) {
+          const AxisFilter& f = axes[static_cast<std::size_t>(a)];
+          const std::int64_t o = index[a];
+          const std::int64_t i = f.identity() ? o : f.first[static_cast<std::size_t>(o)] + tap[a];
+          if (!f.identity()) w *= f.weights[static_cast<std::size_t>(f.begin[static_cast<std::size_t>(o)] + tap[a])];
+          offset += i * in_strides[a];
+        }
+        const double x = float_at(dtype, in_data + offset * elem);
+        sum += w * x;
+        magnitude += std::fabs(w * x);
+        int a = rank - 1;
+        for (; a >= 0; --a) {
+          const AxisFilter& f = axes[static_cast<std::size_t>(a)];
+          if (!f.identity() && ++tap[a] < f.taps(index[a])) break;
+          tap[a] = 0;
+        }
+        if (a < 0) break;
+      }
+      std::int64_t out_offset = 0;
+      for (int a = 0; a < rank; ++a) out_offset += index[a] * out_strides[a];
+      const double got = float_at(dtype, out_buf.data() + out_offset * elem);
+      // Passes x taps roundings in the working precision; FLOAT16 adds one rounding to half.
+      double tolerance = 4.0 * rank * max_taps * eps * magnitude;
+      if (dtype == DataType::Float16) tolerance += std::fabs(sum) * 0x1p-11 + 0x1p-24;
+      if (!(std::fabs(got - sum) <= tolerance) && ++mismatches <= 3)
+        ADD_FAILURE() << "round " << round << " " << name(dtype) << ", sizes " << in_sizes << " -> " << out_sizes
+                      << ", threads " << threads << ", output " << index << ": expected " << sum << " got " << got;
+      for (int a = rank - 1; a >= 0; --a) {
+        if (++index[a] < out_sizes[a]) break;
+        index[a] = 0;
+      }
+    }
+    ASSERT_EQ(mismatches, 0) << "round " << round << (any ? "" : " (a plain copy)");
+    for (std::size_t i = static_cast<std::size_t>(elem); step == 2 && i < out_buf.size(); i += static_cast<std::size_t>(2 * elem))
+      ASSERT_EQ(out_buf[i], std::byte{0x5a}) << "gap written";
+  }
+  set_num_threads(default_threads);
+}
+
+TEST(SeparableFilter, BilinearTwoByTwoIsTheDxDispatchTable) {
+  // Half-pixel linear x2 on [[1, 2], [3, 4]] (the spec's DxDispatch check): weights
+  // (0.75, 0.25) between neighbours, 1 at the clamped edges.
+  AxisFilter f;
+  f.push(0, {1.0});
+  f.push(0, {0.75, 0.25});
+  f.push(0, {0.25, 0.75});
+  f.push(1, {1.0});
+  const std::vector<float> src = {1, 2, 3, 4};
+  std::vector<float> dst(16, 0.0f);
+  separable_filter(make_view(DataType::Float32, {2, 2}, {2, 1}, src.data()),
+                   make_view(DataType::Float32, {4, 4}, {4, 1}, dst.data()), {f, f});
+  EXPECT_EQ(dst, (std::vector<float>{1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f,
+                                     3.75f, 4}));
+}
+
+TEST(SeparableFilter, RejectsInconsistentArguments) {
+  const std::vector<float> src(6, 1.0f);
+  std::vector<float> dst(6, 0.0f);
+  const TensorView in = make_view(DataType::Float32, {2, 3}, {3, 1}, src.data());
+  const TensorView out = make_view(DataType::Float32, {2, 3}, {3, 1}, dst.data());
+  AxisFilter past_the_end;
+  for (int o = 0; o < 3; ++o) past_the_end.push(o + 1, {1.0});  // output 2 reads index 3 of 3
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}, past_the_end}), InvalidArgument);
+  AxisFilter too_short;
+  too_short.push(0, {1.0});
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}, too_short}), InvalidArgument);
+  AxisFilter no_taps;
+  for (int o = 0; o < 3; ++o) no_taps.push(o, o == 1 ? std::vector<double>{} : std::vector<double>{1.0});
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}, no_taps}), InvalidArgument);
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}}), InvalidArgument);
+  const std::vector<std::int32_t> ints(6, 1);
+  EXPECT_THROW(separable_filter(make_view(DataType::Int32, {2, 3}, {3, 1}, ints.data()),
+                                make_view(DataType::Int32, {2, 3}, {3, 1}, dst.data()), {AxisFilter{}, AxisFilter{}}),
+               DTypeError);
   EXPECT_EQ(dst, std::vector<float>(6, 0.0f)) << "a rejected call wrote to the output";
 }
 

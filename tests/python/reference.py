@@ -6,6 +6,8 @@ transcribes (shared/spec/operators.md).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -110,3 +112,95 @@ def fold_reference(cols: np.ndarray, spatial, window, strides, dilations, start,
         out[(slice(None), slice(None)) + np.ix_(*positions_inside)] += \
             tap[(slice(None), slice(None)) + np.ix_(*blocks_inside)]
     return out.astype(cols.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Spec section 3: Upsample2D and Resample, one index or weight table per axis, in float64.
+
+def as_float32(value: float) -> float:
+    """A Python float as DirectML's FLOAT stores it."""
+    return float(np.float32(value))
+
+
+def resample_coordinate(o: int, scale: float, input_offset: float, output_offset: float) -> float:
+    """The fractional input coordinate output coordinate ``o`` maps to."""
+    return (o - output_offset) / scale - input_offset
+
+
+def resample_nearest_index(o: int, n: int, scale: float, input_offset: float, output_offset: float,
+                           rounding) -> int:
+    """RESAMPLE1 (rounding None): floor(x + 0.5); RESAMPLE2 'decreasing': floor(x),
+    'increasing': ceil(x); then clamped to the input."""
+    x = resample_coordinate(o, scale, input_offset, output_offset)
+    if rounding is None:
+        i = math.floor(x + 0.5)
+    elif rounding == "decreasing":
+        i = math.floor(x)
+    else:
+        i = math.ceil(x)
+    return min(max(i, 0), n - 1)
+
+
+def resample_linear_row(o: int, n: int, scale: float, input_offset: float, output_offset: float) -> np.ndarray:
+    """Row ``o`` of the axis's weight matrix: c = clamp(x, 0, n-1), i0 = floor(c),
+    i1 = min(i0 + 1, n - 1), w = c - i0, weights 1 - w at i0 and w at i1."""
+    x = resample_coordinate(o, scale, input_offset, output_offset)
+    c = min(max(x, 0.0), n - 1.0)
+    i0 = math.floor(c)
+    i1 = min(i0 + 1, n - 1)
+    w = c - i0
+    row = np.zeros(n)
+    row[i0] += 1 - w
+    row[i1] += w
+    return row
+
+
+def resample_antialiased_row(o: int, n: int, scale: float, input_offset: float, output_offset: float) -> np.ndarray:
+    """ONNX Resize antialias=1 (exclude_outside=0) as its reference implementation phrases it:
+    with ratio = x - floor(x) (1 when x is an integer, so the left neighbour is x - 1) the taps
+    are floor(x) + j for j = start .. 1 - start, start = floor(-1/scale) + 1, with coefficients
+    clip(1 - |j - ratio| * scale, 0, 1) normalised to sum 1; taps beyond the input read the edge
+    element. For scale >= 1 this is linear interpolation."""
+    x = resample_coordinate(o, scale, input_offset, output_offset)
+    s = min(scale, 1.0)
+    x_int = math.floor(x)
+    ratio = x - x_int
+    if ratio == 0:
+        x_int, ratio = x_int - 1, 1.0
+    start = math.floor(-1 / s) + 1
+    offsets = np.arange(start, 2 - start)
+    coefficients = np.clip(1 - np.abs(offsets - ratio) * s, 0, 1)
+    coefficients /= coefficients.sum()
+    row = np.zeros(n)
+    for j, c in zip(offsets, coefficients):
+        row[min(max(x_int + j, 0), n - 1)] += c
+    return row
+
+
+def resample_reference(x: np.ndarray, out_shape, scales, mode: str, input_offsets=None, output_offsets=None,
+                       rounding=None, antialiased: bool = False) -> np.ndarray:
+    """Spec section 3, axis by axis. Scales and offsets are rounded to FLOAT first, as
+    DirectML stores them. nearest_neighbor: one gather with an index list per axis (bit-exact);
+    linear: the dense per-axis weight matrices applied one axis at a time in float64 (returned
+    as float64)."""
+    rank = x.ndim
+    scales = [as_float32(s) for s in scales]
+    input_offsets = [as_float32(v) for v in (input_offsets if input_offsets is not None else [0.5] * rank)]
+    output_offsets = [as_float32(v) for v in (output_offsets if output_offsets is not None else [-0.5] * rank)]
+    params = list(zip(x.shape, out_shape, scales, input_offsets, output_offsets))
+    if mode == "nearest_neighbor":
+        index = [[resample_nearest_index(o, n, s, i, p, rounding) for o in range(m)] for n, m, s, i, p in params]
+        return x[np.ix_(*[np.array(ix, dtype=np.intp) for ix in index])].copy()
+    y = x.astype(np.float64)
+    for axis, (n, m, s, i, p) in enumerate(params):
+        row = resample_antialiased_row if antialiased and s < 1 else resample_linear_row
+        weights = np.array([row(o, n, s, i, p) for o in range(m)])
+        y = np.moveaxis(np.tensordot(weights, y, axes=([1], [axis])), 0, axis)
+    return y
+
+
+def resample_magnitude(x: np.ndarray, out_shape, scales, input_offsets=None, output_offsets=None,
+                       antialiased: bool = False) -> np.ndarray:
+    """sum |w| |x| over the taps of each output element: the scale of its rounding error."""
+    return resample_reference(np.abs(x.astype(np.float64)), out_shape, scales, "linear", input_offsets,
+                              output_offsets, None, antialiased)

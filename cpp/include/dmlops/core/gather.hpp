@@ -4,9 +4,13 @@
 //
 // Each axis has its own map: a source index per output index, or -1 for "fill". An axis whose
 // map is empty is the identity (same size in and out). Because every axis is independent, the
-// kernel can reorder axes, merge identity axes, and turn the innermost map into a few runs
-// (copy forwards, copy backwards, broadcast one element, fill): one memcpy or one vector fill
-// per run instead of a per-element lookup. Rows are split across the thread pool.
+// kernel can reorder axes, merge identity axes, and turn the innermost map into runs (copy
+// forwards, copy backwards, broadcast one element, repeat each element k times, fill), with one
+// memcpy, vector fill or vector shuffle loop per run; short irregular stretches are gathered
+// element by element, or with AVX2 by permuting 32-byte windows of the input row (4- and 8-byte
+// elements). An output row whose input row repeats an earlier one (an outer map with
+// map[o] == map[o-1]) is copied from that row instead of being gathered again. Rows are split
+// across the thread pool.
 #pragma once
 
 #include <cstdint>
