@@ -4,7 +4,7 @@
 
 #include "convert.hpp"
 #include "dmlops/core/error.hpp"
-#include "dmlops/core/half.hpp"
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/parallel.hpp"
 
 namespace py = pybind11;
