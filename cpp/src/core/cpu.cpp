@@ -13,4 +13,9 @@ bool avx2_enabled() {
   return enabled;
 }
 
+bool avx2_fma_enabled() {
+  static const bool enabled = avx2_enabled() && __builtin_cpu_supports("fma") != 0;
+  return enabled;
+}
+
 }  // namespace dmlops
