@@ -13,6 +13,7 @@ namespace dmlops::bindings {
 void bind_padding(py::module_& m);
 void bind_unfold(py::module_& m);
 void bind_resample(py::module_& m);
+void bind_convolution(py::module_& m);
 }  // namespace dmlops::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -53,4 +54,5 @@ PYBIND11_MODULE(_core, m) {
   bind_padding(m);
   bind_unfold(m);
   bind_resample(m);
+  bind_convolution(m);
 }

@@ -5,8 +5,10 @@ operator has a function (``dmlops.pad``) and a descriptor class mirroring its Di
 (``dmlops.Padding1Desc``). The specification is shared/spec/operators.md.
 """
 
+from ._activation import Activation
 from ._tensor import DTYPES, TensorDesc, calc_buffer_tensor_size
 from ._threads import _check_environment, get_num_threads, set_num_threads
+from .convolution import ConvolutionDesc, convolution
 from .padding import Padding1Desc, PaddingDesc, pad
 from .unfold import FoldDesc, UnfoldDesc, fold, unfold
 from .resample import (Resample1Desc, Resample2Desc, Resample3Desc, ResampleDesc, Upsample2DDesc, resample,
@@ -15,6 +17,8 @@ from .resample import (Resample1Desc, Resample2Desc, Resample3Desc, ResampleDesc
 __version__ = "0.1.0"
 
 __all__ = [
+    "Activation",
+    "ConvolutionDesc",
     "DTYPES",
     "FoldDesc",
     "Padding1Desc",
@@ -27,6 +31,7 @@ __all__ = [
     "UnfoldDesc",
     "Upsample2DDesc",
     "calc_buffer_tensor_size",
+    "convolution",
     "fold",
     "get_num_threads",
     "pad",

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
+from ._activation import Activation
 from ._args import Enum, as_array
 from ._tensor import TensorDesc, array_dtype_name, dml_dtype
 
@@ -28,8 +29,13 @@ class Field:
     UINT per dimension) or ``floats`` (one FLOAT per dimension), both with their element count
     derived into the member named ``count``, ``scalar`` (a DML_SCALAR_UNION typed by the input
     tensor's dtype, written with a sibling ``<Name>DataType`` entry), ``float`` (a FLOAT
-    member), ``bool`` (a BOOL member) or ``size_2d`` (a DML_SIZE_2D: the Python value is
-    ``(height, width)`` in axis order, the JSON ``{"Width": w, "Height": h}`` as in the struct).
+    member), ``bool`` (a BOOL member), ``size_2d`` (a DML_SIZE_2D: the Python value is
+    ``(height, width)`` in axis order, the JSON ``{"Width": w, "Height": h}`` as in the struct),
+    ``activation`` (a fused ``DML_OPERATOR_DESC*``: an :class:`Activation`, JSON
+    ``{"Type": ..., "Desc": {...}}``) or ``uint`` (a UINT member).
+
+    optional: the member is a pointer DirectML allows to be null (``_Maybenull_``); the Python
+    value is then None and ``to_dict`` leaves the key out.
     """
 
     name: str
@@ -37,6 +43,7 @@ class Field:
     kind: str
     enum: Optional[Enum] = None
     count: str = "DimensionCount"
+    optional: bool = False
 
 
 def _json_number(value: Any) -> Any:
@@ -79,16 +86,17 @@ class Descriptor:
         """The output tensor's sizes."""
         return self._values["output"].sizes
 
-    def _input_array(self, x: Any) -> np.ndarray:
-        """``x`` checked against the ``input`` TensorDesc: a numpy array of its dtype (bool where
-        it is uint8) and shape, any strides; TypeError / ValueError naming the operator."""
+    def _input_array(self, x: Any, field: str = "input") -> np.ndarray:
+        """``x`` checked against the TensorDesc ``field`` (``input`` unless the operator has
+        several): a numpy array of its dtype (bool where it is uint8) and shape, any strides;
+        TypeError / ValueError naming the operator and the field."""
         op = self.NAME
-        x = as_array(x, f"{op}: input")
-        expected = self._values["input"]
-        if array_dtype_name(x, f"{op}: input dtype") != expected.dtype:
-            raise TypeError(f"{op}: input has dtype {x.dtype} but the descriptor says {expected.dtype}")
+        x = as_array(x, f"{op}: {field}")
+        expected = self._values[field]
+        if array_dtype_name(x, f"{op}: {field} dtype") != expected.dtype:
+            raise TypeError(f"{op}: {field} has dtype {x.dtype} but the descriptor says {expected.dtype}")
         if x.shape != expected.sizes:
-            raise ValueError(f"{op}: input has shape {x.shape} but the descriptor says {expected.sizes}")
+            raise ValueError(f"{op}: {field} has shape {x.shape} but the descriptor says {expected.sizes}")
         return x
 
     def _key(self) -> tuple:
@@ -115,7 +123,9 @@ class Descriptor:
         d: dict = {}
         for f in self.FIELDS:
             value = self._values[f.name]
-            if f.kind == "tensor":
+            if value is None and f.optional:
+                continue
+            if f.kind in ("tensor", "activation"):
                 d[f.dml] = value.to_dict()
             elif f.kind == "enum":
                 d[f.dml] = f.enum.dml(value)
@@ -144,13 +154,15 @@ class Descriptor:
             raise ValueError(f"{cls.NAME}: unknown field(s) {sorted(unknown)}; expected {sorted(known)}")
         kwargs: dict = {}
         for f in cls.FIELDS:
-            if f.dml not in d:
-                if f.dml == "OutputTensor" and cls.INFERRED_OUTPUT:
-                    continue  # inferred
+            if f.dml not in d or (f.optional and d[f.dml] is None):
+                if (f.dml == "OutputTensor" and cls.INFERRED_OUTPUT) or f.optional:
+                    continue  # inferred, or a null pointer
                 raise ValueError(f"{cls.NAME}: field {f.dml!r} is missing")
             value = d[f.dml]
             if f.kind == "tensor":
                 kwargs[f.name] = TensorDesc.from_dict(value)
+            elif f.kind == "activation":
+                kwargs[f.name] = Activation.from_dict(value)
             elif f.kind in ("dims", "floats"):
                 count = d.get(f.count, len(value))
                 if len(value) != count:

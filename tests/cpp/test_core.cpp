@@ -25,11 +25,13 @@
 #include <utility>
 #include <vector>
 
+#include "dmlops/core/activation.hpp"
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/filter.hpp"
+#include "dmlops/core/gemm.hpp"
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
@@ -1419,10 +1421,51 @@ struct WalkRecord {
   }
 };
 
+// Records one walk of `tap` and checks it block by block: each block with in_range(col, b) is
+// reported exactly once, in increasing col order, as padding exactly when some axis reads
+// outside the input, else with offset base + sum_d p_d * position_strides[d]; no other block is.
+template <class Walk, class InRange>
+void expect_walk_matches(const std::vector<WindowAxis>& axes, const Dims& tap, const Dims& position_strides,
+                         std::int64_t base, Walk&& walk, InRange&& in_range, const std::string& context) {
+  const int rank = static_cast<int>(axes.size());
+  std::int64_t blocks = 1;
+  for (const WindowAxis& a : axes) blocks *= a.out();
+  WalkRecord record(blocks);
+  walk(
+      [&](std::int64_t col, std::int64_t count) {
+        record.run(col, count);
+        for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Padding, 0);
+      },
+      [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+        record.run(col, count);
+        for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Inside, offset + j * step);
+      });
+  ASSERT_TRUE(record.in_order) << context;
+  ASSERT_FALSE(record.overlap) << context;
+  for (std::int64_t col = 0; col < blocks; ++col) {
+    std::int64_t rest = col, offset = base;
+    Dims b = Dims::filled(rank, 0);
+    for (int d = rank - 1; d >= 0; --d) {
+      b[d] = rest % axes[static_cast<std::size_t>(d)].out();
+      rest /= axes[static_cast<std::size_t>(d)].out();
+    }
+    bool inside = true;
+    for (int d = 0; d < rank; ++d) {
+      const std::int64_t p = axes[static_cast<std::size_t>(d)].input_index(b[d], tap[d]);
+      inside = inside && p >= 0 && p < axes[static_cast<std::size_t>(d)].in;
+      offset += p * position_strides[d];
+    }
+    const auto kind = !in_range(col, b) ? WalkRecord::Unseen : inside ? WalkRecord::Inside : WalkRecord::Padding;
+    const auto c = static_cast<std::size_t>(col);
+    ASSERT_EQ(record.kinds[c], kind) << context << " block " << b;
+    if (kind == WalkRecord::Inside) {
+      ASSERT_EQ(record.offsets[c], offset) << context << " block " << b;
+    }
+  }
+}
+
 TEST(BlockWalker, WalkMatchesEveryBlockComputedDirectly) {
-  // Random geometries in 1 to 4 dimensions, every tap, random b_0 ranges: each block in the
-  // range is reported exactly once, in increasing col order, as padding exactly when some
-  // axis reads outside the input, else with offset sum_d p_d * position_strides[d].
+  // Random geometries in 1 to 4 dimensions, every tap, random b_0 ranges.
   std::mt19937 rng(4242);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int trial = 0; trial < 400; ++trial) {
@@ -1449,41 +1492,45 @@ TEST(BlockWalker, WalkMatchesEveryBlockComputedDirectly) {
     const std::int64_t base = pick(-5, 5);
     for (std::int64_t k = 0; k < taps; ++k) {
       const Dims tap = walker.tap(k);
-      WalkRecord record(blocks);
-      walker.walk(
-          tap, b0_first, b0_last, position_strides, base,
-          [&](std::int64_t col, std::int64_t count) {
-            record.run(col, count);
-            for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Padding, 0);
-          },
-          [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
-            record.run(col, count);
-            for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Inside, offset + j * step);
-          });
-      ASSERT_TRUE(record.in_order) << "trial " << trial << " tap " << k;
-      ASSERT_FALSE(record.overlap) << "trial " << trial << " tap " << k;
-      for (std::int64_t col = 0; col < blocks; ++col) {
-        std::int64_t rest = col, offset = base;
-        Dims b = Dims::filled(rank, 0);
-        for (int d = rank - 1; d >= 0; --d) {
-          b[d] = rest % axes[static_cast<std::size_t>(d)].out();
-          rest /= axes[static_cast<std::size_t>(d)].out();
-        }
-        bool inside = true;
-        for (int d = 0; d < rank; ++d) {
-          const std::int64_t p = axes[static_cast<std::size_t>(d)].input_index(b[d], tap[d]);
-          inside = inside && p >= 0 && p < axes[static_cast<std::size_t>(d)].in;
-          offset += p * position_strides[d];
-        }
-        const bool in_range = b[0] >= b0_first && b[0] < b0_last;
-        const auto kind = !in_range ? WalkRecord::Unseen : inside ? WalkRecord::Inside : WalkRecord::Padding;
-        const auto c = static_cast<std::size_t>(col);
-        ASSERT_EQ(record.kinds[c], kind) << "trial " << trial << " tap " << k << " block " << b;
-        if (kind == WalkRecord::Inside) {
-          ASSERT_EQ(record.offsets[c], offset)
-              << "trial " << trial << " tap " << k << " block " << b << " range [" << b0_first << ", " << b0_last << ")";
-        }
-      }
+      expect_walk_matches(
+          axes, tap, position_strides, base,
+          [&](auto&& padding, auto&& inside) { walker.walk(tap, b0_first, b0_last, position_strides, base, padding, inside); },
+          [&](std::int64_t, const Dims& b) { return b[0] >= b0_first && b[0] < b0_last; },
+          "trial " + std::to_string(trial) + " tap " + std::to_string(k));
+    }
+  }
+}
+
+TEST(BlockWalker, WalkSpanMatchesEveryBlockComputedDirectly) {
+  // walk_span over random flat ranges (starting and ending inside rows), including axes with a
+  // negative end padding (a transposed convolution's output walk).
+  std::mt19937 rng(777);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 400; ++trial) {
+    const int rank = pick(1, 4);
+    std::vector<WindowAxis> axes;
+    Dims position_strides;
+    for (int d = 0; d < rank; ++d) {
+      WindowAxis a{pick(1, 6), pick(1, 3), pick(1, 3), pick(1, 2), pick(0, 2), 0};
+      const std::int64_t slack = a.in + a.start - a.extent();  // end >= -slack keeps one block
+      a.end = pick(static_cast<int>(std::min<std::int64_t>(0, -slack)), 2);
+      if (a.in + a.start + a.end < a.extent()) a.end = a.extent() - a.in - a.start;
+      axes.push_back(a);
+      position_strides.push_back(pick(-20, 20));
+    }
+    const BlockWalker walker(axes);
+    const std::int64_t blocks = walker.block_count();
+    const std::int64_t c0 = pick(0, static_cast<int>(blocks - 1));
+    const std::int64_t c1 = pick(static_cast<int>(c0), static_cast<int>(blocks));
+    const std::int64_t base = pick(-5, 5);
+    for (std::int64_t k = 0; k < walker.tap_count(); ++k) {
+      const Dims tap = walker.tap(k);
+      expect_walk_matches(
+          axes, tap, position_strides, base,
+          [&](auto&& padding, auto&& inside) { walker.walk_span(tap, c0, c1, position_strides, base, padding, inside); },
+          [&](std::int64_t col, const Dims&) { return col >= c0 && col < c1; },
+          "trial " + std::to_string(trial) + " tap " + std::to_string(k) + " span [" + std::to_string(c0) + ", " +
+              std::to_string(c1) + ")");
     }
   }
 }
@@ -1566,6 +1613,84 @@ TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
   check_rows<std::uint16_t>();
   check_rows<std::uint32_t>();
   check_rows<std::uint64_t>();
+}
+
+// gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
+// sizes), K from 1 up; both element types. The micro-kernel writes whole tiles, so C has
+// round_up(M, kGemmRows) rows; only the first M are compared.
+template <class Acc>
+void check_gemm() {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  std::mt19937 rng(99);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  for (std::int64_t M : {1, 5, 6, 7, 13}) {
+    for (std::int64_t N : {NR, 2 * NR, 5 * NR}) {
+      for (std::int64_t K : {1, 2, 9, 70}) {
+        std::vector<Acc> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * (N + 3)));
+        for (Acc& v : a) v = static_cast<Acc>(value(rng));
+        for (Acc& v : b) v = static_cast<Acc>(value(rng));
+        std::vector<Acc> packed(static_cast<std::size_t>(round_up(M, kGemmRows) * K));
+        pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[static_cast<std::size_t>(i * K + k)]; },
+                    packed.data());
+        const std::int64_t ldc = N + 1;
+        std::vector<Acc> c(static_cast<std::size_t>(round_up(M, kGemmRows) * ldc));
+        gemm_packed(round_up(M, kGemmRows), N, K, packed.data(), b.data(), N + 3, c.data(), ldc);
+        for (std::int64_t i = 0; i < M; ++i) {
+          for (std::int64_t j = 0; j < N; ++j) {
+            double exact = 0, magnitude = 0;
+            for (std::int64_t k = 0; k < K; ++k) {
+              const double term = double(a[static_cast<std::size_t>(i * K + k)]) * double(b[static_cast<std::size_t>(k * (N + 3) + j)]);
+              exact += term;
+              magnitude += std::abs(term);
+            }
+            const double eps = std::numeric_limits<Acc>::epsilon();
+            ASSERT_NEAR(double(c[static_cast<std::size_t>(i * ldc + j)]), exact, 2 * (K + 1) * eps * magnitude + 1e-300)
+                << "M " << M << " N " << N << " K " << K << " at " << i << ", " << j;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Gemm, PackedProductMatchesPlainLoops) {
+  check_gemm<float>();
+  check_gemm<double>();
+}
+
+TEST(Activation, TableAndFormulas) {
+  ASSERT_EQ(activation_table().size(), 18u);
+  for (std::size_t i = 0; i < activation_table().size(); ++i)
+    EXPECT_EQ(static_cast<std::size_t>(activation_table()[i].kind), i) << activation_table()[i].name;
+  const auto run = [](const char* name, std::vector<float> params, double x) {
+    const FusedActivation act = make_activation("Test", name, params);
+    double d = x;
+    float f = static_cast<float>(x);
+    apply_activation(act, &d, 1);
+    apply_activation(act, &f, 1);
+    EXPECT_NEAR(f, d, 1e-6 * (1 + std::abs(d))) << name;
+    return d;
+  };
+  EXPECT_DOUBLE_EQ(run("relu", {}, -2), 0);
+  EXPECT_DOUBLE_EQ(run("leaky_relu", {0.5f}, -2), -1);
+  EXPECT_DOUBLE_EQ(run("DML_OPERATOR_ACTIVATION_LINEAR", {2.0f, 1.0f}, 3), 7);
+  EXPECT_DOUBLE_EQ(run("hard_sigmoid", {0.2f, 0.5f}, 10), 1);
+  EXPECT_DOUBLE_EQ(run("shrink", {0.25f, 0.5f}, 1), 0.75);
+  EXPECT_DOUBLE_EQ(run("shrink", {0.25f, 0.5f}, -0.4), 0);
+  EXPECT_DOUBLE_EQ(run("thresholded_relu", {1.0f}, 1), 0);
+  EXPECT_DOUBLE_EQ(run("clip", {-1.0f, 2.0f}, 5), 2);
+  EXPECT_DOUBLE_EQ(run("softsign", {}, 1), 0.5);
+  EXPECT_NEAR(run("gelu", {}, 1), 0.8413447460685429, 1e-15);
+  EXPECT_NEAR(run("sigmoid", {}, 0), 0.5, 1e-15);
+  EXPECT_NEAR(run("softplus", {2.0f}, 0), std::log(2.0) / 2, 1e-15);
+  EXPECT_NEAR(run("softplus", {1.0f}, 800), 800, 1e-12);  // no overflow
+  EXPECT_NEAR(run("celu", {2.0f}, -2), 2 * std::expm1(-1.0), 1e-15);
+  EXPECT_NEAR(run("scaled_elu", {1.67326f, 1.0507f}, -1), double(1.0507f) * double(1.67326f) * std::expm1(-1.0), 1e-15);
+  EXPECT_NE(message_of<InvalidArgument>([] { make_activation("Test", "swish", {}); }).find("unknown"), std::string::npos);
+  EXPECT_THROW(make_activation("Test", "elu", {}), InvalidArgument);
+  EXPECT_THROW(make_activation("Test", "celu", {0.0f}), InvalidArgument);
+  EXPECT_THROW(make_activation("Test", "softplus", {0.0f}), InvalidArgument);
+  EXPECT_THROW(make_activation("Test", "clip", {1.0f, 0.0f}), InvalidArgument);
 }
 
 }  // namespace

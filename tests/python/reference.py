@@ -6,6 +6,7 @@ transcribes (shared/spec/operators.md).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -204,3 +205,107 @@ def resample_magnitude(x: np.ndarray, out_shape, scales, input_offsets=None, out
     """sum |w| |x| over the taps of each output element: the scale of its rounding error."""
     return resample_reference(np.abs(x.astype(np.float64)), out_shape, scales, "linear", input_offsets,
                               output_offsets, None, antialiased)
+
+
+# ---------------------------------------------------------------------------------------------
+# Spec section 2: convolution and its fused activations
+
+
+def activation_reference(name: str, params: dict, y: np.ndarray) -> np.ndarray:
+    """The spec's activation formulas in float64; parameters are DirectML FLOATs, so they are
+    rounded to float32 first, as the operator receives them."""
+    p = {k: float(np.float32(v)) for k, v in params.items()}
+    if name == "elu":
+        return np.where(y >= 0, y, p["alpha"] * np.expm1(np.minimum(y, 0)))
+    if name == "hard_sigmoid":
+        return np.maximum(0, np.minimum(1, p["alpha"] * y + p["beta"]))
+    if name == "identity":
+        return y
+    if name == "leaky_relu":
+        return np.where(y >= 0, y, p["alpha"] * y)
+    if name == "linear":
+        return p["alpha"] * y + p["beta"]
+    if name == "parametric_softplus":
+        return p["alpha"] * np.logaddexp(0, p["beta"] * y)  # ln(1 + e^z) without overflow
+    if name == "relu":
+        return np.maximum(y, 0)
+    if name == "scaled_elu":
+        return np.where(y > 0, p["gamma"] * y, p["gamma"] * p["alpha"] * np.expm1(np.minimum(y, 0)))
+    if name == "scaled_tanh":
+        return p["alpha"] * np.tanh(p["beta"] * y)
+    if name == "sigmoid":
+        return 1 / (1 + np.exp(-y))
+    if name == "softplus":
+        return np.logaddexp(0, p["steepness"] * y) / p["steepness"]
+    if name == "softsign":
+        return y / (1 + np.abs(y))
+    if name == "tanh":
+        return np.tanh(y)
+    if name == "thresholded_relu":
+        return np.where(y > p["alpha"], y, 0)
+    if name == "shrink":
+        t, b = p["threshold"], p["bias"]
+        return np.where(y < -t, y + b, np.where(y > t, y - b, 0))
+    if name == "celu":
+        a = p["alpha"]
+        return np.maximum(0, y) + np.minimum(0, a * np.expm1(y / a))
+    if name == "gelu":
+        return 0.5 * y * (1 + np.vectorize(math.erf)(y / math.sqrt(2)))
+    if name == "clip":
+        return np.minimum(np.maximum(y, p["min"]), p["max"])
+    raise ValueError(name)
+
+
+def convolution_reference(x, w, b=None, *, strides=None, dilations=None, start_padding=None, end_padding=None,
+                          output_padding=None, group_count=1, mode="cross_correlation", direction="forward",
+                          activation=None, output_spatial=None) -> np.ndarray:
+    """Spec section 2 in float64, tap by tap: forward slices an explicitly zero-padded input,
+    backward scatters into an explicitly padded canvas and crops it; each tap is one einsum over
+    the group's channels. ``activation`` is None or (name, params dict)."""
+    x = np.asarray(x, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    D = x.ndim - 2
+    s = strides or (1,) * D
+    d = dilations or (1,) * D
+    start = start_padding or (0,) * D
+    end = end_padding or (0,) * D
+    opad = output_padding or (0,) * D
+    G = group_count
+    K = w.shape[2:]
+    if mode == "convolution":
+        w = np.flip(w, axis=tuple(range(2, 2 + D)))
+    taps = list(itertools.product(*(range(k) for k in K)))
+    N = x.shape[0]
+    if direction == "forward":
+        xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(start, end)))
+        OC, Cg = w.shape[0], x.shape[1] // G
+        OCg = OC // G
+        out = [(xp.shape[2 + a] - ((K[a] - 1) * d[a] + 1)) // s[a] + 1 for a in range(D)]
+        y = np.zeros((N, OC, *out))
+        for t in taps:
+            window = tuple(slice(t[a] * d[a], t[a] * d[a] + (out[a] - 1) * s[a] + 1, s[a]) for a in range(D))
+            patch = xp[(slice(None), slice(None)) + window]
+            for g in range(G):
+                y[:, g * OCg:(g + 1) * OCg] += np.einsum(
+                    "nc...,oc->no...", patch[:, g * Cg:(g + 1) * Cg], w[(slice(g * OCg, (g + 1) * OCg), slice(None)) + t])
+    else:
+        IC, OCg = x.shape[1], w.shape[1]
+        OC, ICg = OCg * G, IC // G
+        In = x.shape[2:]
+        nominal = [(In[a] - 1) * s[a] + (K[a] - 1) * d[a] + 1 - start[a] - end[a] + opad[a] for a in range(D)]
+        out = list(output_spatial) if output_spatial is not None else nominal
+        # canvas index = output index + start; big enough for every write and every output
+        canvas = [max((In[a] - 1) * s[a] + (K[a] - 1) * d[a] + 1, start[a] + out[a]) for a in range(D)]
+        yc = np.zeros((N, OC, *canvas))
+        for t in taps:
+            window = tuple(slice(t[a] * d[a], t[a] * d[a] + (In[a] - 1) * s[a] + 1, s[a]) for a in range(D))
+            for g in range(G):
+                target = yc[(slice(None), slice(g * OCg, (g + 1) * OCg)) + window]
+                target += np.einsum("nc...,co->no...", x[:, g * ICg:(g + 1) * ICg],
+                                    w[(slice(g * ICg, (g + 1) * ICg), slice(None)) + t])
+        y = yc[(slice(None), slice(None)) + tuple(slice(start[a], start[a] + out[a]) for a in range(D))]
+    if b is not None:
+        y = y + np.asarray(b, dtype=np.float64).reshape((1, -1) + (1,) * D)
+    if activation is not None:
+        y = activation_reference(activation[0], activation[1], y)
+    return y

@@ -23,4 +23,9 @@ bool f16c_enabled() {
   return enabled;
 }
 
+bool avx2_fma_enabled() {
+  static const bool enabled = avx2_enabled() && __builtin_cpu_supports("fma") != 0;
+  return enabled;
+}
+
 }  // namespace dmlops

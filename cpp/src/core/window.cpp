@@ -51,7 +51,8 @@ BlockWalker::BlockWalker(std::vector<WindowAxis> axes) : axes_(std::move(axes)) 
   if (axes_.empty() || axes_.size() > static_cast<std::size_t>(kMaxRank))
     fail("BlockWalker: ", axes_.size(), " axes; expected 1 to ", kMaxRank);
   for (const WindowAxis& a : axes_) {
-    if (a.window < 1 || a.stride < 1 || a.dilation < 1 || a.start < 0 || a.end < 0 || a.out() < 1)
+    if (a.window < 1 || a.stride < 1 || a.dilation < 1 || a.start < 0 || a.in + a.start + a.end < a.extent() ||
+        a.out() < 1)
       fail("BlockWalker: invalid axis (window ", a.window, ", stride ", a.stride, ", dilation ", a.dilation,
            ", padding ", a.start, "/", a.end, ", input ", a.in, ")");
     blocks_.push_back(a.out());

@@ -5,7 +5,9 @@
 //   extent = (window - 1) * dilation + 1
 //   out    = (in + start + end - extent) / stride + 1          (must be >= 1)
 //   tap t of output position o reads input i = o * stride + t * dilation - start
-// Taps with i outside [0, in) fall in the padding. valid_taps() gives the range of taps that
+// Taps with i outside [0, in) fall in the padding. `end` may be negative in a BlockWalker: it
+// then cuts the window's last placements off (a transposed convolution walks its output this
+// way, with exactly one block per input position whatever the output size). valid_taps() gives the range of taps that
 // land inside, so kernels loop over it without a bounds test per tap.
 #pragma once
 
@@ -100,16 +102,35 @@ class BlockWalker {
   template <class Padding, class Inside>
   void walk(const Dims& tap, std::int64_t first0, std::int64_t last0, const Dims& position_strides,
             std::int64_t base_offset, Padding&& padding, Inside&& inside) const {
-    Walk<Padding, Inside> w{*this, tap, position_strides, padding, inside};
-    for (int d = 0; d < rank(); ++d) {
-      w.range[d] = axis(d).valid_outputs(tap[d]);
-      w.shift[d] = tap[d] * axis(d).dilation - axis(d).start;
-    }
+    Walk<Padding, Inside> w = start_walk<Padding, Inside>(tap, position_strides, padding, inside);
     w.descend(0, first0, last0, 0, base_offset);
     w.flush();
   }
 
+  // walk() over the blocks with flat index in [col_begin, col_end): any range, e.g. a GEMM
+  // panel of a convolution's output positions that starts and ends inside a row.
+  template <class Padding, class Inside>
+  void walk_span(const Dims& tap, std::int64_t col_begin, std::int64_t col_end, const Dims& position_strides,
+                 std::int64_t base_offset, Padding&& padding, Inside&& inside) const {
+    Walk<Padding, Inside> w = start_walk<Padding, Inside>(tap, position_strides, padding, inside);
+    if (col_begin < col_end) w.span(0, col_begin, col_end, 0, base_offset);
+    w.flush();
+  }
+
  private:
+  template <class PaddingFn, class InsideFn>
+  struct Walk;
+  template <class PaddingFn, class InsideFn>
+  Walk<PaddingFn, InsideFn> start_walk(const Dims& tap, const Dims& position_strides, PaddingFn& padding,
+                                       InsideFn& inside) const {
+    Walk<PaddingFn, InsideFn> w{*this, tap, position_strides, padding, inside};
+    for (int d = 0; d < rank(); ++d) {
+      w.range[d] = axis(d).valid_outputs(tap[d]);
+      w.shift[d] = tap[d] * axis(d).dilation - axis(d).start;
+    }
+    return w;
+  }
+
   template <class PaddingFn, class InsideFn>
   struct Walk {
     const BlockWalker& g;
@@ -172,6 +193,29 @@ class BlockWalker {
         for (std::int64_t b = lo; b < hi; ++b) descend(d + 1, 0, g.blocks_[d + 1], col + b * per_block, offset + position(d, b));
       }
       if (hi < last) add_padding(col + hi * per_block, (last - hi) * per_block);
+    }
+
+    // Blocks whose flat index is in [c0, c1), counted from `col`, the first block under the
+    // prefix b_0 .. b_{d-1} (whose positions add up to `offset`): a partial b_d at each end,
+    // whole ones between (descend), down to the last axis where every range is whole.
+    void span(int d, std::int64_t c0, std::int64_t c1, std::int64_t col, std::int64_t offset) {
+      const std::int64_t per = g.block_strides_[d];
+      std::int64_t first = c0 / per;
+      if (c0 % per != 0) {
+        const std::int64_t end = std::min(c1, (first + 1) * per);
+        part(d, first, c0 - first * per, end - first * per, col, offset);
+        if (end == c1) return;
+        ++first;
+      }
+      const std::int64_t last = c1 / per;
+      if (first < last) descend(d, first, last, col, offset);
+      if (c1 % per != 0) part(d, last, 0, c1 - last * per, col, offset);
+    }
+    // Blocks [c0, c1) under b_d = b, a part of one step of axis d (d is not the last axis).
+    void part(int d, std::int64_t b, std::int64_t c0, std::int64_t c1, std::int64_t col, std::int64_t offset) {
+      const std::int64_t at = col + b * g.block_strides_[d];
+      if (b < range[d].first || b >= range[d].second) return add_padding(at + c0, c1 - c0);
+      span(d + 1, c0, c1, at, offset + position(d, b));
     }
 
     // The hot loop: rows b_d in [lo, hi), all inside on axis d, each split the same way on
