@@ -31,7 +31,7 @@ struct Axis {
 
 // The input index output o reads; the identity map when that is every o.
 AxisMap nearest_map(const Axis& axis, Rounding rounding) {
-  AxisMap map(static_cast<std::size_t>(axis.out));
+  std::vector<std::int64_t> map(static_cast<std::size_t>(axis.out));
   bool identity = axis.in == axis.out;
   for (std::int64_t o = 0; o < axis.out; ++o) {
     const double x = axis.input_coordinate(o);
@@ -41,7 +41,7 @@ AxisMap nearest_map(const Axis& axis, Rounding rounding) {
     map[static_cast<std::size_t>(o)] = static_cast<std::int64_t>(axis.clamp(rounded));
     identity = identity && map[static_cast<std::size_t>(o)] == o;
   }
-  return identity ? AxisMap{} : map;
+  return identity ? AxisMap{} : AxisMap::from_indices(map);
 }
 
 // Linear taps of output o: the clamped coordinate c = clamp(x, 0, in-1) between i0 = floor(c)

@@ -1009,9 +1009,9 @@ TEST(SeparableGather, RejectsInconsistentArguments) {
 // The maps nearest resampling and padding produce, plus irregular ones: every run kind of the
 // kernel (fill, copy, mirror, broadcast, repeat k times with partial groups, gather) and the
 // copy of repeated rows, checked element by element against a naive gather.
-AxisMap random_map(std::mt19937_64& rng, std::int64_t in, std::int64_t out) {
+std::vector<std::int64_t> random_map(std::mt19937_64& rng, std::int64_t in, std::int64_t out) {
   std::uniform_int_distribution<int> kind_dist(0, 6);
-  AxisMap map(static_cast<std::size_t>(out));
+  std::vector<std::int64_t> map(static_cast<std::size_t>(out));
   const int kind = kind_dist(rng);
   const std::int64_t k = std::uniform_int_distribution<std::int64_t>(1, 9)(rng);
   const std::int64_t shift = std::uniform_int_distribution<std::int64_t>(0, k)(rng);
@@ -1031,6 +1031,12 @@ AxisMap random_map(std::mt19937_64& rng, std::int64_t in, std::int64_t out) {
   return map;
 }
 
+std::vector<AxisMap> axis_maps(const std::vector<std::vector<std::int64_t>>& indices) {
+  std::vector<AxisMap> maps;
+  for (const auto& map : indices) maps.push_back(map.empty() ? AxisMap{} : AxisMap::from_indices(map));
+  return maps;
+}
+
 // Element type E (its width is what the kernels see: 1, 2, 4 and 8 bytes take different paths).
 template <class E>
 void check_random_gathers(DataType dtype, std::uint64_t seed) {
@@ -1039,7 +1045,7 @@ void check_random_gathers(DataType dtype, std::uint64_t seed) {
   for (int round = 0; round < 300; ++round) {
     int rank = std::uniform_int_distribution<int>(1, 4)(rng);
     Dims in_sizes, out_sizes;
-    std::vector<AxisMap> maps(static_cast<std::size_t>(rank));
+    std::vector<std::vector<std::int64_t>> maps(static_cast<std::size_t>(rank));  // empty: identity
     for (int a = 0; a < rank; ++a) {
       const std::int64_t in = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 40 : 9)(rng);
       const std::int64_t out = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 200 : 30)(rng);
@@ -1052,7 +1058,7 @@ void check_random_gathers(DataType dtype, std::uint64_t seed) {
       rank = 1;
       in_sizes = {70000};
       out_sizes = {150001};
-      maps = {AxisMap(150001)};
+      maps = {std::vector<std::int64_t>(150001)};
       for (std::int64_t o = 0; o < 150001; ++o) maps[0][static_cast<std::size_t>(o)] = std::min<std::int64_t>((o + 1) / 3, 69999);
     }
     const bool reversed_input = round % 3 == 1;
@@ -1075,7 +1081,7 @@ void check_random_gathers(DataType dtype, std::uint64_t seed) {
     const int threads = 1 + round % 3;
     set_num_threads(threads);
     separable_gather(make_view(dtype, in_sizes, in_strides, in_data),
-                     make_view(dtype, out_sizes, out_strides, dst.data()), maps,
+                     make_view(dtype, out_sizes, out_strides, dst.data()), axis_maps(maps),
                      Scalar{dtype, static_cast<std::uint64_t>(static_cast<E>(-3)) & (~std::uint64_t{0} >> (64 - 8 * sizeof(E)))});
 
     std::int64_t mismatches = 0;
@@ -1084,7 +1090,7 @@ void check_random_gathers(DataType dtype, std::uint64_t seed) {
       std::int64_t in_offset = 0;
       bool fill = false;
       for (int a = 0; a < rank; ++a) {
-        const AxisMap& map = maps[static_cast<std::size_t>(a)];
+        const std::vector<std::int64_t>& map = maps[static_cast<std::size_t>(a)];
         const std::int64_t s = map.empty() ? index[a] : map[static_cast<std::size_t>(index[a])];
         if (s < 0) fill = true;
         in_offset += s * in_strides[a];
@@ -1127,10 +1133,11 @@ void check_window_edges(DataType dtype) {
       [&](std::int64_t o) { return kIn - 1 - (o % 3) - (o % 7 == 0 ? 1 : 0); },  // at the end of the row
   };
   for (std::size_t m = 0; m < maps.size(); ++m) {
-    AxisMap map(kOut);
+    std::vector<std::int64_t> map(kOut);
     for (std::int64_t o = 0; o < kOut; ++o) map[static_cast<std::size_t>(o)] = std::clamp<std::int64_t>(maps[m](o), 0, kIn - 1);
     std::vector<E> dst(kOut, E{0});
-    separable_gather(make_view(dtype, {kIn}, {1}, src.data()), make_view(dtype, {kOut}, {1}, dst.data()), {map},
+    separable_gather(make_view(dtype, {kIn}, {1}, src.data()), make_view(dtype, {kOut}, {1}, dst.data()),
+                     {AxisMap::from_indices(map)},
                      Scalar{dtype, 0});
     for (std::int64_t o = 0; o < kOut; ++o)
       ASSERT_EQ(dst[static_cast<std::size_t>(o)], src[static_cast<std::size_t>(map[static_cast<std::size_t>(o)])])
@@ -1691,6 +1698,32 @@ TEST(Activation, TableAndFormulas) {
   EXPECT_THROW(make_activation("Test", "celu", {0.0f}), InvalidArgument);
   EXPECT_THROW(make_activation("Test", "softplus", {0.0f}), InvalidArgument);
   EXPECT_THROW(make_activation("Test", "clip", {1.0f, 0.0f}), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace dmlops
+
+namespace dmlops {
+namespace {
+
+TEST(AxisMap, PushMergesRegularStretchesIntoRuns) {
+  AxisMap map{-1, -1, 2, 1, 0, 0, 0, 5, 6, 7, 9};
+  const std::vector<MapRun> expected = {{2, -1, 0}, {3, 2, -1}, {2, 0, 0}, {3, 5, 1}, {1, 9, 0}};
+  ASSERT_EQ(map.runs().size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(map.runs()[i].length, expected[i].length) << i;
+    EXPECT_EQ(map.runs()[i].src, expected[i].src) << i;
+    if (expected[i].length > 1 && expected[i].src >= 0) {
+      EXPECT_EQ(map.runs()[i].step, expected[i].step) << i;
+    }
+  }
+  EXPECT_EQ(map.size(), 11);
+  EXPECT_EQ(map.indices(), (std::vector<std::int64_t>{-1, -1, 2, 1, 0, 0, 0, 5, 6, 7, 9}));
+  map.push_run(0, 1, 1000000);  // a padded axis' interior: one run, whatever its length
+  EXPECT_EQ(map.size(), 1000011);
+  EXPECT_EQ(map.runs().size(), expected.size() + 1);
+  EXPECT_TRUE(AxisMap{}.is_identity());
+  EXPECT_THROW(AxisMap({0, -2}), InvalidArgument);
 }
 
 }  // namespace

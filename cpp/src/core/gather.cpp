@@ -44,20 +44,22 @@ constexpr std::int64_t kMinBulkRun = 8;
 // Repeat runs need this many source elements (each written `step` times).
 constexpr std::int64_t kMinRepeatElements = 4;
 
-// Cuts `map` (size entries; empty = identity) into runs; the gather runs' source indices are
+// Cuts an explicit stretch of a map (one source index per position, -1 for fill) that starts at
+// output position `base` into runs appended to `runs`; the gather runs' source indices are
 // appended to `gather_indices`.
-std::vector<Run> compile_runs(const AxisMap& map, std::int64_t size, std::vector<std::int64_t>& gather_indices) {
-  if (map.empty()) return {Run{RunKind::Copy, 0, size, 0, 1}};
-  std::vector<Run> runs;
+void compile_explicit(const std::vector<std::int64_t>& map, std::int64_t base, std::vector<Run>& runs,
+                      std::vector<std::int64_t>& gather_indices) {
+  const auto size = static_cast<std::int64_t>(map.size());
   std::int64_t gather_begin = -1;  // start of the pending gather run
   const auto flush_gather = [&](std::int64_t o) {
     if (gather_begin < 0) return;
     const std::int64_t n = o - gather_begin;
-    runs.push_back(Run{RunKind::Gather, gather_begin, n, static_cast<std::int64_t>(gather_indices.size()) - n, 0});
+    runs.push_back(Run{RunKind::Gather, base + gather_begin, n, static_cast<std::int64_t>(gather_indices.size()) - n, 0});
     gather_begin = -1;
   };
   const auto push = [&](std::int64_t o, Run run) {
     flush_gather(o);
+    run.out_begin += base;
     runs.push_back(run);
   };
   for (std::int64_t o = 0; o < size;) {
@@ -104,6 +106,33 @@ std::vector<Run> compile_runs(const AxisMap& map, std::int64_t size, std::vector
     ++o;
   }
   flush_gather(size);
+}
+
+// Cuts `map` (`size` positions; identity when empty) into runs: its long runs directly (one
+// memcpy, fill or broadcast each), stretches of short ones through compile_explicit, which
+// finds repeats and gathers in them.
+std::vector<Run> compile_runs(const AxisMap& map, std::int64_t size, std::vector<std::int64_t>& gather_indices) {
+  if (map.is_identity()) return {Run{RunKind::Copy, 0, size, 0, 1}};
+  std::vector<Run> runs;
+  std::vector<std::int64_t> stretch;  // explicit indices of consecutive short runs
+  std::int64_t stretch_begin = 0, o = 0;
+  const auto flush = [&] {
+    if (!stretch.empty()) compile_explicit(stretch, stretch_begin, runs, gather_indices);
+    stretch.clear();
+  };
+  for (const MapRun& r : map.runs()) {
+    if (r.length >= kMinBulkRun) {
+      flush();
+      if (r.src < 0) runs.push_back(Run{RunKind::Fill, o, r.length, -1, 0});
+      else if (r.step == 0) runs.push_back(Run{RunKind::Broadcast, o, r.length, r.src, 0});
+      else runs.push_back(Run{RunKind::Copy, o, r.length, r.src, r.step});
+    } else {
+      if (stretch.empty()) stretch_begin = o;
+      for (std::int64_t i = 0; i < r.length; ++i) stretch.push_back(r.src < 0 ? -1 : r.src + i * r.step);
+    }
+    o += r.length;
+  }
+  flush();
   return runs;
 }
 
@@ -388,6 +417,59 @@ void fold_repeated_rows(Plan& plan) {
 
 }  // namespace
 
+AxisMap::AxisMap(std::initializer_list<std::int64_t> indices) {
+  for (std::int64_t s : indices) push(s);
+}
+
+AxisMap AxisMap::from_indices(const std::vector<std::int64_t>& indices) {
+  AxisMap map;
+  for (std::int64_t s : indices) map.push(s);
+  return map;
+}
+
+void AxisMap::push(std::int64_t src) {
+  if (src < -1) fail("AxisMap: source index ", src, " (only -1 means fill)");
+  ++size_;
+  if (!runs_.empty()) {
+    MapRun& last = runs_.back();
+    if (src < 0 && last.src < 0) {
+      ++last.length;
+      return;
+    }
+    if (src >= 0 && last.src >= 0) {
+      if (last.length == 1 && std::llabs(src - last.src) <= 1) {
+        last.step = src - last.src;
+        last.length = 2;
+        return;
+      }
+      if (last.length >= 2 && last.src + last.length * last.step == src) {
+        ++last.length;
+        return;
+      }
+    }
+  }
+  runs_.push_back(MapRun{1, src < 0 ? -1 : src, 0});
+}
+
+void AxisMap::push_run(std::int64_t src, std::int64_t step, std::int64_t length) {
+  if (length <= 0) return;
+  if (length == 1 || src < 0) {
+    for (std::int64_t i = 0; i < length; ++i) push(src < 0 ? -1 : src);
+    return;
+  }
+  size_ += length;
+  runs_.push_back(MapRun{length, src, step});
+}
+
+std::vector<std::int64_t> AxisMap::indices() const {
+  std::vector<std::int64_t> result;
+  result.reserve(static_cast<std::size_t>(size_));
+  for (const MapRun& r : runs_) {
+    for (std::int64_t i = 0; i < r.length; ++i) result.push_back(r.src < 0 ? -1 : r.src + i * r.step);
+  }
+  return result;
+}
+
 void separable_gather(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps,
                       Scalar fill_value) {
   const int rank = out.sizes.size();
@@ -405,22 +487,24 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
   bool all_fill = false;
   for (int a = 0; a < rank; ++a) {
     const AxisMap& map = maps[a];
-    if (map.empty()) {
+    if (map.is_identity()) {
       if (in.sizes[a] != out.sizes[a]) fail("separable_gather: identity map on axis ", a, " of different sizes");
       continue;
     }
-    if (static_cast<std::int64_t>(map.size()) != out.sizes[a])
+    if (map.size() != out.sizes[a])
       fail("separable_gather: map ", a, " has ", map.size(), " entries for output size ", out.sizes[a]);
-    for (std::int64_t s : map) {
-      if (s < -1 || s >= in.sizes[a]) fail("separable_gather: map ", a, " reads index ", s, " of ", in.sizes[a]);
+    for (const MapRun& r : map.runs()) {
+      const std::int64_t last = r.src + (r.length - 1) * r.step;
+      if (r.src >= 0 && (r.src >= in.sizes[a] || last < 0 || last >= in.sizes[a]))
+        fail("separable_gather: map ", a, " reads indices ", r.src, "..", last, " of ", in.sizes[a]);
     }
+    const MapRun& first = map.runs().front();
     if (out.sizes[a] == 1) {
-      if (map[0] < 0) all_fill = true;
-      else plan.in += map[0] * in.byte_strides[a];
+      if (first.src < 0) all_fill = true;
+      else plan.in += first.src * in.byte_strides[a];
       continue;
     }
-    bool identity = in.sizes[a] == out.sizes[a];
-    for (std::int64_t o = 0; identity && o < out.sizes[a]; ++o) identity = map[o] == o;
+    const bool identity = map.runs().size() == 1 && first.src == 0 && first.step == 1 && in.sizes[a] == out.sizes[a];
     if (!identity) pinned |= 1u << a;
   }
 
@@ -453,7 +537,7 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
     plan.out_stride[d] = layout.stride(0, d);
     plan.in_stride[d] = layout.stride(1, d);
     if ((pinned >> layout.source_axis(d)) & 1u) {
-      for (std::int64_t s : maps[layout.source_axis(d)])
+      for (std::int64_t s : maps[layout.source_axis(d)].indices())
         plan.in_offsets[d].push_back(s < 0 ? kFillOffset : s * plan.in_stride[d]);
     }
   }
