@@ -1,6 +1,7 @@
 #include "convert.hpp"
 
 #include <climits>
+#include <cmath>
 
 #include "dmlops/core/error.hpp"
 
@@ -68,6 +69,25 @@ Dims dims_of(const py::handle& obj, const std::string& what) {
     dims.push_back(v);
   }
   return dims;
+}
+
+std::vector<float> floats_of(const py::handle& obj, const std::string& what) {
+  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj))
+    fail<DTypeError>(what, " must be a sequence of numbers");
+  const auto seq = py::reinterpret_borrow<py::sequence>(obj);
+  if (seq.size() > static_cast<std::size_t>(kMaxRank))
+    fail(what, " has ", seq.size(), " entries; at most ", kMaxRank);
+  std::vector<float> values;
+  for (const auto item : seq) {
+    if (py::isinstance<py::bool_>(item) || !(py::isinstance<py::int_>(item) || py::isinstance<py::float_>(item)))
+      fail<DTypeError>(what, " must contain numbers, got ", py::repr(item).cast<std::string>());
+    const double v = item.cast<double>();
+    const auto f = static_cast<float>(v);
+    if (std::isfinite(v) && !std::isfinite(f))
+      fail(what, " entry ", py::repr(item).cast<std::string>(), " is too large for a FLOAT");
+    values.push_back(f);
+  }
+  return values;
 }
 
 TensorDesc tensor_desc_of(const py::handle& obj, const std::string& what) {

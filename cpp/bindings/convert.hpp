@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/tensor.hpp"
@@ -25,6 +26,10 @@ TensorView view_of(const py::handle& obj, const std::string& what, bool writable
 // A sequence of Python ints (at most 8) -> Dims; TypeError / ValueError naming `what`.
 Dims dims_of(const py::handle& obj, const std::string& what);
 
+// A sequence of Python numbers (at most 8) -> DirectML FLOATs (rounded to float32); TypeError for
+// anything but int or float, ValueError for a finite value too large for a FLOAT.
+std::vector<float> floats_of(const py::handle& obj, const std::string& what);
+
 // (dtype name, sizes, strides or None) -> TensorDesc.
 TensorDesc tensor_desc_of(const py::handle& obj, const std::string& what);
 
@@ -32,5 +37,25 @@ TensorDesc tensor_desc_of(const py::handle& obj, const std::string& what);
 Number number_of(const py::handle& obj, const std::string& what);
 
 py::tuple to_tuple(const Dims& dims);
+
+// Runs an operator descriptor on x: into `out`, or (None) into a new C-contiguous array of
+// x's numpy dtype (bool stays bool) and the descriptor's output sizes, allocated only after
+// infer_output(desc) has validated everything. `op` names the operator in messages.
+template <class Desc>
+py::array execute_into(const Desc& desc, const py::object& x, const TensorView& in_view, const py::object& out,
+                       const std::string& op) {
+  const TensorDesc out_desc = infer_output(desc);
+  py::array result = out.is_none() ? py::array(py::reinterpret_borrow<py::array>(x).dtype(),
+                                               std::vector<py::ssize_t>(out_desc.sizes.begin(), out_desc.sizes.end()))
+                                   : py::reinterpret_borrow<py::array>(out);
+  const TensorView out_view = view_of(result, op + ": out", /*writable=*/true);
+  {
+    // Safe without the GIL: the views point into arrays this frame keeps alive, and execute()
+    // touches no Python object.
+    py::gil_scoped_release release;
+    execute(desc, in_view, out_view);
+  }
+  return result;
+}
 
 }  // namespace dmlops::bindings

@@ -4,13 +4,16 @@
 
 #include "convert.hpp"
 #include "dmlops/core/error.hpp"
-#include "dmlops/core/half.hpp"
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/parallel.hpp"
 
 namespace py = pybind11;
 
 namespace dmlops::bindings {
 void bind_padding(py::module_& m);
+void bind_unfold(py::module_& m);
+void bind_resample(py::module_& m);
+void bind_convolution(py::module_& m);
 void bind_lp_pooling(py::module_& m);
 }  // namespace dmlops::bindings
 
@@ -50,5 +53,8 @@ PYBIND11_MODULE(_core, m) {
       "Checks (dtype, sizes, strides) against the TensorDesc rules.");
 
   bind_padding(m);
+  bind_unfold(m);
+  bind_resample(m);
+  bind_convolution(m);
   bind_lp_pooling(m);
 }

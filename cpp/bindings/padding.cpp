@@ -49,19 +49,7 @@ void bind_padding(py::module_& m) {
         const TensorView in_view = view_of(x, op + ": input");
         const PaddingDesc desc = make_desc(op, TensorDesc{in_view.dtype, in_view.sizes, std::nullopt}, mode,
                                            start, end, value, exact);
-        // Validate before allocating; a new output keeps x's numpy dtype (bool stays bool).
-        const TensorDesc out_desc = infer_output(desc);
-        py::array result = out.is_none() ? py::array(py::reinterpret_borrow<py::array>(x).dtype(),
-                                                     std::vector<py::ssize_t>(out_desc.sizes.begin(), out_desc.sizes.end()))
-                                         : py::reinterpret_borrow<py::array>(out);
-        const TensorView out_view = view_of(result, op + ": out", /*writable=*/true);
-        {
-          // Safe without the GIL: the views point into arrays this frame keeps alive, and
-          // execute() touches no Python object.
-          py::gil_scoped_release release;
-          execute(desc, in_view, out_view);
-        }
-        return result;
+        return execute_into(desc, x, in_view, out, op);
       },
       "Pads x into out (allocated when None) and returns it.");
 }

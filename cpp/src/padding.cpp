@@ -95,12 +95,16 @@ void execute(const PaddingDesc& desc, const TensorView& in, const TensorView& ou
   check_output_view(out, out_desc, (desc.op_name + ": out").c_str(), {&in});
 
   const int rank = desc.input.sizes.size();
+  // Per axis: the borders element by element (they fold back and forth), the interior as one
+  // copy run, so building the map costs the padding, not the whole axis.
   std::vector<AxisMap> maps(rank);
   for (int d = 0; d < rank; ++d) {
-    if (desc.start_padding[d] == 0 && desc.end_padding[d] == 0) continue;  // identity
-    maps[d].resize(out_desc.sizes[d]);
-    for (std::int64_t o = 0; o < out_desc.sizes[d]; ++o)
-      maps[d][o] = padding_source_index(desc.mode, o, desc.input.sizes[d], desc.start_padding[d]);
+    const std::int64_t n = desc.input.sizes[d], start = desc.start_padding[d];
+    if (start == 0 && desc.end_padding[d] == 0) continue;  // identity
+    for (std::int64_t o = 0; o < start; ++o) maps[d].push(padding_source_index(desc.mode, o, n, start));
+    maps[d].push_run(0, 1, n);
+    for (std::int64_t o = start + n; o < out_desc.sizes[d]; ++o)
+      maps[d].push(padding_source_index(desc.mode, o, n, start));
   }
   separable_gather(in, out, maps, desc.value);
 }

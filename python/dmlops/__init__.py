@@ -5,25 +5,44 @@ operator has a function (``dmlops.pad``) and a descriptor class mirroring its Di
 (``dmlops.Padding1Desc``). The specification is shared/spec/operators.md.
 """
 
+from ._activation import Activation
 from ._tensor import DTYPES, TensorDesc, calc_buffer_tensor_size
 from ._threads import _check_environment, get_num_threads, set_num_threads
+from .convolution import ConvolutionDesc, convolution
 from .lp_pooling import LpPooling1Desc, LpPoolingDesc, lp_pooling
 from .padding import Padding1Desc, PaddingDesc, pad
+from .unfold import FoldDesc, UnfoldDesc, fold, unfold
+from .resample import (Resample1Desc, Resample2Desc, Resample3Desc, ResampleDesc, Upsample2DDesc, resample,
+                       upsample_2d)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Activation",
+    "ConvolutionDesc",
     "DTYPES",
+    "FoldDesc",
     "LpPooling1Desc",
     "LpPoolingDesc",
     "Padding1Desc",
     "PaddingDesc",
+    "Resample1Desc",
+    "Resample2Desc",
+    "Resample3Desc",
+    "ResampleDesc",
     "TensorDesc",
+    "UnfoldDesc",
+    "Upsample2DDesc",
     "calc_buffer_tensor_size",
+    "convolution",
+    "fold",
     "get_num_threads",
     "lp_pooling",
     "pad",
+    "resample",
     "set_num_threads",
+    "unfold",
+    "upsample_2d",
 ]
 
 _check_environment()

@@ -1,7 +1,9 @@
-"""``python -m dmlops``: pad the spec's 1x1x4x4 example in all five modes and check the results.
+"""``python -m dmlops``: pad the spec's 1x1x4x4 example in all five modes, upsample DirectML's
+2x2 DxDispatch example, and check the results.
 
 The expected tensors for constant, edge, reflection and symmetric are DirectML's own worked
-examples (DML_PADDING1_OPERATOR_DESC); wrap follows the spec's rule (i mod n).
+examples (DML_PADDING1_OPERATOR_DESC); wrap follows the spec's rule (i mod n); the upsampled
+table is the one DirectML's DxDispatch upsample sample prints.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ EXPECTED = {
 }
 
 
+UPSAMPLE_INPUT = np.array([[[[1, 2], [3, 4]]]], dtype=np.float32)
+UPSAMPLE_EXPECTED = np.array([[[[1, 1.25, 1.75, 2], [1.5, 1.75, 2.25, 2.5],
+                                [2.5, 2.75, 3.25, 3.5], [3, 3.25, 3.75, 4]]]], dtype=np.float32)
+
+
 def main() -> int:
     print(f"dmlops {dmlops.__version__} - {dmlops.get_num_threads()} thread(s)")
     print(f"input {INPUT.shape}, start_padding {START}, end_padding {END}:")
@@ -50,6 +57,11 @@ def main() -> int:
     failures += not round_trip
     print(f"\nPadding1Desc -> to_dict -> from_dict round trip: {'ok' if round_trip else 'FAILED'}")
     print(desc.to_dict())
+    y = dmlops.upsample_2d(UPSAMPLE_INPUT, (2, 2), "linear")
+    ok = np.array_equal(y, UPSAMPLE_EXPECTED)
+    failures += not ok
+    print(f"\nupsample_2d linear x2 of [[1, 2], [3, 4]]: {'matches' if ok else 'DOES NOT MATCH'} DxDispatch's table")
+    print(y[0, 0])
     print("\nall checks passed" if failures == 0 else f"\n{failures} check(s) FAILED")
     return 1 if failures else 0
 

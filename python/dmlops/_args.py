@@ -38,6 +38,26 @@ def int_tuple(values: Any, what: str) -> tuple[int, ...]:
     return tuple(result)
 
 
+def float_tuple(values: Any, what: str) -> tuple[float, ...]:
+    """A sequence of real numbers (Python or numpy ints and floats, not bools) as Python floats."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{what} must be a sequence of numbers, not {type(values).__name__}")
+    result = []
+    for v in values:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{what} must contain numbers, got {v!r}")
+        try:
+            result.append(float(v))
+        except OverflowError:
+            raise ValueError(f"{what} entry {v!r} is too large for a FLOAT") from None
+    return tuple(result)
+
+
+def flag(value: Any, what: str) -> bool:
+    """A Python or numpy bool (a DirectML BOOL); 0 and 1 are not accepted in its place."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
+    return bool(value)
 def integer(value: Any, what: str) -> int:
     """A Python or numpy integer (not bool) as a Python int."""
     if isinstance(value, (bool, np.bool_)):

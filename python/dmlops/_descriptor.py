@@ -14,8 +14,11 @@ import struct
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional
 
-from ._args import Enum
-from ._tensor import TensorDesc, dml_dtype
+import numpy as np
+
+from ._activation import Activation
+from ._args import Enum, as_array
+from ._tensor import TensorDesc, array_dtype_name, dml_dtype
 
 
 @dataclass(frozen=True)
@@ -23,15 +26,24 @@ class Field:
     """One member of a DirectML operator struct.
 
     kind: ``tensor`` (a TensorDesc), ``enum`` (an :class:`Enum` short name), ``dims`` (one
-    UINT per dimension; the struct's DimensionCount is derived), ``scalar`` (a
-    DML_SCALAR_UNION typed by the input tensor's dtype, written with a sibling
-    ``<Name>DataType`` entry), ``float`` (a FLOAT member) or ``uint`` (a UINT member).
+    UINT per dimension) or ``floats`` (one FLOAT per dimension), both with their element count
+    derived into the member named ``count``, ``scalar`` (a DML_SCALAR_UNION typed by the input
+    tensor's dtype, written with a sibling ``<Name>DataType`` entry), ``float`` (a FLOAT
+    member), ``bool`` (a BOOL member), ``size_2d`` (a DML_SIZE_2D: the Python value is
+    ``(height, width)`` in axis order, the JSON ``{"Width": w, "Height": h}`` as in the struct),
+    ``activation`` (a fused ``DML_OPERATOR_DESC*``: an :class:`Activation`, JSON
+    ``{"Type": ..., "Desc": {...}}``) or ``uint`` (a UINT member).
+
+    optional: the member is a pointer DirectML allows to be null (``_Maybenull_``); the Python
+    value is then None and ``to_dict`` leaves the key out.
     """
 
     name: str
     dml: str
     kind: str
     enum: Optional[Enum] = None
+    count: str = "DimensionCount"
+    optional: bool = False
 
 
 def _json_number(value: Any) -> Any:
@@ -57,6 +69,9 @@ class Descriptor:
     NAME: ClassVar[str]  # operator name in messages, e.g. "Padding1"
     OPERATOR: ClassVar[str]  # DML_OPERATOR_<OPERATOR>
     FIELDS: ClassVar[tuple[Field, ...]]
+    # Whether OutputTensor may be omitted (inferred from the other fields); FOLD's output
+    # sizes cannot be inferred.
+    INFERRED_OUTPUT: ClassVar[bool] = True
 
     _values: dict
 
@@ -70,6 +85,19 @@ class Descriptor:
     def output_shape(self) -> tuple[int, ...]:
         """The output tensor's sizes."""
         return self._values["output"].sizes
+
+    def _input_array(self, x: Any, field: str = "input") -> np.ndarray:
+        """``x`` checked against the TensorDesc ``field`` (``input`` unless the operator has
+        several): a numpy array of its dtype (bool where it is uint8) and shape, any strides;
+        TypeError / ValueError naming the operator and the field."""
+        op = self.NAME
+        x = as_array(x, f"{op}: {field}")
+        expected = self._values[field]
+        if array_dtype_name(x, f"{op}: {field} dtype") != expected.dtype:
+            raise TypeError(f"{op}: {field} has dtype {x.dtype} but the descriptor says {expected.dtype}")
+        if x.shape != expected.sizes:
+            raise ValueError(f"{op}: {field} has shape {x.shape} but the descriptor says {expected.sizes}")
+        return x
 
     def _key(self) -> tuple:
         return tuple(_identity(self._values[f.name]) for f in self.FIELDS)
@@ -95,13 +123,17 @@ class Descriptor:
         d: dict = {}
         for f in self.FIELDS:
             value = self._values[f.name]
-            if f.kind == "tensor":
+            if value is None and f.optional:
+                continue
+            if f.kind in ("tensor", "activation"):
                 d[f.dml] = value.to_dict()
             elif f.kind == "enum":
                 d[f.dml] = f.enum.dml(value)
-            elif f.kind == "dims":
-                d["DimensionCount"] = len(value)
+            elif f.kind in ("dims", "floats"):
+                d[f.count] = len(value)
                 d[f.dml] = list(value)
+            elif f.kind == "size_2d":
+                d[f.dml] = {"Width": value[1], "Height": value[0]}
             elif f.kind == "scalar":
                 d[f.dml + "DataType"] = dml_dtype(self._values["input"].dtype)
                 d[f.dml] = _json_number(value)
@@ -115,25 +147,36 @@ class Descriptor:
         Enum values may be given with or without their ``DML_..._`` prefix."""
         if not isinstance(d, dict):
             raise TypeError(f"{cls.NAME}: from_dict needs a dict, not {type(d).__name__}")
-        known = {f.dml for f in cls.FIELDS} | {"DimensionCount"}
+        known = {f.dml for f in cls.FIELDS} | {f.count for f in cls.FIELDS if f.kind in ("dims", "floats")}
         known |= {f.dml + "DataType" for f in cls.FIELDS if f.kind == "scalar"}
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"{cls.NAME}: unknown field(s) {sorted(unknown)}; expected {sorted(known)}")
         kwargs: dict = {}
         for f in cls.FIELDS:
-            if f.dml not in d:
-                if f.dml == "OutputTensor":
-                    continue  # inferred
+            if f.dml not in d or (f.optional and d[f.dml] is None):
+                if (f.dml == "OutputTensor" and cls.INFERRED_OUTPUT) or f.optional:
+                    continue  # inferred, or a null pointer
                 raise ValueError(f"{cls.NAME}: field {f.dml!r} is missing")
             value = d[f.dml]
             if f.kind == "tensor":
                 kwargs[f.name] = TensorDesc.from_dict(value)
-            elif f.kind == "dims":
-                count = d.get("DimensionCount", len(value))
+            elif f.kind == "activation":
+                kwargs[f.name] = Activation.from_dict(value)
+            elif f.kind in ("dims", "floats"):
+                count = d.get(f.count, len(value))
                 if len(value) != count:
-                    raise ValueError(f"{cls.NAME}: {f.dml} has {len(value)} entries but DimensionCount is {count}")
+                    raise ValueError(f"{cls.NAME}: {f.dml} has {len(value)} entries but {f.count} is {count}")
                 kwargs[f.name] = value
+            elif f.kind == "bool":
+                # DirectML's BOOL is an integer; JSON files may hold 0/1 or true/false
+                if isinstance(value, int) and value in (0, 1):
+                    value = bool(value)
+                kwargs[f.name] = value
+            elif f.kind == "size_2d":
+                if not isinstance(value, dict) or set(value) != {"Width", "Height"}:
+                    raise ValueError(f"{cls.NAME}: {f.dml} must be {{\"Width\": ..., \"Height\": ...}}, not {value!r}")
+                kwargs[f.name] = (value["Height"], value["Width"])
             else:
                 kwargs[f.name] = _from_json_number(value)
         for f in cls.FIELDS:

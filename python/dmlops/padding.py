@@ -25,7 +25,7 @@ import numpy as np
 from . import _core
 from ._args import Enum, as_array, check_bool_value, check_out, int_tuple, number
 from ._descriptor import Descriptor, Field
-from ._tensor import TensorDesc, array_dtype_name
+from ._tensor import TensorDesc
 
 PADDING_MODE = Enum(
     "PADDING_MODE",
@@ -82,11 +82,7 @@ class _PaddingDescriptor(Descriptor):
         """Pad ``x`` (an array matching ``input``: same dtype, bool allowed for uint8, same shape;
         any strides). Returns a new C-contiguous array, or ``out`` filled in place."""
         op = self.NAME
-        x = as_array(x, f"{op}: input")
-        if array_dtype_name(x, f"{op}: input dtype") != self.input.dtype:
-            raise TypeError(f"{op}: input has dtype {x.dtype} but the descriptor says {self.input.dtype}")
-        if x.shape != self.input.sizes:
-            raise ValueError(f"{op}: input has shape {x.shape} but the descriptor says {self.input.sizes}")
+        x = self._input_array(x)
         check_bool_value(x, self.padding_value, f"{op}: padding_value")
         check_out(out, x.dtype, f"{op}: out")
         return _core.padding(op, x, out, self.padding_mode, self.start_padding, self.end_padding,

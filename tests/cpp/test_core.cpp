@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <numeric>
@@ -25,19 +26,28 @@
 #include <utility>
 #include <vector>
 
+#include "dmlops/core/activation.hpp"
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/filter.hpp"
+#include "dmlops/core/gemm.hpp"
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
-#include "dmlops/core/simd.hpp"
+#include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/core/window.hpp"
+#include "test_support.hpp"
 
 namespace dmlops {
 namespace {
+
+using testing::float_at;
+using testing::message_of;
+using testing::store_float;
 
 std::uint32_t bits_of(float f) {
   std::uint32_t u;
@@ -59,19 +69,6 @@ std::string hex(std::uint64_t v) {
   std::ostringstream s;
   s << "0x" << std::hex << v;
   return s.str();
-}
-
-// Runs f, expects an exception of exactly type E (a different type escapes and fails the
-// test) and returns its message.
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
 }
 
 // Byte strides from element strides.
@@ -419,6 +416,12 @@ TEST(Half, BulkEncodeMatchesScalarOnRandomFloats) {
   std::vector<float> dense(1'000'001);
   for (float& f : dense) f = float_of(near(rng) | (rng() & 0x80000000u));
   expect_bulk_encode_matches_scalar(dense);
+}
+
+TEST(Cpu, Avx2SwitchFollowsEnvironment) {
+  const char* env = std::getenv("DMLOPS_DISABLE_AVX2");
+  const bool disabled = env != nullptr && env[0] != '\0' && env[0] != '0';
+  EXPECT_EQ(avx2_enabled(), __builtin_cpu_supports("avx2") && !disabled);
 }
 
 TEST(Half, F16cSwitchFollowsEnvironment) {
@@ -1022,6 +1025,324 @@ TEST(SeparableGather, RejectsInconsistentArguments) {
   EXPECT_EQ(dst, std::vector<float>(6, 0.0f)) << "a rejected call wrote to the output";
 }
 
+// The maps nearest resampling and padding produce, plus irregular ones: every run kind of the
+// kernel (fill, copy, mirror, broadcast, repeat k times with partial groups, gather) and the
+// copy of repeated rows, checked element by element against a naive gather.
+std::vector<std::int64_t> random_map(std::mt19937_64& rng, std::int64_t in, std::int64_t out) {
+  std::uniform_int_distribution<int> kind_dist(0, 6);
+  std::vector<std::int64_t> map(static_cast<std::size_t>(out));
+  const int kind = kind_dist(rng);
+  const std::int64_t k = std::uniform_int_distribution<std::int64_t>(1, 9)(rng);
+  const std::int64_t shift = std::uniform_int_distribution<std::int64_t>(0, k)(rng);
+  for (std::int64_t o = 0; o < out; ++o) {
+    std::int64_t s = 0;
+    switch (kind) {
+      case 0: s = (o + shift) / k; break;                                            // repeat k, shifted
+      case 1: s = static_cast<std::int64_t>(std::floor((o + 0.5) / 1.75)); break;    // nearest x1.75
+      case 2: s = o * 3 / 2; break;                                                  // downsampling
+      case 3: s = in - 1 - (o % in); break;                                          // mirror
+      case 4: s = std::uniform_int_distribution<std::int64_t>(-1, in - 1)(rng); break;  // random, fills
+      case 5: s = o < 3 ? -1 : (o - 3) / k; break;                                   // fill, then repeat
+      default: s = o / 2 + (o % 5 == 4 ? 1 : 0); break;                              // almost repeat 2
+    }
+    map[static_cast<std::size_t>(o)] = std::clamp<std::int64_t>(s, -1, in - 1);
+  }
+  return map;
+}
+
+std::vector<AxisMap> axis_maps(const std::vector<std::vector<std::int64_t>>& indices) {
+  std::vector<AxisMap> maps;
+  for (const auto& map : indices) maps.push_back(map.empty() ? AxisMap{} : AxisMap::from_indices(map));
+  return maps;
+}
+
+// Element type E (its width is what the kernels see: 1, 2, 4 and 8 bytes take different paths).
+template <class E>
+void check_random_gathers(DataType dtype, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int default_threads = default_num_threads();
+  for (int round = 0; round < 300; ++round) {
+    int rank = std::uniform_int_distribution<int>(1, 4)(rng);
+    Dims in_sizes, out_sizes;
+    std::vector<std::vector<std::int64_t>> maps(static_cast<std::size_t>(rank));  // empty: identity
+    for (int a = 0; a < rank; ++a) {
+      const std::int64_t in = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 40 : 9)(rng);
+      const std::int64_t out = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 200 : 30)(rng);
+      const bool identity = std::uniform_int_distribution<int>(0, 3)(rng) == 0;
+      in_sizes.push_back(in);
+      out_sizes.push_back(identity ? in : out);
+      if (!identity) maps[static_cast<std::size_t>(a)] = random_map(rng, in, out);
+    }
+    if (round % 50 == 0) {  // one long row: column blocks, repeat runs cut at block edges
+      rank = 1;
+      in_sizes = {70000};
+      out_sizes = {150001};
+      maps = {std::vector<std::int64_t>(150001)};
+      for (std::int64_t o = 0; o < 150001; ++o) maps[0][static_cast<std::size_t>(o)] = std::min<std::int64_t>((o + 1) / 3, 69999);
+    }
+    const bool reversed_input = round % 3 == 1;
+    const bool strided_output = round % 4 == 2;
+    const std::vector<E> src = [&] {
+      std::vector<E> v(static_cast<std::size_t>(in_sizes.product()));
+      std::iota(v.begin(), v.end(), E{1});
+      return v;
+    }();
+    Dims in_strides = packed_strides(in_sizes);
+    const E* in_data = src.data();
+    if (reversed_input) {  // every axis walked backwards
+      for (int a = 0; a < rank; ++a) in_strides[a] = -in_strides[a];
+      in_data += src.size() - 1;
+    }
+    Dims out_strides = packed_strides(out_sizes);
+    const std::int64_t step = strided_output ? 2 : 1;
+    for (std::int64_t& s : out_strides) s *= step;
+    std::vector<E> dst(static_cast<std::size_t>(out_sizes.product() * step), static_cast<E>(-7));
+    const int threads = 1 + round % 3;
+    set_num_threads(threads);
+    separable_gather(make_view(dtype, in_sizes, in_strides, in_data),
+                     make_view(dtype, out_sizes, out_strides, dst.data()), axis_maps(maps),
+                     Scalar{dtype, static_cast<std::uint64_t>(static_cast<E>(-3)) & (~std::uint64_t{0} >> (64 - 8 * sizeof(E)))});
+
+    std::int64_t mismatches = 0;
+    Dims index = Dims::filled(rank, 0);
+    for (std::int64_t flat = 0; flat < out_sizes.product(); ++flat) {
+      std::int64_t in_offset = 0;
+      bool fill = false;
+      for (int a = 0; a < rank; ++a) {
+        const std::vector<std::int64_t>& map = maps[static_cast<std::size_t>(a)];
+        const std::int64_t s = map.empty() ? index[a] : map[static_cast<std::size_t>(index[a])];
+        if (s < 0) fill = true;
+        in_offset += s * in_strides[a];
+      }
+      const E want = fill ? static_cast<E>(-3) : in_data[in_offset];
+      const E got = dst[static_cast<std::size_t>(flat * step)];
+      if (want != got && ++mismatches <= 3)
+        ADD_FAILURE() << name(dtype) << " round " << round << ", sizes " << in_sizes << " -> " << out_sizes << ", threads " << threads
+                      << ", output index " << index << ": expected " << +want << " got " << +got;
+      for (int a = rank - 1; a >= 0; --a) {
+        if (++index[a] < out_sizes[a]) break;
+        index[a] = 0;
+      }
+    }
+    for (std::size_t i = 1; strided_output && i < dst.size(); i += 2) ASSERT_EQ(dst[i], static_cast<E>(-7)) << "gap written";
+    ASSERT_EQ(mismatches, 0) << "round " << round;
+  }
+  set_num_threads(default_threads);
+}
+
+TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
+  check_random_gathers<std::int32_t>(DataType::Int32, 2024);
+  check_random_gathers<std::int64_t>(DataType::Int64, 2025);
+  check_random_gathers<std::int16_t>(DataType::Int16, 2026);
+  check_random_gathers<std::uint8_t>(DataType::UInt8, 2027);
+}
+
+// Irregular stretches are gathered through 32-byte windows when AVX2 is on: groups whose
+// sources span exactly the window, one more element, run backwards, or end at the row's end.
+template <class E>
+void check_window_edges(DataType dtype) {
+  constexpr std::int64_t kIn = 40, kOut = 48;
+  std::vector<E> src(kIn);
+  std::iota(src.begin(), src.end(), E{10});
+  const std::int64_t lanes = 32 / static_cast<std::int64_t>(sizeof(E));
+  const std::vector<std::function<std::int64_t(std::int64_t)>> maps = {
+      [&](std::int64_t o) { return o / lanes * lanes + (o % lanes == lanes - 1 ? lanes - 2 : o % lanes); },  // fits
+      [&](std::int64_t o) { return o / lanes * (lanes + 1) + (o % lanes == lanes - 1 ? lanes : o % lanes); },  // one more
+      [&](std::int64_t o) { return (o / 5) * 3 + (4 - o % 5) / 2; },  // backwards in small steps
+      [&](std::int64_t o) { return kIn - 1 - (o % 3) - (o % 7 == 0 ? 1 : 0); },  // at the end of the row
+  };
+  for (std::size_t m = 0; m < maps.size(); ++m) {
+    std::vector<std::int64_t> map(kOut);
+    for (std::int64_t o = 0; o < kOut; ++o) map[static_cast<std::size_t>(o)] = std::clamp<std::int64_t>(maps[m](o), 0, kIn - 1);
+    std::vector<E> dst(kOut, E{0});
+    separable_gather(make_view(dtype, {kIn}, {1}, src.data()), make_view(dtype, {kOut}, {1}, dst.data()),
+                     {AxisMap::from_indices(map)},
+                     Scalar{dtype, 0});
+    for (std::int64_t o = 0; o < kOut; ++o)
+      ASSERT_EQ(dst[static_cast<std::size_t>(o)], src[static_cast<std::size_t>(map[static_cast<std::size_t>(o)])])
+          << name(dtype) << " map " << m << " output " << o;
+  }
+}
+
+TEST(SeparableGather, WindowedGatherEdges) {
+  check_window_edges<std::int32_t>(DataType::Int32);
+  check_window_edges<std::int64_t>(DataType::Int64);
+  check_window_edges<std::uint16_t>(DataType::UInt16);
+}
+
+TEST(SeparableGather, NearestUpsamplingRepeatsRowsAndElements) {
+  // 2x3 -> 5x7: rows 0,0,1,1,1 (a repeated row copies the row above), columns each repeated.
+  const std::vector<float> src = iota_floats(6);
+  std::vector<float> dst(5 * 7, -1.0f);
+  separable_gather(make_view(DataType::Float32, {2, 3}, {3, 1}, src.data()),
+                   make_view(DataType::Float32, {5, 7}, {7, 1}, dst.data()),
+                   {{0, 0, 1, 1, 1}, {0, 0, 0, 1, 1, 2, 2}}, float_fill(0));
+  const std::vector<float> row0 = {0, 0, 0, 1, 1, 2, 2}, row1 = {3, 3, 3, 4, 4, 5, 5};
+  for (int r = 0; r < 5; ++r) {
+    const auto& want = r < 2 ? row0 : row1;
+    EXPECT_EQ(std::vector<float>(dst.begin() + r * 7, dst.begin() + r * 7 + 7), want) << "row " << r;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// separable_filter (linear resampling's engine), against a dense sum over every tap combination
+
+AxisFilter random_filter(std::mt19937_64& rng, std::int64_t in, std::int64_t out, int max_taps) {
+  AxisFilter f;
+  std::uniform_real_distribution<double> weight(0.05, 1.0);
+  for (std::int64_t o = 0; o < out; ++o) {
+    const std::int64_t taps = std::uniform_int_distribution<std::int64_t>(1, std::min<std::int64_t>(max_taps, in))(rng);
+    const std::int64_t first = std::uniform_int_distribution<std::int64_t>(0, in - taps)(rng);
+    std::vector<double> w(static_cast<std::size_t>(taps));
+    for (double& v : w) v = weight(rng);
+    f.push(first, w);
+  }
+  return f;
+}
+
+
+TEST(SeparableFilter, MatchesADenseSumOnRandomFilters) {
+  std::mt19937_64 rng(77);
+  const int default_threads = default_num_threads();
+  const DataType dtypes[] = {DataType::Float32, DataType::Float16, DataType::Float64};
+  for (int round = 0; round < 240; ++round) {
+    const DataType dtype = dtypes[round % 3];
+    const auto elem = static_cast<std::int64_t>(element_size(dtype));
+    int rank = std::uniform_int_distribution<int>(1, 4)(rng);
+    const int max_taps = round % 2 ? 2 : 6;
+    Dims in_sizes, out_sizes;
+    std::vector<AxisFilter> axes(static_cast<std::size_t>(rank));
+    bool any = false;
+    for (int a = 0; a < rank; ++a) {
+      const std::int64_t in = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 300 : 9)(rng);
+      const std::int64_t out = std::uniform_int_distribution<std::int64_t>(1, rank == 1 ? 700 : 14)(rng);
+      const bool identity = std::uniform_int_distribution<int>(0, 2)(rng) == 0;
+      in_sizes.push_back(in);
+      out_sizes.push_back(identity ? in : out);
+      if (!identity) {
+        axes[static_cast<std::size_t>(a)] = random_filter(rng, in, out, max_taps);
+        any = true;
+      }
+    }
+    if (round % 40 == 0) {  // big enough to be tiled and threaded
+      in_sizes = {3, 70, 90};
+      out_sizes = {3, 150, 40};
+      axes = {AxisFilter{}, random_filter(rng, 70, 150, 2), random_filter(rng, 90, 40, max_taps)};
+      rank = 3;
+      any = true;
+    }
+    // Input: every axis reversed (round % 3 == 1) or transposed (round % 3 == 2); output strided
+    // with gaps (round % 4 == 3).
+    std::vector<std::byte> in_buf(static_cast<std::size_t>(in_sizes.product() * elem));
+    std::uniform_real_distribution<double> value(-4.0, 4.0);
+    for (std::int64_t i = 0; i < in_sizes.product(); ++i) store_float(dtype, in_buf.data() + i * elem, value(rng));
+    Dims in_strides = packed_strides(in_sizes);
+    std::byte* in_data = in_buf.data();
+    if (round % 3 == 1) {
+      for (std::int64_t& st : in_strides) st = -st;
+      in_data += (in_sizes.product() - 1) * elem;
+    } else if (round % 3 == 2 && rank >= 2) {
+      Dims reversed_sizes(in_sizes.begin(), in_sizes.end());
+      std::reverse(reversed_sizes.begin(), reversed_sizes.end());
+      const Dims column_major = packed_strides(reversed_sizes);
+      for (int a = 0; a < rank; ++a) in_strides[a] = column_major[rank - 1 - a];
+    }
+    const std::int64_t step = round % 4 == 3 ? 2 : 1;
+    Dims out_strides = packed_strides(out_sizes);
+    for (std::int64_t& st : out_strides) st *= step;
+    std::vector<std::byte> out_buf(static_cast<std::size_t>(out_sizes.product() * step * elem), std::byte{0x5a});
+    const int threads = 1 + round % 3;
+    set_num_threads(threads);
+    separable_filter(make_view(dtype, in_sizes, in_strides, in_data), make_view(dtype, out_sizes, out_strides, out_buf.data()),
+                     axes);
+
+    const double eps = dtype == DataType::Float64 ? 0x1p-52 : 0x1p-23;
+    std::int64_t mismatches = 0;
+    Dims index = Dims::filled(rank, 0);
+    for (std::int64_t flat = 0; flat < out_sizes.product(); ++flat) {
+      // Dense sum over the tap combinations, in double, with the bound sum |w x| for the tolerance.
+      double sum = 0.0, magnitude = 0.0;
+      Dims tap = Dims::filled(rank, 0);
+      for (;;) {
+        double w = 1.0;
+        std::int64_t offset = 0;
+        for (int a = 0; a < rank; ++a) {
+          const AxisFilter& f = axes[static_cast<std::size_t>(a)];
+          const std::int64_t o = index[a];
+          const std::int64_t i = f.identity() ? o : f.first[static_cast<std::size_t>(o)] + tap[a];
+          if (!f.identity()) w *= f.weights[static_cast<std::size_t>(f.begin[static_cast<std::size_t>(o)] + tap[a])];
+          offset += i * in_strides[a];
+        }
+        const double x = float_at(dtype, in_data + offset * elem);
+        sum += w * x;
+        magnitude += std::fabs(w * x);
+        int a = rank - 1;
+        for (; a >= 0; --a) {
+          const AxisFilter& f = axes[static_cast<std::size_t>(a)];
+          if (!f.identity() && ++tap[a] < f.taps(index[a])) break;
+          tap[a] = 0;
+        }
+        if (a < 0) break;
+      }
+      std::int64_t out_offset = 0;
+      for (int a = 0; a < rank; ++a) out_offset += index[a] * out_strides[a];
+      const double got = float_at(dtype, out_buf.data() + out_offset * elem);
+      // Passes x taps roundings in the working precision; FLOAT16 adds one rounding to half.
+      double tolerance = 4.0 * rank * max_taps * eps * magnitude;
+      if (dtype == DataType::Float16) tolerance += std::fabs(sum) * 0x1p-11 + 0x1p-24;
+      if (!(std::fabs(got - sum) <= tolerance) && ++mismatches <= 3)
+        ADD_FAILURE() << "round " << round << " " << name(dtype) << ", sizes " << in_sizes << " -> " << out_sizes
+                      << ", threads " << threads << ", output " << index << ": expected " << sum << " got " << got;
+      for (int a = rank - 1; a >= 0; --a) {
+        if (++index[a] < out_sizes[a]) break;
+        index[a] = 0;
+      }
+    }
+    ASSERT_EQ(mismatches, 0) << "round " << round << (any ? "" : " (a plain copy)");
+    for (std::size_t i = static_cast<std::size_t>(elem); step == 2 && i < out_buf.size(); i += static_cast<std::size_t>(2 * elem))
+      ASSERT_EQ(out_buf[i], std::byte{0x5a}) << "gap written";
+  }
+  set_num_threads(default_threads);
+}
+
+TEST(SeparableFilter, BilinearTwoByTwoIsTheDxDispatchTable) {
+  // Half-pixel linear x2 on [[1, 2], [3, 4]] (the spec's DxDispatch check): weights
+  // (0.75, 0.25) between neighbours, 1 at the clamped edges.
+  AxisFilter f;
+  f.push(0, {1.0});
+  f.push(0, {0.75, 0.25});
+  f.push(0, {0.25, 0.75});
+  f.push(1, {1.0});
+  const std::vector<float> src = {1, 2, 3, 4};
+  std::vector<float> dst(16, 0.0f);
+  separable_filter(make_view(DataType::Float32, {2, 2}, {2, 1}, src.data()),
+                   make_view(DataType::Float32, {4, 4}, {4, 1}, dst.data()), {f, f});
+  EXPECT_EQ(dst, (std::vector<float>{1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f,
+                                     3.75f, 4}));
+}
+
+TEST(SeparableFilter, RejectsInconsistentArguments) {
+  const std::vector<float> src(6, 1.0f);
+  std::vector<float> dst(6, 0.0f);
+  const TensorView in = make_view(DataType::Float32, {2, 3}, {3, 1}, src.data());
+  const TensorView out = make_view(DataType::Float32, {2, 3}, {3, 1}, dst.data());
+  AxisFilter past_the_end;
+  for (int o = 0; o < 3; ++o) past_the_end.push(o + 1, {1.0});  // output 2 reads index 3 of 3
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}, past_the_end}), InvalidArgument);
+  AxisFilter too_short;
+  too_short.push(0, {1.0});
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}, too_short}), InvalidArgument);
+  AxisFilter no_taps;
+  for (int o = 0; o < 3; ++o) no_taps.push(o, o == 1 ? std::vector<double>{} : std::vector<double>{1.0});
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}, no_taps}), InvalidArgument);
+  EXPECT_THROW(separable_filter(in, out, {AxisFilter{}}), InvalidArgument);
+  const std::vector<std::int32_t> ints(6, 1);
+  EXPECT_THROW(separable_filter(make_view(DataType::Int32, {2, 3}, {3, 1}, ints.data()),
+                                make_view(DataType::Int32, {2, 3}, {3, 1}, dst.data()), {AxisFilter{}, AxisFilter{}}),
+               DTypeError);
+  EXPECT_EQ(dst, std::vector<float>(6, 0.0f)) << "a rejected call wrote to the output";
+}
+
 }  // namespace
 }  // namespace dmlops
 
@@ -1054,15 +1375,6 @@ TEST(Window, OutputSizeAndValidTapsMatchABruteForceCount) {
                       << " start " << start << " o " << o << " t " << t;
                 }
               }
-              for (std::int64_t t = 0; t < window; ++t) {
-                const auto [first, last] = w.valid_outputs(t);
-                for (std::int64_t o = 0; o < w.out(); ++o) {
-                  const std::int64_t i = w.input_index(o, t);
-                  ASSERT_EQ(i >= 0 && i < in, o >= first && o < last)
-                      << "valid_outputs: in " << in << " window " << window << " stride " << stride << " dilation "
-                      << dilation << " start " << start << " end " << end << " t " << t << " o " << o;
-                }
-              }
             }
 }
 
@@ -1089,46 +1401,348 @@ TEST(Window, AxesDefaultsAndErrors) {
   EXPECT_EQ(window_axes("Op", "w", in, WindowParams{{6, 2}, {}, {}, {1, 0}, {0, 0}})[0].out(), 1);
 }
 
+TEST(Window, OutputsReadingMatchABruteForceScan) {
+  for (std::int64_t in = 1; in <= 8; ++in)
+    for (std::int64_t window = 1; window <= 4; ++window)
+      for (std::int64_t stride = 1; stride <= 3; ++stride)
+        for (std::int64_t dilation = 1; dilation <= 3; ++dilation)
+          for (std::int64_t start = 0; start <= 3; ++start)
+            for (std::int64_t end = 0; end <= 3; ++end) {
+              const WindowAxis w{in, window, stride, dilation, start, end};
+              if (in + start + end < w.extent()) continue;
+              for (std::int64_t t = 0; t < window; ++t)
+                for (std::int64_t i_begin = -1; i_begin <= in; ++i_begin)
+                  for (std::int64_t i_end = i_begin; i_end <= in + 1; ++i_end) {
+                    const auto [first, last] = w.outputs_reading(t, i_begin, i_end);
+                    ASSERT_LE(first, last);
+                    for (std::int64_t o = 0; o < w.out(); ++o) {
+                      const std::int64_t i = w.input_index(o, t);
+                      ASSERT_EQ(i >= i_begin && i < i_end, o >= first && o < last)
+                          << "in " << in << " window " << window << " stride " << stride << " dilation " << dilation
+                          << " start " << start << " tap " << t << " range [" << i_begin << ", " << i_end << ") o " << o;
+                    }
+                  }
+              for (std::int64_t t = 0; t < window; ++t) EXPECT_EQ(w.valid_outputs(t), w.outputs_reading(t, 0, in));
+            }
+}
+
+// What BlockWalker::walk reported, block by block.
+struct WalkRecord {
+  enum Kind { Unseen, Padding, Inside };
+  std::vector<Kind> kinds;
+  std::vector<std::int64_t> offsets;
+  std::int64_t last_col = -1;
+  bool in_order = true, overlap = false;
+  explicit WalkRecord(std::int64_t blocks)
+      : kinds(static_cast<std::size_t>(blocks), Unseen), offsets(static_cast<std::size_t>(blocks), 0) {}
+  void run(std::int64_t col, std::int64_t count) {
+    in_order = in_order && col > last_col && count > 0;  // increasing, and no empty runs
+    last_col = col;
+  }
+  void mark(std::int64_t col, Kind kind, std::int64_t offset) {
+    const auto c = static_cast<std::size_t>(col);
+    overlap = overlap || kinds[c] != Unseen;
+    kinds[c] = kind;
+    offsets[c] = offset;
+  }
+};
+
+// Records one walk of `tap` and checks it block by block: each block with in_range(col, b) is
+// reported exactly once, in increasing col order, as padding exactly when some axis reads
+// outside the input, else with offset base + sum_d p_d * position_strides[d]; no other block is.
+template <class Walk, class InRange>
+void expect_walk_matches(const std::vector<WindowAxis>& axes, const Dims& tap, const Dims& position_strides,
+                         std::int64_t base, Walk&& walk, InRange&& in_range, const std::string& context) {
+  const int rank = static_cast<int>(axes.size());
+  std::int64_t blocks = 1;
+  for (const WindowAxis& a : axes) blocks *= a.out();
+  WalkRecord record(blocks);
+  walk(
+      [&](std::int64_t col, std::int64_t count) {
+        record.run(col, count);
+        for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Padding, 0);
+      },
+      [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+        record.run(col, count);
+        for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Inside, offset + j * step);
+      });
+  ASSERT_TRUE(record.in_order) << context;
+  ASSERT_FALSE(record.overlap) << context;
+  for (std::int64_t col = 0; col < blocks; ++col) {
+    std::int64_t rest = col, offset = base;
+    Dims b = Dims::filled(rank, 0);
+    for (int d = rank - 1; d >= 0; --d) {
+      b[d] = rest % axes[static_cast<std::size_t>(d)].out();
+      rest /= axes[static_cast<std::size_t>(d)].out();
+    }
+    bool inside = true;
+    for (int d = 0; d < rank; ++d) {
+      const std::int64_t p = axes[static_cast<std::size_t>(d)].input_index(b[d], tap[d]);
+      inside = inside && p >= 0 && p < axes[static_cast<std::size_t>(d)].in;
+      offset += p * position_strides[d];
+    }
+    const auto kind = !in_range(col, b) ? WalkRecord::Unseen : inside ? WalkRecord::Inside : WalkRecord::Padding;
+    const auto c = static_cast<std::size_t>(col);
+    ASSERT_EQ(record.kinds[c], kind) << context << " block " << b;
+    if (kind == WalkRecord::Inside) {
+      ASSERT_EQ(record.offsets[c], offset) << context << " block " << b;
+    }
+  }
+}
+
+TEST(BlockWalker, WalkMatchesEveryBlockComputedDirectly) {
+  // Random geometries in 1 to 4 dimensions, every tap, random b_0 ranges.
+  std::mt19937 rng(4242);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 400; ++trial) {
+    const int rank = pick(1, 4);
+    std::vector<WindowAxis> axes;
+    Dims position_strides;
+    for (int d = 0; d < rank; ++d) {
+      WindowAxis a{pick(1, 6), pick(1, 3), pick(1, 3), pick(1, 2), pick(0, 2), pick(0, 2)};
+      a.end = std::max(a.end, a.extent() - a.in - a.start);
+      axes.push_back(a);
+      position_strides.push_back(pick(-20, 20));
+    }
+    const BlockWalker walker(axes);
+    ASSERT_EQ(walker.rank(), rank);
+    std::int64_t taps = 1, blocks = 1;
+    for (const WindowAxis& a : axes) {
+      taps *= a.window;
+      blocks *= a.out();
+    }
+    ASSERT_EQ(walker.tap_count(), taps);
+    ASSERT_EQ(walker.block_count(), blocks);
+    const std::int64_t b0_first = pick(0, static_cast<int>(axes[0].out() - 1));
+    const std::int64_t b0_last = pick(static_cast<int>(b0_first), static_cast<int>(axes[0].out()));
+    const std::int64_t base = pick(-5, 5);
+    for (std::int64_t k = 0; k < taps; ++k) {
+      const Dims tap = walker.tap(k);
+      expect_walk_matches(
+          axes, tap, position_strides, base,
+          [&](auto&& padding, auto&& inside) { walker.walk(tap, b0_first, b0_last, position_strides, base, padding, inside); },
+          [&](std::int64_t, const Dims& b) { return b[0] >= b0_first && b[0] < b0_last; },
+          "trial " + std::to_string(trial) + " tap " + std::to_string(k));
+    }
+  }
+}
+
+TEST(BlockWalker, WalkSpanMatchesEveryBlockComputedDirectly) {
+  // walk_span over random flat ranges (starting and ending inside rows), including axes with a
+  // negative end padding (a transposed convolution's output walk).
+  std::mt19937 rng(777);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 400; ++trial) {
+    const int rank = pick(1, 4);
+    std::vector<WindowAxis> axes;
+    Dims position_strides;
+    for (int d = 0; d < rank; ++d) {
+      WindowAxis a{pick(1, 6), pick(1, 3), pick(1, 3), pick(1, 2), pick(0, 2), 0};
+      const std::int64_t slack = a.in + a.start - a.extent();  // end >= -slack keeps one block
+      a.end = pick(static_cast<int>(std::min<std::int64_t>(0, -slack)), 2);
+      if (a.in + a.start + a.end < a.extent()) a.end = a.extent() - a.in - a.start;
+      axes.push_back(a);
+      position_strides.push_back(pick(-20, 20));
+    }
+    const BlockWalker walker(axes);
+    const std::int64_t blocks = walker.block_count();
+    const std::int64_t c0 = pick(0, static_cast<int>(blocks - 1));
+    const std::int64_t c1 = pick(static_cast<int>(c0), static_cast<int>(blocks));
+    const std::int64_t base = pick(-5, 5);
+    for (std::int64_t k = 0; k < walker.tap_count(); ++k) {
+      const Dims tap = walker.tap(k);
+      expect_walk_matches(
+          axes, tap, position_strides, base,
+          [&](auto&& padding, auto&& inside) { walker.walk_span(tap, c0, c1, position_strides, base, padding, inside); },
+          [&](std::int64_t col, const Dims&) { return col >= c0 && col < c1; },
+          "trial " + std::to_string(trial) + " tap " + std::to_string(k) + " span [" + std::to_string(c0) + ", " +
+              std::to_string(c1) + ")");
+    }
+  }
+}
+
+TEST(BlockWalker, MergesBackToBackRuns) {
+  // Stride 1, padding 1, 3x3 window on 4x5: the centre tap reads the whole input in order, so
+  // its 20 blocks are one run; a corner tap alternates padding and inside runs per row.
+  const BlockWalker walker({WindowAxis{4, 3, 1, 1, 1, 1}, WindowAxis{5, 3, 1, 1, 1, 1}});
+  const Dims position_strides{5, 1};  // a packed 4x5 plane, in elements
+  std::vector<std::string> runs;
+  const auto record = [&](std::int64_t k) {
+    runs.clear();
+    walker.walk(
+        walker.tap(k), 0, 4, position_strides, 0,
+        [&](std::int64_t col, std::int64_t count) { runs.push_back("pad " + std::to_string(col) + "+" + std::to_string(count)); },
+        [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+          runs.push_back("in " + std::to_string(col) + "+" + std::to_string(count) + " @" + std::to_string(offset) + "/" +
+                         std::to_string(step));
+        });
+    return runs;
+  };
+  EXPECT_EQ(record(4), (std::vector<std::string>{"in 0+20 @0/1"}));
+  EXPECT_EQ(record(0), (std::vector<std::string>{"pad 0+6", "in 6+4 @0/1", "pad 10+1", "in 11+4 @5/1", "pad 15+1",
+                                                 "in 16+4 @10/1"}));
+  EXPECT_EQ(walker.tap(5), (Dims{1, 2}));
+  EXPECT_EQ(walker.block_stride(0), 5);
+  EXPECT_EQ(walker.blocks(), (Dims{4, 5}));
+}
+
+TEST(BlockWalker, RejectsInvalidAxes) {
+  EXPECT_THROW(BlockWalker({}), InvalidArgument);
+  EXPECT_THROW(BlockWalker({WindowAxis{3, 0, 1, 1, 0, 0}}), InvalidArgument);
+  EXPECT_THROW(BlockWalker({WindowAxis{3, 5, 1, 1, 0, 0}}), InvalidArgument);  // no block fits
+  EXPECT_THROW(BlockWalker(std::vector<WindowAxis>(7, WindowAxis{std::int64_t{1} << 40, 1, 1, 1, 0, 0})), InvalidArgument);
+}
+
+// fill_row / copy_row: every step the kernels use (unit, stride 2, other, negative, broadcast),
+// aligned and misaligned, short and long rows; nothing outside the row is touched.
+template <class T>
+void check_rows() {
+  constexpr auto e = static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t misalign : {std::int64_t{0}, std::int64_t{1}}) {
+    for (std::int64_t n : {0, 1, 2, 3, 17, 64}) {
+      for (std::int64_t src_mul : {-3, -1, 0, 1, 2, 3}) {
+        for (std::int64_t dst_mul : {1, 2, -1}) {
+          std::vector<std::byte> src(static_cast<std::size_t>((3 * 64 + 2) * e + 1));
+          for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 37 + 11);
+          std::vector<std::byte> dst(static_cast<std::size_t>((2 * 64 + 2) * e + 1), std::byte{0x5a});
+          const std::vector<std::byte> before = dst;
+          // Start in the middle so negative steps stay inside the buffers.
+          const std::byte* s = src.data() + misalign + (src_mul < 0 ? 3 * 64 * e : 0);
+          std::byte* d = dst.data() + misalign + (dst_mul < 0 ? 2 * 64 * e : e);
+          copy_row<T>(d, dst_mul * e, s, src_mul * e, n);
+          std::vector<bool> written(dst.size(), false);
+          for (std::int64_t i = 0; i < n; ++i) {
+            const std::byte* want = s + i * src_mul * e;
+            std::byte* got = d + i * dst_mul * e;
+            ASSERT_EQ(std::memcmp(got, want, sizeof(T)), 0)
+                << "copy_row element " << i << " of " << n << ", steps " << dst_mul << "/" << src_mul << ", misalign "
+                << misalign << ", width " << sizeof(T);
+            for (std::int64_t b = 0; b < e; ++b) written[static_cast<std::size_t>(got - dst.data() + b)] = true;
+          }
+          for (std::size_t i = 0; i < dst.size(); ++i)
+            ASSERT_TRUE(written[i] || dst[i] == before[i]) << "copy_row wrote outside the row at byte " << i;
+          // fill_row on the same destination pattern
+          std::vector<std::byte> filled(before);
+          T value;
+          std::memset(&value, 0xc3, sizeof(T));
+          fill_row<T>(filled.data() + (d - dst.data()), dst_mul * e, value, n);
+          for (std::size_t i = 0; i < filled.size(); ++i)
+            ASSERT_EQ(filled[i], written[i] ? std::byte{0xc3} : before[i]) << "fill_row byte " << i << " of row " << n;
+        }
+      }
+    }
+  }
+}
+
+TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
+  check_rows<std::uint8_t>();
+  check_rows<std::uint16_t>();
+  check_rows<std::uint32_t>();
+  check_rows<std::uint64_t>();
+}
+
+// gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
+// sizes), K from 1 up; both element types. The micro-kernel writes whole tiles, so C has
+// round_up(M, kGemmRows) rows; only the first M are compared.
+template <class Acc>
+void check_gemm() {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  std::mt19937 rng(99);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  for (std::int64_t M : {1, 5, 6, 7, 13}) {
+    for (std::int64_t N : {NR, 2 * NR, 5 * NR}) {
+      for (std::int64_t K : {1, 2, 9, 70}) {
+        std::vector<Acc> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * (N + 3)));
+        for (Acc& v : a) v = static_cast<Acc>(value(rng));
+        for (Acc& v : b) v = static_cast<Acc>(value(rng));
+        std::vector<Acc> packed(static_cast<std::size_t>(round_up(M, kGemmRows) * K));
+        pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[static_cast<std::size_t>(i * K + k)]; },
+                    packed.data());
+        const std::int64_t ldc = N + 1;
+        std::vector<Acc> c(static_cast<std::size_t>(round_up(M, kGemmRows) * ldc));
+        gemm_packed(round_up(M, kGemmRows), N, K, packed.data(), b.data(), N + 3, c.data(), ldc);
+        for (std::int64_t i = 0; i < M; ++i) {
+          for (std::int64_t j = 0; j < N; ++j) {
+            double exact = 0, magnitude = 0;
+            for (std::int64_t k = 0; k < K; ++k) {
+              const double term = double(a[static_cast<std::size_t>(i * K + k)]) * double(b[static_cast<std::size_t>(k * (N + 3) + j)]);
+              exact += term;
+              magnitude += std::abs(term);
+            }
+            const double eps = std::numeric_limits<Acc>::epsilon();
+            ASSERT_NEAR(double(c[static_cast<std::size_t>(i * ldc + j)]), exact, 2 * (K + 1) * eps * magnitude + 1e-300)
+                << "M " << M << " N " << N << " K " << K << " at " << i << ", " << j;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Gemm, PackedProductMatchesPlainLoops) {
+  check_gemm<float>();
+  check_gemm<double>();
+}
+
+TEST(Activation, TableAndFormulas) {
+  ASSERT_EQ(activation_table().size(), 18u);
+  for (std::size_t i = 0; i < activation_table().size(); ++i)
+    EXPECT_EQ(static_cast<std::size_t>(activation_table()[i].kind), i) << activation_table()[i].name;
+  const auto run = [](const char* name, std::vector<float> params, double x) {
+    const FusedActivation act = make_activation("Test", name, params);
+    double d = x;
+    float f = static_cast<float>(x);
+    apply_activation(act, &d, 1);
+    apply_activation(act, &f, 1);
+    EXPECT_NEAR(f, d, 1e-6 * (1 + std::abs(d))) << name;
+    return d;
+  };
+  EXPECT_DOUBLE_EQ(run("relu", {}, -2), 0);
+  EXPECT_DOUBLE_EQ(run("leaky_relu", {0.5f}, -2), -1);
+  EXPECT_DOUBLE_EQ(run("DML_OPERATOR_ACTIVATION_LINEAR", {2.0f, 1.0f}, 3), 7);
+  EXPECT_DOUBLE_EQ(run("hard_sigmoid", {0.2f, 0.5f}, 10), 1);
+  EXPECT_DOUBLE_EQ(run("shrink", {0.25f, 0.5f}, 1), 0.75);
+  EXPECT_DOUBLE_EQ(run("shrink", {0.25f, 0.5f}, -0.4), 0);
+  EXPECT_DOUBLE_EQ(run("thresholded_relu", {1.0f}, 1), 0);
+  EXPECT_DOUBLE_EQ(run("clip", {-1.0f, 2.0f}, 5), 2);
+  EXPECT_DOUBLE_EQ(run("softsign", {}, 1), 0.5);
+  EXPECT_NEAR(run("gelu", {}, 1), 0.8413447460685429, 1e-15);
+  EXPECT_NEAR(run("sigmoid", {}, 0), 0.5, 1e-15);
+  EXPECT_NEAR(run("softplus", {2.0f}, 0), std::log(2.0) / 2, 1e-15);
+  EXPECT_NEAR(run("softplus", {1.0f}, 800), 800, 1e-12);  // no overflow
+  EXPECT_NEAR(run("celu", {2.0f}, -2), 2 * std::expm1(-1.0), 1e-15);
+  EXPECT_NEAR(run("scaled_elu", {1.67326f, 1.0507f}, -1), double(1.0507f) * double(1.67326f) * std::expm1(-1.0), 1e-15);
+  EXPECT_NE(message_of<InvalidArgument>([] { make_activation("Test", "swish", {}); }).find("unknown"), std::string::npos);
+  EXPECT_THROW(make_activation("Test", "elu", {}), InvalidArgument);
+  EXPECT_THROW(make_activation("Test", "celu", {0.0f}), InvalidArgument);
+  EXPECT_THROW(make_activation("Test", "softplus", {0.0f}), InvalidArgument);
+  EXPECT_THROW(make_activation("Test", "clip", {1.0f, 0.0f}), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace dmlops
-
-// ---------------------------------------------------------------------------------------------
-// DMLOPS_VECTOR_KERNEL: the cloned copies (AVX2 on this machine if it has it) compute exactly
-// what the same loop without the attribute computes, specials and subnormals included.
 
 namespace dmlops {
 namespace {
 
-template <class A>
-void plain_kernel(const A* x, const A* y, A* out, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = std::sqrt(std::abs(x[i] * y[i] + x[i])) / (y[i] - A(0.5));
-}
-
-template <class A>
-DMLOPS_VECTOR_KERNEL void cloned_kernel(const A* x, const A* y, A* out, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = std::sqrt(std::abs(x[i] * y[i] + x[i])) / (y[i] - A(0.5));
-}
-
-template <class A, class Bits>
-void expect_clone_matches_plain_loop() {
-  std::mt19937_64 rng(11);
-  std::vector<A> x(1003), y(1003), plain(1003), cloned(1003);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    // random bit patterns: NaN, inf, subnormals and every exponent
-    const Bits a = static_cast<Bits>(rng()), b = static_cast<Bits>(rng());
-    std::memcpy(&x[i], &a, sizeof(A));
-    std::memcpy(&y[i], &b, sizeof(A));
+TEST(AxisMap, PushMergesRegularStretchesIntoRuns) {
+  AxisMap map{-1, -1, 2, 1, 0, 0, 0, 5, 6, 7, 9};
+  const std::vector<MapRun> expected = {{2, -1, 0}, {3, 2, -1}, {2, 0, 0}, {3, 5, 1}, {1, 9, 0}};
+  ASSERT_EQ(map.runs().size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(map.runs()[i].length, expected[i].length) << i;
+    EXPECT_EQ(map.runs()[i].src, expected[i].src) << i;
+    if (expected[i].length > 1 && expected[i].src >= 0) {
+      EXPECT_EQ(map.runs()[i].step, expected[i].step) << i;
+    }
   }
-  for (std::int64_t n : {0, 1, 7, 8, 9, 1003}) {
-    plain_kernel(x.data(), y.data(), plain.data(), n);
-    cloned_kernel(x.data(), y.data(), cloned.data(), n);
-    EXPECT_EQ(std::memcmp(plain.data(), cloned.data(), static_cast<std::size_t>(n) * sizeof(A)), 0) << "n " << n;
-  }
-}
-
-TEST(VectorKernel, ClonedLoopMatchesThePlainLoopBitForBit) {
-  expect_clone_matches_plain_loop<float, std::uint32_t>();
-  expect_clone_matches_plain_loop<double, std::uint64_t>();
+  EXPECT_EQ(map.size(), 11);
+  EXPECT_EQ(map.indices(), (std::vector<std::int64_t>{-1, -1, 2, 1, 0, 0, 0, 5, 6, 7, 9}));
+  map.push_run(0, 1, 1000000);  // a padded axis' interior: one run, whatever its length
+  EXPECT_EQ(map.size(), 1000011);
+  EXPECT_EQ(map.runs().size(), expected.size() + 1);
+  EXPECT_TRUE(AxisMap{}.is_identity());
+  EXPECT_THROW(AxisMap({0, -2}), InvalidArgument);
 }
 
 }  // namespace

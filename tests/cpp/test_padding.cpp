@@ -25,9 +25,13 @@
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/ops/padding.hpp"
+#include "test_support.hpp"
 
 namespace dmlops {
 namespace {
+
+using testing::splitmix64;
+using testing::ThreadCountGuard;
 
 constexpr PaddingMode kModes[] = {PaddingMode::Constant, PaddingMode::Edge, PaddingMode::Reflection,
                                   PaddingMode::Symmetric, PaddingMode::Wrap};
@@ -58,12 +62,6 @@ std::uint64_t load_bits(const std::byte* p, std::size_t bytes) {
   return v;
 }
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
 
 // The spec's rule (section 1): output coordinate o on an axis of input size n with start pad s
 // reads this input coordinate, or -1 for the padding value. Out-of-range coordinates are folded
@@ -91,16 +89,6 @@ std::int64_t reference_source(PaddingMode mode, std::int64_t o, std::int64_t n, 
   return -2;
 }
 
-// Restores the default thread count when a case that changed it ends, however it ends.
-struct ThreadCountGuard {
-  explicit ThreadCountGuard(std::optional<int> n) : active(n.has_value()) {
-    if (n) set_num_threads(*n);
-  }
-  ~ThreadCountGuard() {
-    if (active) set_num_threads(default_num_threads());
-  }
-  bool active;
-};
 
 class PaddingTester {
  public:

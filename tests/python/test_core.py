@@ -117,3 +117,10 @@ def test_demo_runs_and_checks_itself():
     assert "all checks passed" in result.stdout
     for mode in ("constant", "edge", "reflection", "symmetric", "wrap"):
         assert f"{mode}: output (1, 1, 8, 10) matches" in result.stdout
+
+
+def test_demo_runs_and_passes():
+    """``python -m dmlops`` (README's first command) checks DirectML's examples and exits 0."""
+    result = subprocess.run([sys.executable, "-m", "dmlops"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all checks passed" in result.stdout and "matches DxDispatch's table" in result.stdout

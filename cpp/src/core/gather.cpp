@@ -5,9 +5,13 @@
 #include <cstring>
 #include <limits>
 
+#include <immintrin.h>
+
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
 
 namespace dmlops {
@@ -17,55 +21,218 @@ constexpr std::int64_t kFillOffset = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t kBytesPerTask = 32 * 1024;  // below this, splitting costs more than it saves
 constexpr std::int64_t kMaxColumnBlockBytes = 64 * 1024;
 
-// A stretch of the inner output row read with one step: src_step +1 (copy), -1 (mirror),
-// 0 (broadcast one element), or src_index -1 (fill).
-struct Run {
-  std::int64_t out_begin, length, src_index, src_step;
+// The inner output row is cut into runs, each reading the current input row in one pattern.
+// Long regular stretches get a bulk kernel; short irregular ones (a padding of two elements,
+// nearest resampling by 1.75) are gathered element by element from a precomputed offset list.
+enum class RunKind : std::uint8_t {
+  Fill,       // the fill value
+  Copy,       // in[src + i * step], step +1 (memcpy) or -1 (mirror)
+  Broadcast,  // in[src] for every element
+  Repeat,     // in[src + i / step]: each element `step` times in a row (nearest upsampling)
+  Gather,     // in[index[i]], the indices stored from Plan::gather_offsets[src] on
 };
 
-std::vector<Run> compile_runs(const AxisMap& map, std::int64_t size) {
-  if (map.empty()) return {Run{0, size, 0, 1}};
-  std::vector<Run> runs;
+struct Run {
+  RunKind kind;
+  std::int64_t out_begin, length, src, step;
+  std::int64_t groups = 0;  // Repeat: source elements read (length / step)
+};
+
+// Copy and broadcast runs shorter than this are gathered instead: below it, the per-run
+// overhead outweighs the bulk kernel.
+constexpr std::int64_t kMinBulkRun = 8;
+// Repeat runs need this many source elements (each written `step` times).
+constexpr std::int64_t kMinRepeatElements = 4;
+
+// Cuts an explicit stretch of a map (one source index per position, -1 for fill) that starts at
+// output position `base` into runs appended to `runs`; the gather runs' source indices are
+// appended to `gather_indices`.
+void compile_explicit(const std::vector<std::int64_t>& map, std::int64_t base, std::vector<Run>& runs,
+                      std::vector<std::int64_t>& gather_indices) {
+  const auto size = static_cast<std::int64_t>(map.size());
+  std::int64_t gather_begin = -1;  // start of the pending gather run
+  const auto flush_gather = [&](std::int64_t o) {
+    if (gather_begin < 0) return;
+    const std::int64_t n = o - gather_begin;
+    runs.push_back(Run{RunKind::Gather, base + gather_begin, n, static_cast<std::int64_t>(gather_indices.size()) - n, 0});
+    gather_begin = -1;
+  };
+  const auto push = [&](std::int64_t o, Run run) {
+    flush_gather(o);
+    run.out_begin += base;
+    runs.push_back(run);
+  };
   for (std::int64_t o = 0; o < size;) {
     const std::int64_t s = map[o];
     std::int64_t e = o + 1;
-    std::int64_t step = 1;
     if (s < 0) {
       while (e < size && map[e] < 0) ++e;
-    } else if (e < size && map[e] >= 0 && std::llabs(map[e] - s) <= 1) {
-      step = map[e] - s;
-      while (e < size && map[e] >= 0 && map[e] - map[e - 1] == step) ++e;
+      push(o, Run{RunKind::Fill, o, e - o, -1, 0});
+      o = e;
+      continue;
     }
-    runs.push_back(Run{o, e - o, s, step});
-    o = e;
+    while (e < size && map[e] == s) ++e;
+    const std::int64_t k = e - o;  // copies of map[o] from o on
+    if (k >= kMinBulkRun) {
+      push(o, Run{RunKind::Broadcast, o, k, s, 0});
+      o = e;
+      continue;
+    }
+    if (k == 1 && e < size && map[e] >= 0 && std::llabs(map[e] - s) == 1) {
+      const std::int64_t step = map[e] - s;
+      while (e < size && map[e] >= 0 && map[e] - map[e - 1] == step) ++e;
+      if (e - o >= kMinBulkRun) {
+        push(o, Run{RunKind::Copy, o, e - o, s, step});
+        o = e;
+        continue;
+      }
+    }
+    if (k >= 2) {
+      // Whole blocks of k copies of s, s+1, s+2, ...
+      std::int64_t blocks = 1;
+      for (std::int64_t b = o + k; b + k <= size; b += k, ++blocks) {
+        bool whole = true;
+        for (std::int64_t i = b; whole && i < b + k; ++i) whole = map[i] == s + blocks;
+        if (!whole) break;
+      }
+      if (blocks >= kMinRepeatElements) {
+        push(o, Run{RunKind::Repeat, o, blocks * k, s, k, blocks});
+        o += blocks * k;
+        continue;
+      }
+    }
+    if (gather_begin < 0) gather_begin = o;
+    gather_indices.push_back(s);
+    ++o;
   }
+  flush_gather(size);
+}
+
+// Cuts `map` (`size` positions; identity when empty) into runs: its long runs directly (one
+// memcpy, fill or broadcast each), stretches of short ones through compile_explicit, which
+// finds repeats and gathers in them.
+std::vector<Run> compile_runs(const AxisMap& map, std::int64_t size, std::vector<std::int64_t>& gather_indices) {
+  if (map.is_identity()) return {Run{RunKind::Copy, 0, size, 0, 1}};
+  std::vector<Run> runs;
+  std::vector<std::int64_t> stretch;  // explicit indices of consecutive short runs
+  std::int64_t stretch_begin = 0, o = 0;
+  const auto flush = [&] {
+    if (!stretch.empty()) compile_explicit(stretch, stretch_begin, runs, gather_indices);
+    stretch.clear();
+  };
+  for (const MapRun& r : map.runs()) {
+    if (r.length >= kMinBulkRun) {
+      flush();
+      if (r.src < 0) runs.push_back(Run{RunKind::Fill, o, r.length, -1, 0});
+      else if (r.step == 0) runs.push_back(Run{RunKind::Broadcast, o, r.length, r.src, 0});
+      else runs.push_back(Run{RunKind::Copy, o, r.length, r.src, r.step});
+    } else {
+      if (stretch.empty()) stretch_begin = o;
+      for (std::int64_t i = 0; i < r.length; ++i) stretch.push_back(r.src < 0 ? -1 : r.src + i * r.step);
+    }
+    o += r.length;
+  }
+  flush();
   return runs;
 }
 
+// n contiguous source elements, each written K times to contiguous destination elements. With
+// K known at compile time the compiler turns this into vector loads, shuffles and stores; it is
+// compiled for the baseline ISA and for AVX2 (wider stores, lane-crossing shuffles for K = 3).
+template <class T, int K>
+[[gnu::always_inline]] inline void repeat_body(std::byte* dst, const std::byte* src, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T v = load<T>(src + i * static_cast<std::int64_t>(sizeof(T)));
+    for (int j = 0; j < K; ++j) std::memcpy(dst + (i * K + j) * static_cast<std::int64_t>(sizeof(T)), &v, sizeof(T));
+  }
+}
+
+template <class T, int K>
+void repeat_baseline(std::byte* dst, const std::byte* src, std::int64_t n) {
+  repeat_body<T, K>(dst, src, n);
+}
+
+template <class T, int K>
+__attribute__((target("avx2"))) void repeat_avx2(std::byte* dst, const std::byte* src, std::int64_t n) {
+  repeat_body<T, K>(dst, src, n);
+}
+
+template <class T, int K>
+void repeat_contiguous(std::byte* dst, const std::byte* src, std::int64_t n) {
+  static const auto kernel = avx2_enabled() ? repeat_avx2<T, K> : repeat_baseline<T, K>;
+  kernel(dst, src, n);
+}
+
+// `groups` source elements, each written k times.
 template <class T>
-T load(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
+void repeat_groups(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t src_step, std::int64_t k,
+                   std::int64_t groups) {
+  if (dst_step == sizeof(T) && src_step == sizeof(T) && k <= 4) {
+    switch (k) {
+      case 2: return repeat_contiguous<T, 2>(dst, src, groups);
+      case 3: return repeat_contiguous<T, 3>(dst, src, groups);
+      case 4: return repeat_contiguous<T, 4>(dst, src, groups);
+    }
+  }
+  for (std::int64_t g = 0; g < groups; ++g) fill_row<T>(dst + g * k * dst_step, dst_step, load<T>(src + g * src_step), k);
+}
+
+// Elements [b, e) of a repeat run: element i is source element i / k. (A whole run goes to
+// repeat_groups directly; this cuts one at column-block edges.)
+template <class T>
+void repeat(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t src_step, std::int64_t k,
+            std::int64_t b, std::int64_t e) {
+  // A partial group at the front, whole groups, a partial group at the back.
+  const std::int64_t head_end = std::min(e, (b + k - 1) / k * k);
+  if (b < head_end) {
+    fill_row<T>(dst, dst_step, load<T>(src + b / k * src_step), head_end - b);
+    dst += (head_end - b) * dst_step;
+  }
+  const std::int64_t first = head_end / k, groups = std::max<std::int64_t>(0, e / k - first);
+  src += first * src_step;
+  repeat_groups<T>(dst, dst_step, src, src_step, k, groups);
+  dst += groups * k * dst_step;
+  src += groups * src_step;
+  const std::int64_t tail = e - std::max(head_end, (first + groups) * k);
+  if (tail > 0) fill_row<T>(dst, dst_step, load<T>(src), tail);
 }
 
 template <class T>
-void fill(std::byte* dst, std::int64_t dst_step, T value, std::int64_t n) {
-  if (dst_step == sizeof(T) && reinterpret_cast<std::uintptr_t>(dst) % alignof(T) == 0) {
-    std::fill_n(reinterpret_cast<T*>(dst), n, value);  // vectorised by the compiler
-    return;
-  }
-  for (std::int64_t i = 0; i < n; ++i, dst += dst_step) std::memcpy(dst, &value, sizeof(T));
+void gather(std::byte* dst, std::int64_t dst_step, const std::byte* src, const std::int64_t* offsets, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i, dst += dst_step) std::memcpy(dst, src + offsets[i], sizeof(T));
 }
 
-template <class T>
-void copy(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t src_step, std::int64_t n) {
-  if (src_step == 0) return fill<T>(dst, dst_step, load<T>(src), n);
-  if (dst_step == sizeof(T) && src_step == sizeof(T)) {
-    std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
-    return;
+// Gather of 4- or 8-byte elements into contiguous memory with AVX2, from a contiguous input row
+// of `limit` elements (index[] in elements): where the sources of 32 output bytes lie in a window
+// of 32 input bytes (always, when a nearest map upsamples), load the window and permute it into
+// place; other groups, and windows that would reach past the row, go element by element.
+template <int kBytes>
+__attribute__((target("avx2"))) void gather_window_avx2(std::byte* dst, const std::byte* src, const std::int32_t* index,
+                                                        std::int64_t n, std::int64_t limit) {
+  constexpr int kLanes = 32 / kBytes;  // elements per vector
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const std::int32_t base = index[i];
+    __m256i lane;  // the 32-bit lanes to pick from the window
+    if constexpr (kBytes == 4) {
+      lane = _mm256_sub_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(index + i)), _mm256_set1_epi32(base));
+    } else {
+      const __m256i e = _mm256_cvtepi32_epi64(
+          _mm_sub_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(index + i)), _mm_set1_epi32(base)));
+      // element e -> 32-bit lanes 2e and 2e + 1
+      lane = _mm256_or_si256(_mm256_add_epi64(e, e), _mm256_slli_epi64(_mm256_add_epi64(e, _mm256_add_epi64(e, _mm256_set1_epi64x(1))), 32));
+    }
+    const bool in_window = _mm256_testz_si256(
+        _mm256_or_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(7)), _mm256_cmpgt_epi32(_mm256_setzero_si256(), lane)),
+        _mm256_set1_epi32(-1));
+    if (in_window && base + kLanes <= limit) {
+      const __m256i window = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + std::int64_t{base} * kBytes));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i * kBytes), _mm256_permutevar8x32_epi32(window, lane));
+      continue;
+    }
+    for (int j = 0; j < kLanes; ++j) std::memcpy(dst + (i + j) * kBytes, src + std::int64_t{index[i + j]} * kBytes, kBytes);
   }
-  for (std::int64_t i = 0; i < n; ++i, dst += dst_step, src += src_step) std::memcpy(dst, src, sizeof(T));
+  for (; i < n; ++i) std::memcpy(dst + i * kBytes, src + std::int64_t{index[i]} * kBytes, kBytes);
 }
 
 // Everything the row loop needs, computed once per call.
@@ -75,71 +242,233 @@ struct Plan {
   int outer_rank = 0;
   Dims outer_sizes;
   std::array<std::int64_t, kMaxRank> out_stride{}, in_stride{};
+  std::array<std::int64_t, kMaxRank> row_span{};  // rows per index step of each outer dimension
   std::array<std::vector<std::int64_t>, kMaxRank> in_offsets;  // byte offsets; empty = identity
   std::int64_t inner_size = 1, inner_out_stride = 0, inner_in_stride = 0;
   std::vector<Run> runs;
+  std::vector<std::int64_t> gather_offsets;  // byte offsets along the inner input axis
+  // The same in elements, for the AVX2 window kernel: filled when 4- or 8-byte elements lie
+  // contiguously along the inner input axis (inner_in_size of them) and AVX2 is enabled.
+  std::vector<std::int32_t> gather_index;
+  std::int64_t inner_in_size = 0;
   std::int64_t columns_per_block = 1, column_blocks = 1;
 };
 
-// Output and input addresses of successive rows, updated incrementally from the outermost
-// changed dimension.
-class RowCursor {
+// Output and input addresses of successive planes: the outer dimensions but the last (the
+// row dimension, which run_rows walks itself), updated incrementally from the outermost changed
+// dimension.
+class PlaneCursor {
  public:
-  RowCursor(const Plan& plan, std::int64_t row) : plan_(plan), counter_(plan.outer_sizes, row) { update(0); }
+  PlaneCursor(const Plan& plan, std::int64_t plane)
+      : plan_(plan), dims_(std::max(plan.outer_rank - 1, 0)), counter_(plane_sizes(plan), plane) {
+    update(0);
+  }
   void next() { update(counter_.next()); }
-  std::byte* out() const { return plan_.out + (plan_.outer_rank ? out_[plan_.outer_rank - 1] : 0); }
-  const std::byte* in() const { return plan_.in + (plan_.outer_rank ? in_[plan_.outer_rank - 1] : 0); }
-  bool fill() const { return plan_.outer_rank && fill_[plan_.outer_rank - 1]; }
+  std::byte* out() const { return plan_.out + (dims_ ? out_[dims_ - 1] : 0); }
+  const std::byte* in() const { return plan_.in + (dims_ ? in_[dims_ - 1] : 0); }
+  bool fill() const { return dims_ && fill_[dims_ - 1]; }
+
+  // A plane whose input equals that of an earlier plane has the same content: when an outer
+  // map repeats an index (map[o] == map[o-1], as nearest upsampling and edge padding do), each
+  // of its rows equals the row `rows_back` rows earlier, at out - out_back. {0, 0}: none.
+  std::pair<std::int64_t, std::int64_t> same_as_earlier() const {
+    for (int d = dims_ - 1; d >= 0; --d) {
+      if (repeats_[d]) return {plan_.row_span[d], plan_.out_stride[d]};
+    }
+    return {0, 0};
+  }
 
  private:
+  static Dims plane_sizes(const Plan& plan) {
+    Dims sizes = plan.outer_sizes;
+    if (!sizes.empty()) sizes.erase(sizes.size() - 1);
+    return sizes;
+  }
   void update(int from) {
-    for (int d = std::max(from, 0); d < plan_.outer_rank; ++d) {
+    for (int d = std::max(from, 0); d < dims_; ++d) {
       const std::int64_t o = counter_[d];
       const auto& offsets = plan_.in_offsets[d];
       const std::int64_t in = offsets.empty() ? o * plan_.in_stride[d] : offsets[o];
       const bool fill = (d && fill_[d - 1]) || in == kFillOffset;
       fill_[d] = fill;
+      repeats_[d] = !offsets.empty() && o > 0 && in != kFillOffset && offsets[o - 1] == in;
       in_[d] = (d ? in_[d - 1] : 0) + (fill ? 0 : in);
       out_[d] = (d ? out_[d - 1] : 0) + o * plan_.out_stride[d];
     }
   }
   const Plan& plan_;
+  int dims_;
   NdCounter counter_;
   std::array<std::int64_t, kMaxRank> out_{}, in_{};
-  std::array<bool, kMaxRank> fill_{};
+  std::array<bool, kMaxRank> fill_{}, repeats_{};
 };
 
+// Columns [c0, c1) of one output row from its input row, run by run.
 template <class T>
-void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int64_t task_end) {
-  RowCursor cursor(plan, task_begin / plan.column_blocks);
-  std::int64_t row = task_begin / plan.column_blocks;
-  for (std::int64_t task = task_begin; task < task_end; ++task) {
-    const std::int64_t task_row = task / plan.column_blocks;
-    for (; row < task_row; ++row) cursor.next();
-    const std::int64_t c0 = (task % plan.column_blocks) * plan.columns_per_block;
-    const std::int64_t c1 = std::min(plan.inner_size, c0 + plan.columns_per_block);
-    std::byte* out = cursor.out();
-    if (cursor.fill()) {
-      fill<T>(out + c0 * plan.inner_out_stride, plan.inner_out_stride, fill_value, c1 - c0);
-      continue;
-    }
-    for (const Run& run : plan.runs) {
-      const std::int64_t b = std::max(c0, run.out_begin);
-      const std::int64_t e = std::min(c1, run.out_begin + run.length);
-      if (b >= e) continue;
-      std::byte* dst = out + b * plan.inner_out_stride;
-      if (run.src_index < 0) {
-        fill<T>(dst, plan.inner_out_stride, fill_value, e - b);
-      } else {
-        const std::int64_t src_index = run.src_index + (b - run.out_begin) * run.src_step;
-        copy<T>(dst, plan.inner_out_stride, cursor.in() + src_index * plan.inner_in_stride,
-                run.src_step * plan.inner_in_stride, e - b);
-      }
+void gather_row(const Plan& plan, T fill_value, std::byte* out, const std::byte* in, std::int64_t c0, std::int64_t c1) {
+  const std::int64_t out_step = plan.inner_out_stride, in_step = plan.inner_in_stride;
+  for (const Run& run : plan.runs) {
+    const std::int64_t b = std::max(c0, run.out_begin);
+    const std::int64_t e = std::min(c1, run.out_begin + run.length);
+    if (b >= e) continue;
+    std::byte* dst = out + b * out_step;
+    const std::int64_t skip = b - run.out_begin;  // elements of the run before this block
+    switch (run.kind) {
+      case RunKind::Fill: fill_row<T>(dst, out_step, fill_value, e - b); break;
+      case RunKind::Broadcast: fill_row<T>(dst, out_step, load<T>(in + run.src * in_step), e - b); break;
+      case RunKind::Copy:
+        copy_row<T>(dst, out_step, in + (run.src + skip * run.step) * in_step, run.step * in_step, e - b);
+        break;
+      case RunKind::Repeat:
+        if (skip == 0 && e - b == run.length) repeat_groups<T>(dst, out_step, in + run.src * in_step, in_step, run.step, run.groups);
+        else repeat<T>(dst, out_step, in + run.src * in_step, in_step, run.step, skip, e - run.out_begin);
+        break;
+      case RunKind::Gather:
+        if (!plan.gather_index.empty() && out_step == sizeof(T)) {
+          if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+            gather_window_avx2<sizeof(T)>(dst, in, plan.gather_index.data() + run.src + skip, e - b, plan.inner_in_size);
+            break;
+          }
+        }
+        gather<T>(dst, out_step, in, plan.gather_offsets.data() + run.src + skip, e - b);
+        break;
     }
   }
 }
 
+// Tasks [task_begin, task_end): task t is column block t % column_blocks of row t / column_blocks.
+// The row dimension (the last outer one) is walked here directly, so a row costs a few integer
+// operations besides its data.
+template <class T>
+void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int64_t task_end) {
+  const std::int64_t blocks = plan.column_blocks, first_row = task_begin / blocks;
+  const int row_dim = plan.outer_rank - 1;  // -1: a single row
+  const std::int64_t rows_per_plane = row_dim >= 0 ? plan.outer_sizes[row_dim] : 1;
+  const std::int64_t row_out_stride = row_dim >= 0 ? plan.out_stride[row_dim] : 0;
+  const std::int64_t row_in_stride = row_dim >= 0 ? plan.in_stride[row_dim] : 0;
+  static const std::vector<std::int64_t> kIdentity;
+  const std::vector<std::int64_t>& row_offsets = row_dim >= 0 ? plan.in_offsets[row_dim] : kIdentity;
+
+  PlaneCursor plane(plan, first_row / rows_per_plane);
+  std::int64_t o = first_row % rows_per_plane;  // index along the row dimension
+  for (std::int64_t task = task_begin; task < task_end; ++task) {
+    // (no division per row when rows are whole: the common case)
+    const std::int64_t row = blocks == 1 ? task : task / blocks, block = blocks == 1 ? 0 : task % blocks;
+    if (block == 0 && task != task_begin && ++o == rows_per_plane) {
+      o = 0;
+      plane.next();
+    }
+    const std::int64_t in_offset = row_offsets.empty() ? o * row_in_stride : row_offsets[o];
+    std::byte* out = plane.out() + o * row_out_stride;
+    const std::int64_t c0 = block * plan.columns_per_block;
+    const std::int64_t c1 = std::min(plan.inner_size, c0 + plan.columns_per_block);
+    if (plane.fill() || in_offset == kFillOffset) {
+      fill_row<T>(out + c0 * plan.inner_out_stride, plan.inner_out_stride, fill_value, c1 - c0);
+      continue;
+    }
+    if (blocks == 1) {
+      // A row whose input row repeats an earlier one's is a copy of that row, if this thread
+      // has written it (rows of other threads may not be finished yet).
+      if (o > 0 && !row_offsets.empty() && row_offsets[o - 1] == in_offset && row > first_row) {
+        copy_row<T>(out, plan.inner_out_stride, out - row_out_stride, plan.inner_out_stride, plan.inner_size);
+        continue;
+      }
+      const auto [rows_back, out_back] = plane.same_as_earlier();
+      if (rows_back > 0 && row - rows_back >= first_row) {
+        copy_row<T>(out, plan.inner_out_stride, out - out_back, plan.inner_out_stride, plan.inner_size);
+        continue;
+      }
+    }
+    gather_row<T>(plan, fill_value, out, plane.in() + in_offset, c0, c1);
+  }
+}
+
+// When the row dimension repeats every input row exactly k times (map o -> o / k, as nearest
+// upsampling by an integer factor does) and the k output rows lie back to back in memory, they
+// are one row k times as long, made of the row's runs k times over: fewer, longer rows, and the
+// repeated rows are written from the input row (in L1) instead of copied from the output.
+void fold_repeated_rows(Plan& plan) {
+  if (plan.outer_rank < 1) return;
+  const int d = plan.outer_rank - 1;
+  std::vector<std::int64_t>& offsets = plan.in_offsets[d];
+  const std::int64_t n = plan.outer_sizes[d];
+  if (offsets.empty() || plan.out_stride[d] != plan.inner_size * plan.inner_out_stride) return;
+  std::int64_t k = 1;
+  while (k < n && offsets[static_cast<std::size_t>(k)] == offsets[0]) ++k;
+  if (k == 1 || n % k != 0) return;
+  for (std::int64_t o = 0; o < n; ++o) {
+    if (offsets[static_cast<std::size_t>(o)] != offsets[static_cast<std::size_t>(o / k * k)]) return;
+  }
+  std::vector<std::int64_t> folded;
+  for (std::int64_t o = 0; o < n; o += k) folded.push_back(offsets[static_cast<std::size_t>(o)]);
+  offsets = std::move(folded);
+  plan.outer_sizes[d] = n / k;
+  plan.out_stride[d] *= k;
+  std::vector<Run> runs;
+  for (std::int64_t j = 0; j < k; ++j) {
+    for (Run run : plan.runs) {
+      run.out_begin += j * plan.inner_size;
+      runs.push_back(run);
+    }
+  }
+  plan.runs = std::move(runs);
+  plan.inner_size *= k;
+}
+
 }  // namespace
+
+AxisMap::AxisMap(std::initializer_list<std::int64_t> indices) {
+  for (std::int64_t s : indices) push(s);
+}
+
+AxisMap AxisMap::from_indices(const std::vector<std::int64_t>& indices) {
+  AxisMap map;
+  for (std::int64_t s : indices) map.push(s);
+  return map;
+}
+
+void AxisMap::push(std::int64_t src) {
+  if (src < -1) fail("AxisMap: source index ", src, " (only -1 means fill)");
+  ++size_;
+  if (!runs_.empty()) {
+    MapRun& last = runs_.back();
+    if (src < 0 && last.src < 0) {
+      ++last.length;
+      return;
+    }
+    if (src >= 0 && last.src >= 0) {
+      if (last.length == 1 && std::llabs(src - last.src) <= 1) {
+        last.step = src - last.src;
+        last.length = 2;
+        return;
+      }
+      if (last.length >= 2 && last.src + last.length * last.step == src) {
+        ++last.length;
+        return;
+      }
+    }
+  }
+  runs_.push_back(MapRun{1, src < 0 ? -1 : src, 0});
+}
+
+void AxisMap::push_run(std::int64_t src, std::int64_t step, std::int64_t length) {
+  if (length <= 0) return;
+  if (length == 1 || src < 0) {
+    for (std::int64_t i = 0; i < length; ++i) push(src < 0 ? -1 : src);
+    return;
+  }
+  size_ += length;
+  runs_.push_back(MapRun{length, src, step});
+}
+
+std::vector<std::int64_t> AxisMap::indices() const {
+  std::vector<std::int64_t> result;
+  result.reserve(static_cast<std::size_t>(size_));
+  for (const MapRun& r : runs_) {
+    for (std::int64_t i = 0; i < r.length; ++i) result.push_back(r.src < 0 ? -1 : r.src + i * r.step);
+  }
+  return result;
+}
 
 void separable_gather(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps,
                       Scalar fill_value) {
@@ -158,22 +487,24 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
   bool all_fill = false;
   for (int a = 0; a < rank; ++a) {
     const AxisMap& map = maps[a];
-    if (map.empty()) {
+    if (map.is_identity()) {
       if (in.sizes[a] != out.sizes[a]) fail("separable_gather: identity map on axis ", a, " of different sizes");
       continue;
     }
-    if (static_cast<std::int64_t>(map.size()) != out.sizes[a])
+    if (map.size() != out.sizes[a])
       fail("separable_gather: map ", a, " has ", map.size(), " entries for output size ", out.sizes[a]);
-    for (std::int64_t s : map) {
-      if (s < -1 || s >= in.sizes[a]) fail("separable_gather: map ", a, " reads index ", s, " of ", in.sizes[a]);
+    for (const MapRun& r : map.runs()) {
+      const std::int64_t last = r.src + (r.length - 1) * r.step;
+      if (r.src >= 0 && (r.src >= in.sizes[a] || last < 0 || last >= in.sizes[a]))
+        fail("separable_gather: map ", a, " reads indices ", r.src, "..", last, " of ", in.sizes[a]);
     }
+    const MapRun& first = map.runs().front();
     if (out.sizes[a] == 1) {
-      if (map[0] < 0) all_fill = true;
-      else plan.in += map[0] * in.byte_strides[a];
+      if (first.src < 0) all_fill = true;
+      else plan.in += first.src * in.byte_strides[a];
       continue;
     }
-    bool identity = in.sizes[a] == out.sizes[a];
-    for (std::int64_t o = 0; identity && o < out.sizes[a]; ++o) identity = map[o] == o;
+    const bool identity = map.runs().size() == 1 && first.src == 0 && first.step == 1 && in.sizes[a] == out.sizes[a];
     if (!identity) pinned |= 1u << a;
   }
 
@@ -187,9 +518,18 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
     plan.inner_out_stride = layout.stride(0, inner);
     plan.inner_in_stride = layout.stride(1, inner);
     const bool inner_pinned = (pinned >> layout.source_axis(inner)) & 1u;
-    plan.runs = compile_runs(inner_pinned ? maps[layout.source_axis(inner)] : AxisMap{}, plan.inner_size);
+    std::vector<std::int64_t> gather_indices;
+    plan.runs = compile_runs(inner_pinned ? maps[layout.source_axis(inner)] : AxisMap{}, plan.inner_size,
+                             gather_indices);
+    for (std::int64_t s : gather_indices) plan.gather_offsets.push_back(s * plan.inner_in_stride);
+    const auto elem = static_cast<std::int64_t>(element_size(in.dtype));
+    plan.inner_in_size = inner_pinned ? in.sizes[layout.source_axis(inner)] : plan.inner_size;
+    if (avx2_enabled() && (elem == 4 || elem == 8) && plan.inner_in_stride == elem &&
+        plan.inner_in_size < std::numeric_limits<std::int32_t>::max()) {
+      plan.gather_index.assign(gather_indices.begin(), gather_indices.end());
+    }
   } else {
-    plan.runs = compile_runs(AxisMap{}, 1);
+    plan.runs = {Run{RunKind::Copy, 0, 1, 0, 1}};
   }
   plan.outer_rank = std::max(r - 1, 0);
   for (int d = 0; d < plan.outer_rank; ++d) {
@@ -197,11 +537,14 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
     plan.out_stride[d] = layout.stride(0, d);
     plan.in_stride[d] = layout.stride(1, d);
     if ((pinned >> layout.source_axis(d)) & 1u) {
-      for (std::int64_t s : maps[layout.source_axis(d)])
+      for (std::int64_t s : maps[layout.source_axis(d)].indices())
         plan.in_offsets[d].push_back(s < 0 ? kFillOffset : s * plan.in_stride[d]);
     }
   }
-  if (all_fill) plan.runs = {Run{0, plan.inner_size, -1, 0}};
+  if (all_fill) plan.runs = {Run{RunKind::Fill, 0, plan.inner_size, -1, 0}};
+  fold_repeated_rows(plan);
+  for (int d = plan.outer_rank - 1; d >= 0; --d)
+    plan.row_span[d] = d + 1 < plan.outer_rank ? plan.row_span[d + 1] * plan.outer_sizes[d + 1] : 1;
 
   // Tasks are (row, column block); rows are split into column blocks only when there are too
   // few rows to keep every thread busy.

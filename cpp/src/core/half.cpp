@@ -1,6 +1,7 @@
 #include "dmlops/core/half.hpp"
 
-#include <cstdlib>
+#include "dmlops/core/cpu.hpp"
+
 #include <cstring>
 #include <immintrin.h>
 
@@ -35,12 +36,6 @@ __attribute__((target("avx,f16c"))) void float_to_half_f16c(const float* src, Ha
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
   }
   for (; i < n; ++i) dst[i].bits = _cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
-}
-
-bool detect_f16c() {
-  const char* disable = std::getenv("DMLOPS_DISABLE_F16C");
-  if (disable != nullptr && disable[0] != '\0' && disable[0] != '0') return false;
-  return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
 }
 
 }  // namespace
@@ -90,11 +85,6 @@ std::uint16_t float_to_half_bits(float value) {
   const std::uint32_t rest = magnitude & 0x1fffu;
   if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
   return sign | static_cast<std::uint16_t>(half);
-}
-
-bool f16c_enabled() {
-  static const bool enabled = detect_f16c();
-  return enabled;
 }
 
 void half_to_float(const Half* src, float* dst, std::size_t count) {

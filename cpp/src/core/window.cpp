@@ -1,5 +1,6 @@
 #include "dmlops/core/window.hpp"
 
+#include <utility>
 #include <vector>
 
 #include "dmlops/core/error.hpp"
@@ -32,6 +33,44 @@ std::vector<WindowAxis> window_axes(const std::string& op, const char* window_fi
            ", dilation ", w.dilation, ") is larger than the padded input ", w.in + w.start + w.end);
   }
   return axes;
+}
+
+namespace {
+
+// a * b for sizes >= 1, or InvalidArgument once the product passes 2^62 (no tensor has that
+// many elements; the limit keeps every later offset computation far from overflow).
+std::int64_t size_product(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t p;
+  if (__builtin_mul_overflow(a, b, &p) || p > (std::int64_t{1} << 62)) fail("sliding window: more than 2^62 ", what);
+  return p;
+}
+
+}  // namespace
+
+BlockWalker::BlockWalker(std::vector<WindowAxis> axes) : axes_(std::move(axes)) {
+  if (axes_.empty() || axes_.size() > static_cast<std::size_t>(kMaxRank))
+    fail("BlockWalker: ", axes_.size(), " axes; expected 1 to ", kMaxRank);
+  for (const WindowAxis& a : axes_) {
+    if (a.window < 1 || a.stride < 1 || a.dilation < 1 || a.start < 0 || a.in + a.start + a.end < a.extent() ||
+        a.out() < 1)
+      fail("BlockWalker: invalid axis (window ", a.window, ", stride ", a.stride, ", dilation ", a.dilation,
+           ", padding ", a.start, "/", a.end, ", input ", a.in, ")");
+    blocks_.push_back(a.out());
+    window_.push_back(a.window);
+    block_count_ = size_product(block_count_, a.out(), "blocks");
+    tap_count_ = size_product(tap_count_, a.window, "window taps");
+  }
+  block_strides_ = Dims::filled(rank(), 1);
+  for (int d = rank() - 2; d >= 0; --d) block_strides_[d] = block_strides_[d + 1] * blocks_[d + 1];
+}
+
+Dims BlockWalker::tap(std::int64_t flat) const {
+  Dims k = Dims::filled(rank(), 0);
+  for (int d = rank() - 1; d >= 0; --d) {
+    k[d] = flat % window_[d];
+    flat /= window_[d];
+  }
+  return k;
 }
 
 }  // namespace dmlops

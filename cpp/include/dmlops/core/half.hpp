@@ -22,8 +22,6 @@ std::uint16_t float_to_half_bits(float value);
 void half_to_float(const Half* src, float* dst, std::size_t count);
 void float_to_half(const float* src, Half* dst, std::size_t count);
 
-// Whether the bulk conversions use F16C; DMLOPS_DISABLE_F16C=1 forces the scalar path
-// (read once, at the first conversion) so tests can cover both.
-bool f16c_enabled();
+// The bulk conversions use F16C when f16c_enabled() (core/cpu.hpp).
 
 }  // namespace dmlops

@@ -1,0 +1,185 @@
+"""Convolution side by side: dmlops vs a numpy formulation (im2col by sliding_window_view, one
+tensordot) vs torch.nn.functional.conv2d / conv_transpose2d.
+
+    python bench/compare_conv.py [--threads 1,2] [--repeat N] [--json out.json] [--quick] [--cold]
+
+The issue asks how fast dmlops is against torch.nn.functional.conv2d on the ResNet layer
+1x64x56x56, 64->64, 3x3, padding 1 (float32) at 1 and 2 threads; the other cases show the
+transposed direction, a channels-last input view and a depthwise layer.
+
+Fairness rules (those of bench/compare.py):
+- dmlops, numpy and torch allocate their output on every call; dmlops with a preallocated
+  ``out=`` is a separate column.
+- dmlops and torch run with the same thread count (dmlops.set_num_threads, torch.set_num_threads);
+  numpy's tensordot runs on its BLAS, whose thread count this script does not control (the
+  column is a formulation baseline, not a target).
+- Every case is checked before it is timed: dmlops and torch against each other and the numpy
+  formulation, to float32 accuracy scaled by the reduction length.
+- Each measurement is the median of --repeat timed calls (bench/_harness.py's schedule).
+- The run ends by saying how many CPUs other processes kept busy meanwhile: on a 2-core machine
+  anything above ~0.1 means the figures are disturbed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _harness as h  # noqa: E402
+
+import dmlops  # noqa: E402
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # the comparison still runs without torch; its columns say so
+    torch = None
+    F = None
+
+
+@dataclass
+class Case:
+    name: str
+    x_shape: tuple
+    w_shape: tuple
+    padding: int = 1
+    stride: int = 1
+    groups: int = 1
+    direction: str = "forward"
+    channels_last: bool = False
+
+    def flops(self) -> float:
+        """Multiply-adds x 2 of the direct formula."""
+        n, c = self.x_shape[:2]
+        k = int(np.prod(self.w_shape[2:]))
+        if self.direction == "forward":
+            out = [(s + 2 * self.padding - w) // self.stride + 1 for s, w in zip(self.x_shape[2:], self.w_shape[2:])]
+            return 2.0 * n * self.w_shape[0] * int(np.prod(out)) * (c // self.groups) * k
+        return 2.0 * n * c * int(np.prod(self.x_shape[2:])) * self.w_shape[1] * k
+
+
+CASES = [
+    Case("resnet-3x3", (1, 64, 56, 56), (64, 64, 3, 3)),
+    Case("resnet-3x3-nhwc", (1, 64, 56, 56), (64, 64, 3, 3), channels_last=True),
+    Case("resnet-1x1", (1, 256, 56, 56), (64, 256, 1, 1), padding=0),
+    Case("stride2", (1, 64, 56, 56), (128, 64, 3, 3), stride=2),
+    Case("depthwise", (1, 64, 56, 56), (64, 1, 3, 3), groups=64),
+    Case("transposed", (1, 64, 28, 28), (64, 32, 4, 4), stride=2, direction="backward"),
+]
+TARGET = "resnet-3x3"
+
+
+def make_inputs(case: Case):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(case.x_shape).astype(np.float32)
+    if case.channels_last:
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    w = (rng.standard_normal(case.w_shape) / np.sqrt(np.prod(case.w_shape[1:]))).astype(np.float32)
+    return x, w
+
+
+def dmlops_fn(case: Case, x, w, out=None) -> Callable[[], np.ndarray]:
+    p = case.padding
+    kw = dict(strides=(case.stride,) * 2, start_padding=(p, p), end_padding=(p, p), group_count=case.groups,
+              direction=case.direction)
+    return lambda: dmlops.convolution(x, w, out=out, **kw)
+
+
+def numpy_fn(case: Case, x, w) -> Optional[Callable[[], np.ndarray]]:
+    if case.direction != "forward" or case.groups != 1:
+        return None
+    p, s = case.padding, case.stride
+    kh, kw = case.w_shape[2:]
+
+    def run():
+        xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+        cols = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::s, ::s]
+        return np.tensordot(w, cols, axes=([1, 2, 3], [1, 4, 5])).transpose(1, 0, 2, 3)
+
+    return run
+
+
+def torch_fn(case: Case, x, w) -> Optional[Callable]:
+    if torch is None:
+        return None
+    tx, tw = torch.from_numpy(x), torch.from_numpy(w)  # channels-last stays a strided view
+    if case.direction == "forward":
+        return lambda: F.conv2d(tx, tw, stride=case.stride, padding=case.padding, groups=case.groups)
+    return lambda: F.conv_transpose2d(tx, tw, stride=case.stride, padding=case.padding, groups=case.groups)
+
+
+def run_case(case: Case, threads: int, warmup: int, repeat: int, cold: bool) -> dict:
+    dmlops.set_num_threads(threads)
+    if torch is not None:
+        torch.set_num_threads(threads)
+    x, w = make_inputs(case)
+    ours = dmlops_fn(case, x, w)
+    expected = ours()
+    out = np.empty_like(expected)
+    fns = {"dmlops": ours, "dmlops out=": dmlops_fn(case, x, w, out)}
+    length = int(np.prod(case.w_shape[1:])) if case.direction == "forward" else case.x_shape[1] * 16
+    tol = 4 * length * np.finfo(np.float32).eps * (np.abs(expected).max() + 1)
+    fns["dmlops out="]()
+    h.require(np.array_equal(out, expected), f"{case.name}: out= differs")
+    npf = numpy_fn(case, x, w)
+    if npf is not None:
+        h.require(np.abs(npf() - expected).max() <= tol, f"{case.name}: numpy formulation differs")
+        fns["numpy"] = npf
+    tf = torch_fn(case, x, w)
+    if tf is not None:
+        h.require(np.abs(tf().numpy() - expected).max() <= tol, f"{case.name}: torch differs")
+        fns["torch"] = lambda: tf()
+    times = h.time_calls(fns, warmup, repeat, cold)
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    return {"case": case.name, "threads": threads, "gflops": case.flops() / 1e9, **{f"{k} s": v for k, v in medians.items()}}
+
+
+def fmt(v: Optional[float], spec: str) -> str:
+    return "n/a" if v is None else format(v, spec)
+
+
+def print_table(rows: list) -> None:
+    head = f"{'case':<17}{'thr':>4}{'dmlops ms':>11}{'GFLOP/s':>9}{'out= ms':>9}{'numpy ms':>10}{'torch ms':>10}{'torch/dmlops':>14}"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        d, t = r["dmlops s"], r.get("torch s")
+        print(f"{r['case']:<17}{r['threads']:>4}{d * 1e3:>11.2f}{r['gflops'] / d:>9.1f}{r['dmlops out= s'] * 1e3:>9.2f}"
+              f"{fmt(r.get('numpy s') and r['numpy s'] * 1e3, '.2f'):>10}{fmt(t and t * 1e3, '.2f'):>10}"
+              f"{fmt(t and t / d, '.2f'):>14}")
+
+
+def main(argv: Optional[list] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    parser.add_argument("--repeat", type=int, default=None, help="timed calls per measurement (default 20, quick 7)")
+    parser.add_argument("--json", metavar="PATH", help="write every figure to this JSON file")
+    parser.add_argument("--quick", action="store_true", help="few repeats and only the target case")
+    parser.add_argument("--cold", action="store_true", help="interleave single calls (caches hold other data)")
+    args = parser.parse_args(argv)
+    repeat = args.repeat or (7 if args.quick else 20)
+    cases = [c for c in CASES if c.name == TARGET] if args.quick else CASES
+    print(f"CPU: {h.cpu_model()}; usable CPUs {h.usable_cpus()}; load average {h.load_average()}; "
+          f"torch {torch.__version__ if torch else 'absent'}; AVX2 GEMM {'off' if os.environ.get('DMLOPS_DISABLE_AVX2') else 'on'}")
+    start, own = h.cpu_jiffies(), sum(os.times()[:2])
+    rows = [run_case(c, int(t), 3, repeat, args.cold) for t in args.threads.split(",") for c in cases]
+    print_table(rows)
+    load = h.other_load(start, own)
+    print(f"other processes kept {fmt(load, '.2f')} CPUs busy during the run"
+          + (" (figures disturbed)" if load is not None and load > 0.1 else ""))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "other_load": load, "time": time.time()}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

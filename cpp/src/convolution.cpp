@@ -1,0 +1,520 @@
+// Convolution kernels. Both directions are GEMMs over packed panels (core/gemm.hpp):
+//
+// FORWARD, per (n, group) and per block of output positions: pack the block's im2col panel
+//   B[ic' * taps + t][p] = x[n, g*ICg + ic', position read by tap t of output position p]
+// (an implicit im2col walked with BlockWalker::walk_span, zeros for the padding, converted to
+// the accumulation type), multiply by the packed filter A[oc'][ic' * taps + t] (flipped while
+// packing in convolution mode), add the bias, apply the activation and store the rows into the
+// strided output. Tasks are (n, group, position block): disjoint outputs, whole reductions.
+//
+// BACKWARD is the adjoint, done without multiplying zeros: per (n, group, block of output
+// channels), C[oc' * taps + t][i] = sum_ic W[ic, oc', t'] * x[n, ic, i] is one GEMM over the
+// input positions i, then a col2im scatter adds C[oc' * taps + t][i] into output position
+// i*stride + t*dil - start (dropped outside the output), as fold does. A task owns its output
+// channels' whole planes (an accumulator in the accumulation type), so no two threads write
+// the same element, and the sums run in a fixed order (input blocks, then taps). The
+// alternative, a forward convolution over a zero-inserted input, would multiply stride^D
+// times more zeros than values and needs the output padding spelled out as extra zeros.
+#include "dmlops/ops/convolution.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "dmlops/core/dispatch.hpp"
+#include "dmlops/core/error.hpp"
+#include "dmlops/core/gemm.hpp"
+#include "dmlops/core/half.hpp"
+#include "dmlops/core/parallel.hpp"
+#include "dmlops/core/rows.hpp"
+#include "dmlops/core/window.hpp"
+
+namespace dmlops {
+namespace {
+
+constexpr const char* kOp = "Convolution";
+constexpr std::string_view kModeNames[] = {"convolution", "cross_correlation"};
+constexpr std::string_view kDirectionNames[] = {"forward", "backward"};
+constexpr std::int64_t kPanelBytes = 256 * 1024;   // an im2col / input panel stays in L2
+constexpr std::int64_t kPlaneBytes = 1024 * 1024;  // a backward task's accumulator planes
+constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not worth a thread
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t p;
+  if (__builtin_mul_overflow(a, b, &p) || p > (std::int64_t{1} << 62))
+    fail(kOp, ": the ", what, " would have more than 2^62 elements");
+  return p;
+}
+
+Dims spatial(const Dims& sizes) { return Dims(sizes.begin() + 2, sizes.end()); }
+
+template <class T>
+struct AccumulatorOf {
+  using type = T;
+};
+template <>
+struct AccumulatorOf<Half> {
+  using type = float;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+// One of the five per-dimension arrays: D entries (or none: the default), each >= minimum.
+Dims axis_array(const Dims& values, const char* field, int D, std::int64_t fallback, std::int64_t minimum) {
+  if (values.empty()) return Dims::filled(D, fallback);
+  if (values.size() != D)
+    fail(kOp, ": ", field, " has ", values.size(), " entries but there are ", D, " spatial dimensions");
+  for (int a = 0; a < D; ++a) {
+    if (values[a] < minimum) fail(kOp, ": ", field, "[", a, "] is ", values[a], "; it must be >= ", minimum);
+    if (values[a] > (std::int64_t{1} << 40)) fail(kOp, ": ", field, "[", a, "] is ", values[a], "; too large");
+  }
+  return values;
+}
+
+// Everything execute() needs, derived once from a validated descriptor.
+struct Geometry {
+  int D = 0;
+  std::int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
+  std::int64_t in_per_group = 0, out_per_group = 0;
+  Dims in_spatial, out_spatial, kernel;
+  Dims strides, dilations, start, end, output_padding;
+  TensorDesc output;
+};
+
+Geometry analyse(const ConvolutionDesc& desc) {
+  validate_tensor_desc(desc.input, "Convolution: input");
+  validate_tensor_desc(desc.filter, "Convolution: filter");
+  const DataType dtype = desc.input.dtype;
+  if (!is_floating(dtype))
+    fail<DTypeError>(kOp, ": input has dtype ", name(dtype), "; convolution supports float16, float32 and float64");
+  const int rank = desc.input.sizes.size();
+  if (rank < 3 || rank > 5)
+    fail(kOp, ": input has ", rank, " dimensions; it must have 3, 4 or 5 ({N, C, spatial...} with 1 to 3 spatial "
+         "dimensions)");
+  const auto same_kind = [&](const TensorDesc& t, const char* what) {
+    if (t.dtype != dtype)
+      fail<DTypeError>(kOp, ": ", what, " has dtype ", name(t.dtype), " but the input is ", name(dtype));
+    if (t.sizes.size() != rank)
+      fail(kOp, ": ", what, " has ", t.sizes.size(), " dimensions but the input has ", rank);
+  };
+  same_kind(desc.filter, "filter");
+  if (desc.bias) {
+    validate_tensor_desc(*desc.bias, "Convolution: bias");
+    same_kind(*desc.bias, "bias");
+  }
+  if (desc.output) {
+    validate_tensor_desc(*desc.output, "Convolution: output");
+    same_kind(*desc.output, "output");
+  }
+  if (static_cast<std::size_t>(desc.mode) >= std::size(kModeNames))
+    fail(kOp, ": mode has the unknown value ", static_cast<int>(desc.mode));
+  if (static_cast<std::size_t>(desc.direction) >= std::size(kDirectionNames))
+    fail(kOp, ": direction has the unknown value ", static_cast<int>(desc.direction));
+
+  Geometry g;
+  g.D = rank - 2;
+  g.strides = axis_array(desc.strides, "strides", g.D, 1, 1);
+  g.dilations = axis_array(desc.dilations, "dilations", g.D, 1, 1);
+  g.start = axis_array(desc.start_padding, "start_padding", g.D, 0, 0);
+  g.end = axis_array(desc.end_padding, "end_padding", g.D, 0, 0);
+  g.output_padding = axis_array(desc.output_padding, "output_padding", g.D, 0, 0);
+  g.groups = desc.group_count;
+  if (g.groups < 1) fail(kOp, ": group_count is ", g.groups, "; it must be >= 1");
+  g.batch = desc.input.sizes[0];
+  g.in_channels = desc.input.sizes[1];
+  g.in_spatial = spatial(desc.input.sizes);
+  g.kernel = spatial(desc.filter.sizes);
+  if (g.in_channels % g.groups != 0)
+    fail(kOp, ": the input has ", g.in_channels, " channels, which group_count ", g.groups, " does not divide");
+  g.in_per_group = g.in_channels / g.groups;
+  const bool forward = desc.direction == ConvolutionDirection::Forward;
+  if (forward) {
+    if (desc.filter.sizes[1] != g.in_per_group)
+      fail(kOp, ": filter sizes[1] is ", desc.filter.sizes[1], " but a forward filter has input channels / group_count = ",
+           g.in_channels, " / ", g.groups, " = ", g.in_per_group, " there ({OutC, InC/G, K...})");
+    g.out_channels = desc.filter.sizes[0];
+    if (g.out_channels % g.groups != 0)
+      fail(kOp, ": the filter has ", g.out_channels, " output channels (sizes[0]), which group_count ", g.groups,
+           " does not divide");
+    for (int a = 0; a < g.D; ++a) {
+      if (g.output_padding[a] != 0)
+        fail(kOp, ": output_padding[", a, "] is ", g.output_padding[a], "; it must be 0 in the forward direction");
+    }
+    const std::vector<WindowAxis> axes =
+        window_axes(kOp, "filter size", g.in_spatial, WindowParams{g.kernel, g.strides, g.dilations, g.start, g.end});
+    for (const WindowAxis& axis : axes) g.out_spatial.push_back(axis.out());
+  } else {
+    if (desc.filter.sizes[0] != g.in_channels)
+      fail(kOp, ": filter sizes[0] is ", desc.filter.sizes[0], " but a backward filter has one entry per input channel (",
+           g.in_channels, ") there ({InC, OutC/G, K...})");
+    g.out_channels = checked_product(desc.filter.sizes[1], g.groups, "output");
+    for (int a = 0; a < g.D; ++a) {
+      const std::int64_t nominal = (g.in_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1 -
+                                   g.start[a] - g.end[a] + g.output_padding[a];
+      if (desc.output) {
+        g.out_spatial.push_back(desc.output->sizes[2 + a]);
+      } else {
+        if (nominal < 1)
+          fail(kOp, ": the nominal backward output size on spatial dimension ", a, " is ", nominal,
+               " (paddings larger than the transposed window); give the output sizes");
+        g.out_spatial.push_back(nominal);
+      }
+    }
+  }
+  g.out_per_group = g.out_channels / g.groups;
+  g.output = TensorDesc{dtype, {g.batch, g.out_channels}, std::nullopt};
+  for (std::int64_t s : g.out_spatial) g.output.sizes.push_back(s);
+  checked_product(checked_product(g.batch, g.out_channels, "output"), g.out_spatial.product(), "output");
+  if (desc.bias) {
+    Dims expected = Dims::filled(rank, 1);
+    expected[1] = g.out_channels;
+    if (desc.bias->sizes != expected)
+      fail(kOp, ": bias has sizes ", desc.bias->sizes, " but it must be ", expected, " ({1, OutC, 1...})");
+  }
+  if (desc.output) {
+    if (forward && desc.output->sizes != g.output.sizes)
+      fail(kOp, ": output has sizes ", desc.output->sizes, " but the convolution gives ", g.output.sizes);
+    if (!forward && (desc.output->sizes[0] != g.batch || desc.output->sizes[1] != g.out_channels))
+      fail(kOp, ": output has sizes ", desc.output->sizes, " but a backward convolution gives {", g.batch, ", ",
+           g.out_channels, ", ...} (filter sizes[1] * group_count output channels)");
+    g.output = *desc.output;
+  }
+  if (desc.fused_activation) validate_activation(kOp, *desc.fused_activation);
+  return g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Element access: strided rows of T <-> contiguous rows of the accumulation type.
+
+template <class T, class Acc>
+Acc load_value(const std::byte* p) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return half_bits_to_float(load<std::uint16_t>(p));
+  } else {
+    return static_cast<Acc>(load<T>(p));
+  }
+}
+
+bool aligned(const void* p, std::size_t alignment) { return reinterpret_cast<std::uintptr_t>(p) % alignment == 0; }
+
+template <class T, class Acc>
+void load_run(const std::byte* src, std::int64_t step, std::int64_t n, Acc* dst) {
+  if constexpr (std::is_same_v<T, Half>) {
+    if (step == sizeof(Half) && aligned(src, alignof(Half)))
+      return half_to_float(reinterpret_cast<const Half*>(src), dst, static_cast<std::size_t>(n));
+  } else {
+    if (step == sizeof(T)) {
+      std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+      return;
+    }
+  }
+  for (std::int64_t j = 0; j < n; ++j) dst[j] = load_value<T, Acc>(src + j * step);
+}
+
+template <class T, class Acc>
+void store_run(const Acc* src, std::int64_t n, std::byte* dst, std::int64_t step) {
+  if constexpr (std::is_same_v<T, Half>) {
+    if (step == sizeof(Half) && aligned(dst, alignof(Half)))
+      return float_to_half(src, reinterpret_cast<Half*>(dst), static_cast<std::size_t>(n));
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::uint16_t bits = float_to_half_bits(src[j]);
+      std::memcpy(dst + j * step, &bits, sizeof bits);
+    }
+  } else {
+    if (step == sizeof(T)) {
+      std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+      return;
+    }
+    for (std::int64_t j = 0; j < n; ++j) std::memcpy(dst + j * step, src + j, sizeof(T));
+  }
+}
+
+// Positions [p0, p0 + count) of a spatial plane (row-major over `sizes`, byte strides `strides`)
+// as runs along the last axis: fn(byte offset, first index in the range, run length).
+template <class Fn>
+void for_each_run(const Dims& sizes, const Dims& strides, std::int64_t p0, std::int64_t count, Fn&& fn) {
+  const int D = sizes.size();
+  Dims index = Dims::filled(D, 0);
+  for (int a = D - 1; a >= 0; --a) {
+    index[a] = p0 % sizes[a];
+    p0 /= sizes[a];
+  }
+  std::int64_t done = 0;
+  while (done < count) {
+    const std::int64_t run = std::min(count - done, sizes[D - 1] - index[D - 1]);
+    std::int64_t offset = 0;
+    for (int a = 0; a < D; ++a) offset += index[a] * strides[a];
+    fn(offset, done, run);
+    done += run;
+    index[D - 1] += run;
+    for (int a = D - 1; a > 0 && index[a] == sizes[a]; --a) {
+      index[a] = 0;
+      ++index[a - 1];
+    }
+  }
+}
+
+// Bias, activation, rounding and store of one output channel's results for positions
+// [p0, p0 + count) (destroys `row`).
+template <class T, class Acc>
+void finish_row(Acc* row, std::int64_t count, Acc bias, const std::optional<FusedActivation>& activation,
+                std::byte* plane, const Dims& out_spatial, const Dims& out_strides, std::int64_t p0) {
+  if (bias != Acc(0)) {
+    for (std::int64_t j = 0; j < count; ++j) row[j] += bias;
+  }
+  if (activation) apply_activation(*activation, row, count);
+  for_each_run(out_spatial, out_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t n) {
+    store_run<T, Acc>(row + first, n, plane + offset, out_strides[out_strides.size() - 1]);
+  });
+}
+
+template <class Acc>
+std::vector<Acc> scratch(std::int64_t n) {
+  return std::vector<Acc>(static_cast<std::size_t>(n));
+}
+
+// Every window tap's multi-index and the byte offset of that tap within one filter plane.
+struct Taps {
+  std::vector<Dims> index;
+  std::vector<std::int64_t> filter_offset;
+
+  Taps(const BlockWalker& walker, const TensorView& filter) {
+    for (std::int64_t t = 0; t < walker.tap_count(); ++t) {
+      index.push_back(walker.tap(t));
+      std::int64_t offset = 0;
+      for (int a = 0; a < walker.rank(); ++a) offset += index.back()[a] * filter.byte_strides[2 + a];
+      filter_offset.push_back(offset);
+    }
+  }
+  // The filter tap that multiplies window tap t: flipping every axis reverses the row-major index.
+  std::int64_t filter(std::int64_t t, bool flip) const {
+    return filter_offset[static_cast<std::size_t>(flip ? std::ssize(filter_offset) - 1 - t : t)];
+  }
+};
+
+struct Views {
+  const TensorView& in;
+  const TensorView& filter;
+  const TensorView* bias;
+  const TensorView& out;
+};
+
+template <class T, class Acc>
+Acc bias_of(const Views& v, std::int64_t oc) {
+  if (!v.bias) return Acc(0);
+  return load_value<T, Acc>(static_cast<const std::byte*>(v.bias->data) + oc * v.bias->byte_strides[1]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// FORWARD
+
+template <class T>
+void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  using Acc = typename AccumulatorOf<T>::type;
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  std::vector<WindowAxis> axes(static_cast<std::size_t>(g.D));
+  for (int a = 0; a < g.D; ++a)
+    axes[a] = WindowAxis{g.in_spatial[a], g.kernel[a], g.strides[a], g.dilations[a], g.start[a], g.end[a]};
+  const BlockWalker walker(std::move(axes));
+  const std::int64_t taps = walker.tap_count(), positions = walker.block_count();
+  const std::int64_t K = g.in_per_group * taps, M = g.out_per_group, M_pad = round_up(M, kGemmRows);
+  const bool flip = desc.mode == ConvolutionMode::Convolution;
+
+  const Taps tap(walker, v.filter);
+  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'].
+  const auto* w = static_cast<const std::byte*>(v.filter.data);
+  std::vector<Acc> packed = scratch<Acc>(g.groups * M_pad * K);
+  for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+    pack_gemm_a(M, K,
+                [&](std::int64_t i, std::int64_t k) {
+                  const std::int64_t c = k / taps, t = k % taps;
+                  return load_value<T, Acc>(w + (grp * M + i) * v.filter.byte_strides[0] + c * v.filter.byte_strides[1] +
+                                            tap.filter(t, flip));
+                },
+                packed.data() + grp * M_pad * K);
+  }
+
+  // Position blocks: NR-multiples whose im2col panel fits kPanelBytes.
+  const std::int64_t fit = std::max<std::int64_t>(NR, kPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))) / NR * NR);
+  const std::int64_t block = std::min(fit, round_up(positions, NR));
+  const std::int64_t blocks = ceil_div(positions, block), tasks = g.batch * g.groups * blocks;
+  const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, M * K * block));
+
+  const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
+  const auto* in_base = static_cast<const std::byte*>(v.in.data);
+  auto* out_base = static_cast<std::byte*>(v.out.data);
+  parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<Acc> panel = scratch<Acc>(K * block), result = scratch<Acc>(M_pad * block);
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t n = task / (g.groups * blocks), grp = task / blocks % g.groups;
+      const std::int64_t p0 = task % blocks * block, count = std::min(block, positions - p0);
+      const std::int64_t width = round_up(count, NR);
+      for (std::int64_t c = 0; c < g.in_per_group; ++c) {
+        const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * g.in_per_group + c) * v.in.byte_strides[1];
+        for (std::int64_t t = 0; t < taps; ++t) {
+          Acc* row = panel.data() + (c * taps + t) * width;
+          walker.walk_span(
+              tap.index[t], p0, p0 + count, in_strides, /*base_offset=*/0,
+              [&](std::int64_t col, std::int64_t n_pad) { std::fill_n(row + (col - p0), n_pad, Acc(0)); },
+              [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t n_in) {
+                load_run<T, Acc>(plane + offset, step, n_in, row + (col - p0));
+              });
+          std::fill(row + count, row + width, Acc(0));
+        }
+      }
+      gemm_packed(M_pad, width, K, packed.data() + grp * M_pad * K, panel.data(), width, result.data(), width);
+      for (std::int64_t i = 0; i < M; ++i) {
+        const std::int64_t oc = grp * M + i;
+        finish_row<T, Acc>(result.data() + i * width, count, bias_of<T, Acc>(v, oc), desc.fused_activation,
+                           out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1], g.out_spatial,
+                           out_strides, p0);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// BACKWARD
+
+template <class T>
+void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  using Acc = typename AccumulatorOf<T>::type;
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  // The window slides over the output; `end` is chosen so that there is exactly one block per
+  // input position (it is negative when the output is larger than the window reaches).
+  std::vector<WindowAxis> axes(static_cast<std::size_t>(g.D));
+  for (int a = 0; a < g.D; ++a) {
+    WindowAxis& axis = axes[a];
+    axis = WindowAxis{g.out_spatial[a], g.kernel[a], g.strides[a], g.dilations[a], g.start[a], 0};
+    axis.end = (g.in_spatial[a] - 1) * g.strides[a] + axis.extent() - g.out_spatial[a] - g.start[a];
+  }
+  const BlockWalker walker(std::move(axes));
+  const std::int64_t taps = walker.tap_count(), positions = walker.block_count();
+  const std::int64_t out_positions = g.out_spatial.product();
+  const std::int64_t K = g.in_per_group;
+  const bool flip = desc.mode == ConvolutionMode::Convolution;
+
+  const Taps tap(walker, v.filter);
+
+  // Output channels per task: the accumulator planes fit kPlaneBytes, and there are enough
+  // tasks for every thread when the channels allow it.
+  const std::int64_t plane_bytes = out_positions * static_cast<std::int64_t>(sizeof(Acc));
+  std::int64_t per_task = std::clamp<std::int64_t>(kPlaneBytes / plane_bytes, 1, g.out_per_group);
+  per_task = std::max<std::int64_t>(1, std::min(per_task, ceil_div(g.batch * g.groups * g.out_per_group,
+                                                                    4 * static_cast<std::int64_t>(num_threads()))));
+  const std::int64_t chunks = ceil_div(g.out_per_group, per_task), tasks = g.batch * g.groups * chunks;
+  const std::int64_t fit = std::max<std::int64_t>(NR, kPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))) / NR * NR);
+  const std::int64_t block = std::min(fit, round_up(positions, NR));
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, per_task * taps * K * positions));
+
+  const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
+  const Dims acc_strides = packed_strides(g.out_spatial);
+  const auto* in_base = static_cast<const std::byte*>(v.in.data);
+  const auto* w = static_cast<const std::byte*>(v.filter.data);
+  auto* out_base = static_cast<std::byte*>(v.out.data);
+  parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
+    const std::int64_t M_max = round_up(per_task * taps, kGemmRows);
+    std::vector<Acc> packed = scratch<Acc>(M_max * K), panel = scratch<Acc>(K * block);
+    std::vector<Acc> result = scratch<Acc>(M_max * block), sums = scratch<Acc>(per_task * out_positions);
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t n = task / (g.groups * chunks), grp = task / chunks % g.groups;
+      const std::int64_t oc0 = task % chunks * per_task, ocs = std::min(per_task, g.out_per_group - oc0);
+      const std::int64_t M = ocs * taps, M_pad = round_up(M, kGemmRows);
+      // A: row (oc', t), column ic holds W[ic, oc0 + oc', t'].
+      pack_gemm_a(M, K,
+                  [&](std::int64_t r, std::int64_t ic) {
+                    const std::int64_t oc = oc0 + r / taps, t = r % taps;
+                    return load_value<T, Acc>(w + (grp * K + ic) * v.filter.byte_strides[0] + oc * v.filter.byte_strides[1] +
+                                              tap.filter(t, flip));
+                  },
+                  packed.data());
+      std::fill_n(sums.data(), ocs * out_positions, Acc(0));
+      for (std::int64_t p0 = 0; p0 < positions; p0 += block) {
+        const std::int64_t count = std::min(block, positions - p0), width = round_up(count, NR);
+        for (std::int64_t ic = 0; ic < K; ++ic) {
+          const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * K + ic) * v.in.byte_strides[1];
+          Acc* row = panel.data() + ic * width;
+          for_each_run(g.in_spatial, in_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
+            load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row + first);
+          });
+          std::fill(row + count, row + width, Acc(0));
+        }
+        gemm_packed(M_pad, width, K, packed.data(), panel.data(), width, result.data(), width);
+        for (std::int64_t oc = 0; oc < ocs; ++oc) {
+          for (std::int64_t t = 0; t < taps; ++t) {
+            const Acc* cols = result.data() + (oc * taps + t) * width;
+            walker.walk_span(
+                tap.index[t], p0, p0 + count, acc_strides, /*base_offset=*/oc * out_positions,
+                [](std::int64_t, std::int64_t) {},  // outside the output: dropped
+                [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t len) {
+                  Acc* dst = sums.data() + offset;
+                  const Acc* src = cols + (col - p0);
+                  for (std::int64_t j = 0; j < len; ++j) dst[j * step] += src[j];
+                });
+          }
+        }
+      }
+      for (std::int64_t oc = 0; oc < ocs; ++oc) {
+        const std::int64_t channel = grp * g.out_per_group + oc0 + oc;
+        finish_row<T, Acc>(sums.data() + oc * out_positions, out_positions, bias_of<T, Acc>(v, channel),
+                           desc.fused_activation, out_base + n * v.out.byte_strides[0] + channel * v.out.byte_strides[1],
+                           g.out_spatial, out_strides, 0);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+std::string_view name(ConvolutionMode mode) { return kModeNames[static_cast<int>(mode)]; }
+std::string_view name(ConvolutionDirection direction) { return kDirectionNames[static_cast<int>(direction)]; }
+
+ConvolutionMode parse_convolution_mode(std::string_view text) {
+  for (std::size_t i = 0; i < std::size(kModeNames); ++i) {
+    if (text == kModeNames[i]) return static_cast<ConvolutionMode>(i);
+  }
+  fail(kOp, ": mode '", text, "' is unknown; expected one of cross_correlation, convolution");
+}
+
+ConvolutionDirection parse_convolution_direction(std::string_view text) {
+  for (std::size_t i = 0; i < std::size(kDirectionNames); ++i) {
+    if (text == kDirectionNames[i]) return static_cast<ConvolutionDirection>(i);
+  }
+  fail(kOp, ": direction '", text, "' is unknown; expected one of forward, backward");
+}
+
+TensorDesc infer_output(const ConvolutionDesc& desc) { return analyse(desc).output; }
+
+void execute(const ConvolutionDesc& desc, const TensorView& in, const TensorView& filter, const TensorView* bias,
+             const TensorView& out) {
+  const Geometry g = analyse(desc);
+  check_view_matches(in, desc.input, "Convolution: input");
+  check_view_matches(filter, desc.filter, "Convolution: filter");
+  if (bool(bias) != desc.bias.has_value())
+    fail(kOp, ": the descriptor ", desc.bias ? "has" : "has no", " bias tensor but the call passes ", bias ? "one" : "none");
+  if (bias) check_view_matches(*bias, *desc.bias, "Convolution: bias");
+  if (bias) {
+    check_output_view(out, g.output, "Convolution: out", {&in, &filter, bias});
+  } else {
+    check_output_view(out, g.output, "Convolution: out", {&in, &filter});
+  }
+  const Views views{in, filter, bias, out};
+  visit_dtype(in.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>) {
+      if (desc.direction == ConvolutionDirection::Forward) {
+        forward<T>(desc, g, views);
+      } else {
+        backward<T>(desc, g, views);
+      }
+    }
+  });
+}
+
+}  // namespace dmlops

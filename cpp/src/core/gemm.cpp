@@ -1,0 +1,106 @@
+#include "dmlops/core/gemm.hpp"
+
+#include <immintrin.h>
+
+#include "dmlops/core/cpu.hpp"
+
+namespace dmlops {
+namespace {
+
+constexpr int R = static_cast<int>(kGemmRows);
+
+// One R x NR tile, portable: the compiler vectorises the j loops.
+template <class Acc>
+void tile_portable(std::int64_t K, const Acc* a, const Acc* b, std::int64_t ldb, Acc* c, std::int64_t ldc) {
+  constexpr int NR = static_cast<int>(gemm_columns<Acc>());
+  Acc acc[R][NR] = {};
+  for (std::int64_t k = 0; k < K; ++k, a += R, b += ldb) {
+    for (int r = 0; r < R; ++r) {
+      const Acc ar = a[r];
+      for (int j = 0; j < NR; ++j) acc[r][j] += ar * b[j];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
+  }
+}
+
+// The 6 x 16 float tile in twelve registers: per k, two loads of B, six broadcasts of A, twelve FMAs.
+__attribute__((target("avx2,fma"))) void tile_f32_avx2(std::int64_t K, const float* a, const float* b,
+                                                       std::int64_t ldb, float* c, std::int64_t ldc) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (std::int64_t k = 0; k < K; ++k, a += R, b += ldb) {
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    __m256 x = _mm256_broadcast_ss(a + 0);
+    c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
+    x = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(x, b0, c10), c11 = _mm256_fmadd_ps(x, b1, c11);
+    x = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(x, b0, c20), c21 = _mm256_fmadd_ps(x, b1, c21);
+    x = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(x, b0, c30), c31 = _mm256_fmadd_ps(x, b1, c31);
+    x = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(x, b0, c40), c41 = _mm256_fmadd_ps(x, b1, c41);
+    x = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(x, b0, c50), c51 = _mm256_fmadd_ps(x, b1, c51);
+  }
+  const __m256 rows[R][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(c + r * ldc, rows[r][0]);
+    _mm256_storeu_ps(c + r * ldc + 8, rows[r][1]);
+  }
+}
+
+// The 6 x 8 double tile, same shape of loop.
+__attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const double* a, const double* b,
+                                                       std::int64_t ldb, double* c, std::int64_t ldc) {
+  __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256d c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (std::int64_t k = 0; k < K; ++k, a += R, b += ldb) {
+    const __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4);
+    __m256d x = _mm256_broadcast_sd(a + 0);
+    c00 = _mm256_fmadd_pd(x, b0, c00), c01 = _mm256_fmadd_pd(x, b1, c01);
+    x = _mm256_broadcast_sd(a + 1);
+    c10 = _mm256_fmadd_pd(x, b0, c10), c11 = _mm256_fmadd_pd(x, b1, c11);
+    x = _mm256_broadcast_sd(a + 2);
+    c20 = _mm256_fmadd_pd(x, b0, c20), c21 = _mm256_fmadd_pd(x, b1, c21);
+    x = _mm256_broadcast_sd(a + 3);
+    c30 = _mm256_fmadd_pd(x, b0, c30), c31 = _mm256_fmadd_pd(x, b1, c31);
+    x = _mm256_broadcast_sd(a + 4);
+    c40 = _mm256_fmadd_pd(x, b0, c40), c41 = _mm256_fmadd_pd(x, b1, c41);
+    x = _mm256_broadcast_sd(a + 5);
+    c50 = _mm256_fmadd_pd(x, b0, c50), c51 = _mm256_fmadd_pd(x, b1, c51);
+  }
+  const __m256d rows[R][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_pd(c + r * ldc, rows[r][0]);
+    _mm256_storeu_pd(c + r * ldc + 4, rows[r][1]);
+  }
+}
+
+template <class Acc, class Tile>
+void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const Acc* b, std::int64_t ldb, Acc* c,
+           std::int64_t ldc, Tile tile) {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  // Column blocks outside: one K x NR slice of B is reused from cache by every row panel.
+  for (std::int64_t j = 0; j < N; j += NR) {
+    for (std::int64_t p = 0; p < M; p += kGemmRows) tile(K, a + p * K, b + j, ldb, c + p * ldc + j, ldc);
+  }
+}
+
+}  // namespace
+
+void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const float* b, std::int64_t ldb,
+                 float* c, std::int64_t ldc) {
+  if (avx2_fma_enabled()) return drive(M, N, K, a, b, ldb, c, ldc, tile_f32_avx2);
+  drive(M, N, K, a, b, ldb, c, ldc, tile_portable<float>);
+}
+
+void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a, const double* b, std::int64_t ldb,
+                 double* c, std::int64_t ldc) {
+  if (avx2_fma_enabled()) return drive(M, N, K, a, b, ldb, c, ldc, tile_f64_avx2);
+  drive(M, N, K, a, b, ldb, c, ldc, tile_portable<double>);
+}
+
+}  // namespace dmlops

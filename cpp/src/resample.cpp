@@ -1,0 +1,259 @@
+#include "dmlops/ops/resample.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "dmlops/core/error.hpp"
+#include "dmlops/core/filter.hpp"
+#include "dmlops/core/gather.hpp"
+
+namespace dmlops {
+namespace {
+
+constexpr std::string_view kModeNames[] = {"nearest_neighbor", "linear"};
+constexpr std::string_view kDirectionNames[] = {"increasing", "decreasing"};
+// Sizes stay far below int64 overflow: no real tensor has 2^48 elements on one axis.
+constexpr std::int64_t kMaxSize = std::int64_t{1} << 48;
+
+// How nearest_neighbor turns a fractional input coordinate into an index.
+enum class Rounding { HalfUp, Floor, Ceil };
+
+// One axis of a resampling: sizes, and the coordinate transform in float64.
+struct Axis {
+  std::int64_t in = 1, out = 1;
+  double scale = 1.0, input_offset = 0.5, output_offset = -0.5;
+
+  double input_coordinate(std::int64_t o) const {
+    return (static_cast<double>(o) - output_offset) / scale - input_offset;
+  }
+  double clamp(double x) const { return std::min(std::max(x, 0.0), static_cast<double>(in - 1)); }
+};
+
+// The input index output o reads; the identity map when that is every o.
+AxisMap nearest_map(const Axis& axis, Rounding rounding) {
+  std::vector<std::int64_t> map(static_cast<std::size_t>(axis.out));
+  bool identity = axis.in == axis.out;
+  for (std::int64_t o = 0; o < axis.out; ++o) {
+    const double x = axis.input_coordinate(o);
+    const double rounded = rounding == Rounding::HalfUp ? std::floor(x + 0.5)
+                           : rounding == Rounding::Floor ? std::floor(x)
+                                                         : std::ceil(x);
+    map[static_cast<std::size_t>(o)] = static_cast<std::int64_t>(axis.clamp(rounded));
+    identity = identity && map[static_cast<std::size_t>(o)] == o;
+  }
+  return identity ? AxisMap{} : AxisMap::from_indices(map);
+}
+
+// Linear taps of output o: the clamped coordinate c = clamp(x, 0, in-1) between i0 = floor(c)
+// and i0 + 1 with weights 1 - w and w (w = c - i0). A tap of weight 0 is left out, so a pixel
+// sampled exactly is returned as it is even when its neighbour is infinite (inf * 0 = nan).
+void push_linear(AxisFilter& filter, const Axis& axis, std::int64_t o) {
+  const double c = axis.clamp(axis.input_coordinate(o));
+  const double i0 = std::floor(c), w = c - i0;
+  if (w == 0.0) filter.push(static_cast<std::int64_t>(i0), {1.0});
+  else filter.push(static_cast<std::int64_t>(i0), {1.0 - w, w});
+}
+
+// Antialiased taps (ONNX Resize antialias=1, exclude_outside=0) of output o when scale < 1:
+// the triangle 1 - |i - x| * scale of half-width 1/scale around the unclamped coordinate x,
+// normalised to sum 1; taps outside the input read the edge element, so their weights are
+// added to the edge tap's.
+void push_antialiased(AxisFilter& filter, const Axis& axis, std::int64_t o, std::vector<double>& weights) {
+  const double x = axis.input_coordinate(o), support = 1.0 / axis.scale;
+  const double lo = std::ceil(x - support), hi = std::floor(x + support);
+  double total = 0.0;
+  std::int64_t first = -1;
+  weights.clear();
+  for (double i = lo; i <= hi; i += 1.0) {
+    const double w = 1.0 - std::fabs(i - x) * axis.scale;
+    if (w <= 0.0) continue;
+    total += w;
+    const auto index = static_cast<std::int64_t>(axis.clamp(i));
+    if (first < 0) first = index;
+    if (index - first == static_cast<std::int64_t>(weights.size())) weights.push_back(w);
+    else weights.back() += w;  // clamped onto the edge tap
+  }
+  for (double& w : weights) w /= total;
+  filter.push(first, weights);
+}
+
+AxisFilter linear_filter(const Axis& axis, bool antialiased) {
+  AxisFilter filter;
+  std::vector<double> weights;
+  bool identity = axis.in == axis.out;
+  for (std::int64_t o = 0; o < axis.out; ++o) {
+    if (antialiased && axis.scale < 1.0) push_antialiased(filter, axis, o, weights);
+    else push_linear(filter, axis, o);
+    identity = identity && filter.first.back() == o && filter.taps(o) == 1;
+  }
+  return identity ? AxisFilter{} : filter;
+}
+
+void check_dtype_for_mode(const std::string& op, DataType dtype, InterpolationMode mode) {
+  if (mode == InterpolationMode::Linear && !is_floating(dtype))
+    fail<DTypeError>(op, ": linear interpolation needs float16, float32 or float64, not ", name(dtype),
+                     "; integer tensors can be resampled with nearest_neighbor");
+}
+
+void check_output(const std::string& op, const TensorDesc& input, const TensorDesc& output) {
+  const std::string what = op + ": output";
+  validate_tensor_desc(output, what.c_str());
+  if (output.dtype != input.dtype)
+    fail<DTypeError>(what, " has dtype ", name(output.dtype), " but the input is ", name(input.dtype));
+  if (output.sizes.size() != input.sizes.size())
+    fail(what, " has ", output.sizes.size(), " dimensions but the input has ", input.sizes.size());
+  for (int d = 0; d < output.sizes.size(); ++d) {
+    if (output.sizes[d] > kMaxSize) fail(what, " size ", output.sizes[d], " on dimension ", d, " exceeds 2^48");
+  }
+}
+
+// The per-axis parameters of a ResampleDesc (validated).
+std::vector<Axis> resample_axes(const ResampleDesc& desc, const Dims& out_sizes) {
+  const int rank = desc.input.sizes.size();
+  std::vector<Axis> axes(static_cast<std::size_t>(rank));
+  for (int d = 0; d < rank; ++d) {
+    Axis& a = axes[static_cast<std::size_t>(d)];
+    a.in = desc.input.sizes[d];
+    a.out = out_sizes[d];
+    a.scale = desc.scales[static_cast<std::size_t>(d)];
+    if (!desc.input_pixel_offsets.empty()) a.input_offset = desc.input_pixel_offsets[static_cast<std::size_t>(d)];
+    if (!desc.output_pixel_offsets.empty()) a.output_offset = desc.output_pixel_offsets[static_cast<std::size_t>(d)];
+  }
+  return axes;
+}
+
+void validate(const ResampleDesc& desc) {
+  const std::string& op = desc.op_name;
+  validate_tensor_desc(desc.input, (op + ": input").c_str());
+  const int rank = desc.input.sizes.size();
+  if (static_cast<int>(desc.mode) >= static_cast<int>(std::size(kModeNames)))
+    fail(op, ": interpolation_mode has the unknown value ", static_cast<int>(desc.mode));
+  if (desc.rounding_direction && static_cast<int>(*desc.rounding_direction) >= static_cast<int>(std::size(kDirectionNames)))
+    fail(op, ": rounding_direction has the unknown value ", static_cast<int>(*desc.rounding_direction));
+  const auto check_floats = [&](const std::vector<float>& values, const char* field, bool positive, bool optional) {
+    if (optional && values.empty()) return;
+    if (static_cast<int>(values.size()) != rank)
+      fail(op, ": ", field, " has ", values.size(), " entries but the input has ", rank, " dimensions");
+    for (int d = 0; d < rank; ++d) {
+      const float v = values[static_cast<std::size_t>(d)];
+      if (!std::isfinite(v)) fail(op, ": ", field, "[", d, "] is ", v, "; it must be a finite FLOAT");
+      if (positive && !(v > 0.0f)) fail(op, ": ", field, "[", d, "] is ", v, "; scales must be > 0");
+    }
+  };
+  check_floats(desc.scales, "scales", true, false);
+  check_floats(desc.input_pixel_offsets, "input_pixel_offsets", false, true);
+  check_floats(desc.output_pixel_offsets, "output_pixel_offsets", false, true);
+  check_dtype_for_mode(op, desc.input.dtype, desc.mode);
+}
+
+void run(const std::vector<Axis>& axes, InterpolationMode mode, Rounding rounding, bool antialiased,
+         const TensorView& in, const TensorView& out) {
+  if (mode == InterpolationMode::NearestNeighbor) {
+    std::vector<AxisMap> maps;
+    for (const Axis& a : axes) maps.push_back(nearest_map(a, rounding));
+    separable_gather(in, out, maps, Scalar{in.dtype, 0});
+  } else {
+    std::vector<AxisFilter> filters;
+    for (const Axis& a : axes) filters.push_back(linear_filter(a, antialiased));
+    separable_filter(in, out, filters);
+  }
+}
+
+// Upsample2D's axes: scale 1 (the identity) on N, C and D, the integer scales on H and W.
+std::vector<Axis> upsample_axes(const Upsample2DDesc& desc) {
+  const int rank = desc.input.sizes.size();
+  std::vector<Axis> axes(static_cast<std::size_t>(rank));
+  for (int d = 0; d < rank; ++d) {
+    Axis& a = axes[static_cast<std::size_t>(d)];
+    a.in = desc.input.sizes[d];
+    a.scale = d == rank - 2 ? static_cast<double>(desc.scale_height) : d == rank - 1 ? static_cast<double>(desc.scale_width) : 1.0;
+    a.out = a.in * static_cast<std::int64_t>(a.scale);
+  }
+  return axes;
+}
+
+}  // namespace
+
+std::string_view name(InterpolationMode mode) { return kModeNames[static_cast<int>(mode)]; }
+std::string_view name(AxisDirection direction) { return kDirectionNames[static_cast<int>(direction)]; }
+
+InterpolationMode parse_interpolation_mode(std::string_view text) {
+  for (std::size_t i = 0; i < std::size(kModeNames); ++i) {
+    if (text == kModeNames[i]) return static_cast<InterpolationMode>(i);
+  }
+  fail("unknown interpolation_mode '", text, "'; expected nearest_neighbor or linear");
+}
+
+AxisDirection parse_axis_direction(std::string_view text) {
+  for (std::size_t i = 0; i < std::size(kDirectionNames); ++i) {
+    if (text == kDirectionNames[i]) return static_cast<AxisDirection>(i);
+  }
+  fail("unknown rounding_direction '", text, "'; expected increasing or decreasing");
+}
+
+std::int64_t resample_output_size(const std::string& op, int axis, std::int64_t in, double scale) {
+  const double product = static_cast<double>(in) * scale;
+  const double nearest = std::nearbyint(product);
+  const double size = std::fabs(product - nearest) <= nearest * 0x1p-24 ? nearest : std::floor(product);
+  if (size < 1.0)
+    fail(op, ": the output size on dimension ", axis, " is floor(", in, " x ", scale,
+         ") = 0; give the output sizes explicitly");
+  if (size > static_cast<double>(kMaxSize))
+    fail(op, ": the output size on dimension ", axis, " (", in, " x ", scale, ") exceeds 2^48");
+  return static_cast<std::int64_t>(size);
+}
+
+TensorDesc infer_output(const ResampleDesc& desc) {
+  validate(desc);
+  if (desc.output) {
+    check_output(desc.op_name, desc.input, *desc.output);
+    return *desc.output;
+  }
+  TensorDesc out{desc.input.dtype, {}, std::nullopt};
+  for (int d = 0; d < desc.input.sizes.size(); ++d)
+    out.sizes.push_back(resample_output_size(desc.op_name, d, desc.input.sizes[d], desc.scales[static_cast<std::size_t>(d)]));
+  return out;
+}
+
+TensorDesc infer_output(const Upsample2DDesc& desc) {
+  const std::string op = "Upsample2D";
+  validate_tensor_desc(desc.input, "Upsample2D: input");
+  const int rank = desc.input.sizes.size();
+  if (rank != 4 && rank != 5)
+    fail(op, ": input has ", rank, " dimensions; Upsample2D takes 4 {N, C, H, W} or 5 {N, C, D, H, W}");
+  if (static_cast<int>(desc.mode) >= static_cast<int>(std::size(kModeNames)))
+    fail(op, ": interpolation_mode has the unknown value ", static_cast<int>(desc.mode));
+  const auto check_scale = [&](std::int64_t scale, const char* field, std::int64_t size) {
+    if (scale < 1) fail(op, ": scale_size ", field, " is ", scale, "; scales must be integers >= 1");
+    if (scale > kMaxSize / size) fail(op, ": the output ", field, " ", size, " x ", scale, " exceeds 2^48");
+  };
+  check_scale(desc.scale_height, "height", desc.input.sizes[rank - 2]);
+  check_scale(desc.scale_width, "width", desc.input.sizes[rank - 1]);
+  check_dtype_for_mode(op, desc.input.dtype, desc.mode);
+  TensorDesc expected{desc.input.dtype, {}, std::nullopt};
+  for (const Axis& a : upsample_axes(desc)) expected.sizes.push_back(a.out);
+  if (!desc.output) return expected;
+  check_output(op, desc.input, *desc.output);
+  if (desc.output->sizes != expected.sizes)
+    fail(op, ": output has sizes ", desc.output->sizes, " but the input sizes x scale_size are ", expected.sizes);
+  return *desc.output;
+}
+
+void execute(const ResampleDesc& desc, const TensorView& in, const TensorView& out) {
+  const TensorDesc out_desc = infer_output(desc);
+  check_view_matches(in, desc.input, (desc.op_name + ": input").c_str());
+  check_output_view(out, out_desc, (desc.op_name + ": out").c_str(), {&in});
+  const Rounding rounding = !desc.rounding_direction ? Rounding::HalfUp
+                            : *desc.rounding_direction == AxisDirection::Decreasing ? Rounding::Floor
+                                                                                    : Rounding::Ceil;
+  run(resample_axes(desc, out_desc.sizes), desc.mode, rounding, desc.antialiased, in, out);
+}
+
+void execute(const Upsample2DDesc& desc, const TensorView& in, const TensorView& out) {
+  const TensorDesc out_desc = infer_output(desc);
+  check_view_matches(in, desc.input, "Upsample2D: input");
+  check_output_view(out, out_desc, "Upsample2D: out", {&in});
+  run(upsample_axes(desc), desc.mode, Rounding::HalfUp, /*antialiased=*/false, in, out);
+}
+
+}  // namespace dmlops

@@ -1,0 +1,321 @@
+#include "dmlops/ops/unfold.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "dmlops/core/dispatch.hpp"
+#include "dmlops/core/error.hpp"
+#include "dmlops/core/half.hpp"
+#include "dmlops/core/parallel.hpp"
+#include "dmlops/core/rows.hpp"
+#include "dmlops/core/strided.hpp"
+#include "dmlops/core/window.hpp"
+
+namespace dmlops {
+namespace {
+
+constexpr int kMaxSpatialRank = 6;
+constexpr std::int64_t kBytesPerTask = 32 * 1024;       // below this, splitting costs more than it saves
+constexpr std::int64_t kFoldScratchBytes = 256 * 1024;  // a fold task's accumulator stays in L2
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// a * b, or InvalidArgument past 2^62 (no tensor has that many elements).
+std::int64_t size_product(std::int64_t a, std::int64_t b, const char* op, const char* what) {
+  std::int64_t p;
+  if (__builtin_mul_overflow(a, b, &p) || p > (std::int64_t{1} << 62))
+    fail(op, ": the ", what, " would have more than 2^62 elements");
+  return p;
+}
+
+Dims spatial_sizes(const Dims& sizes) { return Dims(sizes.begin() + 2, sizes.end()); }
+
+// The sliding window over `spatial`: one entry per spatial dimension in each of the five arrays
+// (DirectML requires them all), every value in range, at least one block per dimension.
+template <class Desc>
+BlockWalker window_geometry(const char* op, const Dims& spatial, const Desc& desc) {
+  const std::pair<const Dims*, const char*> arrays[] = {{&desc.window_sizes, "window_sizes"},
+                                                        {&desc.strides, "strides"},
+                                                        {&desc.dilations, "dilations"},
+                                                        {&desc.start_padding, "start_padding"},
+                                                        {&desc.end_padding, "end_padding"}};
+  for (const auto& [values, field] : arrays) {
+    if (values->size() != spatial.size())
+      fail(op, ": ", field, " has ", values->size(), " entries but there are ", spatial.size(), " spatial dimensions");
+  }
+  return BlockWalker(window_axes(op, "window_sizes", spatial,
+                                 WindowParams{desc.window_sizes, desc.strides, desc.dilations, desc.start_padding,
+                                              desc.end_padding}));
+}
+
+void check_spatial_rank(const char* op, const char* what, int rank) {
+  if (rank < 3 || rank > 2 + kMaxSpatialRank)
+    fail(op, ": ", what, " has ", rank, " dimensions; it must have 3 to ", 2 + kMaxSpatialRank,
+         " ({N, C, spatial...} with 1 to ", kMaxSpatialRank, " spatial dimensions)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fold's arithmetic: the type each dtype sums in, loading columns as that type, storing sums.
+
+template <class T>
+struct Sum {
+  using type = T;  // float32 and float64 sum in their own type
+};
+template <>
+struct Sum<Half> {
+  using type = float;
+};
+template <class T>
+  requires std::is_integral_v<T>
+struct Sum<T> {
+  using type = std::make_unsigned_t<T>;  // wraps like numpy, without signed-overflow UB
+};
+
+bool aligned(const void* p, std::size_t alignment) { return reinterpret_cast<std::uintptr_t>(p) % alignment == 0; }
+
+// Columns [0, n) of an input row starting at `src` (byte step `step`) as Acc values: the row
+// itself when it already is a contiguous, aligned array of Acc bits (float, double, integers
+// read as their unsigned twin), else converted into `staging`.
+template <class T, class Acc>
+const Acc* load_columns(const std::byte* src, std::int64_t step, std::int64_t n, std::vector<Acc>& staging) {
+  if constexpr (!std::is_same_v<T, Half>) {
+    if (step == sizeof(T) && aligned(src, alignof(Acc))) return reinterpret_cast<const Acc*>(src);
+  }
+  if (staging.size() < static_cast<std::size_t>(n)) staging.resize(static_cast<std::size_t>(n));
+  Acc* dst = staging.data();
+  if constexpr (std::is_same_v<T, Half>) {
+    if (step == sizeof(Half) && aligned(src, alignof(Half))) {
+      half_to_float(reinterpret_cast<const Half*>(src), dst, static_cast<std::size_t>(n));
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) dst[j] = half_bits_to_float(load<std::uint16_t>(src + j * step));
+    }
+  } else {
+    for (std::int64_t j = 0; j < n; ++j) dst[j] = load<Acc>(src + j * step);
+  }
+  return dst;
+}
+
+template <class Acc>
+void add_run(Acc* dst, std::int64_t step, const Acc* src, std::int64_t n) {
+  if (step == 1) {
+    for (std::int64_t j = 0; j < n; ++j) dst[j] = static_cast<Acc>(dst[j] + src[j]);  // vectorised
+    return;
+  }
+  for (std::int64_t j = 0; j < n; ++j) dst[j * step] = static_cast<Acc>(dst[j * step] + src[j]);
+}
+
+template <class T, class Acc>
+void store_row(std::byte* dst, std::int64_t step, const Acc* src, std::int64_t n) {
+  if constexpr (std::is_same_v<T, Half>) {
+    if (step == sizeof(Half) && aligned(dst, alignof(Half))) {
+      float_to_half(src, reinterpret_cast<Half*>(dst), static_cast<std::size_t>(n));
+      return;
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::uint16_t bits = float_to_half_bits(src[j]);
+      std::memcpy(dst + j * step, &bits, sizeof bits);
+    }
+  } else {
+    static_assert(sizeof(T) == sizeof(Acc));
+    if (step == sizeof(T)) {
+      std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+      return;
+    }
+    for (std::int64_t j = 0; j < n; ++j) std::memcpy(dst + j * step, src + j, sizeof(T));
+  }
+}
+
+// Writes `sums` (row-major over `sizes`) into the output region at `dst` with these byte strides.
+template <class T, class Acc>
+void store(const Acc* sums, std::byte* dst, const Dims& sizes, const Dims& byte_strides) {
+  StridedLayout<1> layout(sizes, {byte_strides});
+  layout.coalesce(0);  // no reordering: the flat order stays row-major, like `sums`
+  const int r = layout.rank();
+  const std::int64_t inner = r ? layout.size(r - 1) : 1;
+  const std::int64_t inner_step = r ? layout.stride(0, r - 1) : 0;
+  Dims outer;
+  for (int d = 0; d + 1 < r; ++d) outer.push_back(layout.size(d));
+  NdCounter counter(outer, 0);
+  for (std::int64_t row = 0, rows = outer.product(); row < rows; ++row, counter.next(), sums += inner) {
+    std::int64_t offset = 0;
+    for (int d = 0; d + 1 < r; ++d) offset += counter[d] * layout.stride(0, d);
+    store_row<T, Acc>(dst + offset, inner_step, sums, inner);
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+TensorDesc infer_output(const UnfoldDesc& desc) {
+  constexpr const char* op = "Unfold";
+  validate_tensor_desc(desc.input, "Unfold: input");
+  check_spatial_rank(op, "input", desc.input.sizes.size());
+  const BlockWalker walker = window_geometry(op, spatial_sizes(desc.input.sizes), desc);
+  const std::int64_t batch = desc.input.sizes[0];
+  const std::int64_t rows = size_product(desc.input.sizes[1], walker.tap_count(), op, "output");
+  size_product(size_product(batch, rows, op, "output"), walker.block_count(), op, "output");
+  const TensorDesc expected{desc.input.dtype, {batch, rows, walker.block_count()}, std::nullopt};
+  if (!desc.output) return expected;
+  validate_tensor_desc(*desc.output, "Unfold: output");
+  if (desc.output->dtype != desc.input.dtype)
+    fail<DTypeError>("Unfold: output has dtype ", name(desc.output->dtype), " but the input is ",
+                     name(desc.input.dtype));
+  if (desc.output->sizes != expected.sizes)
+    fail("Unfold: output has sizes ", desc.output->sizes, " but the input unfolds to ", expected.sizes,
+         " {N, C * prod(window_sizes), block count}");
+  return *desc.output;
+}
+
+TensorDesc infer_output(const FoldDesc& desc) {
+  constexpr const char* op = "Fold";
+  validate_tensor_desc(desc.input, "Fold: input");
+  if (desc.input.sizes.size() != 3)
+    fail("Fold: input has ", desc.input.sizes.size(),
+         " dimensions; it must have 3 ({N, C * prod(window_sizes), block count})");
+  validate_tensor_desc(desc.output, "Fold: output");
+  check_spatial_rank(op, "output", desc.output.sizes.size());
+  if (desc.output.dtype != desc.input.dtype)
+    fail<DTypeError>("Fold: output has dtype ", name(desc.output.dtype), " but the input is ", name(desc.input.dtype));
+  const BlockWalker walker = window_geometry(op, spatial_sizes(desc.output.sizes), desc);
+  const std::int64_t rows = desc.input.sizes[1], taps = walker.tap_count();
+  if (rows % taps != 0)
+    fail("Fold: input sizes[1] is ", rows, ", which is not divisible by prod(window_sizes) = ", taps);
+  if (desc.input.sizes[2] != walker.block_count())
+    fail("Fold: input sizes[2] is ", desc.input.sizes[2], " but the window slides to ", walker.block_count(),
+         " blocks (", walker.blocks(), " per spatial dimension)");
+  if (desc.output.sizes[0] != desc.input.sizes[0])
+    fail("Fold: output sizes[0] (batch) is ", desc.output.sizes[0], " but the input's is ", desc.input.sizes[0]);
+  if (desc.output.sizes[1] != rows / taps)
+    fail("Fold: output sizes[1] (channels) is ", desc.output.sizes[1], " but input sizes[1] / prod(window_sizes) = ",
+         rows, " / ", taps, " = ", rows / taps);
+  return desc.output;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unfold: each output row (n, c, k) is the walk of tap k over the blocks, copying the runs that
+// read inside plane (n, c) and zero-filling the runs that read padding. With stride 1 a run is
+// one memcpy of the in-bounds part of an input row.
+
+void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out) {
+  const TensorDesc out_desc = infer_output(desc);
+  check_view_matches(in, desc.input, "Unfold: input");
+  check_output_view(out, out_desc, "Unfold: out", {&in});
+  const BlockWalker walker = window_geometry("Unfold", spatial_sizes(in.sizes), desc);
+
+  const Dims position_strides = spatial_sizes(in.byte_strides);
+  const std::int64_t taps = walker.tap_count(), channels = in.sizes[1];
+  const std::int64_t rows_per_batch = channels * taps, rows = in.sizes[0] * rows_per_batch;
+  const std::int64_t elem = static_cast<std::int64_t>(element_size(in.dtype));
+  // Tasks are (row, range of b_0); rows are split only when there are too few to keep every
+  // thread busy, and never into pieces smaller than kBytesPerTask.
+  const std::int64_t blocks0 = walker.blocks()[0], row_bytes = walker.block_count() * elem;
+  std::int64_t pieces = 1;
+  if (rows < 4 * num_threads())
+    pieces = std::clamp<std::int64_t>(ceil_div(4 * num_threads(), rows), 1,
+                                      std::min(blocks0, std::max<std::int64_t>(1, row_bytes / kBytesPerTask)));
+  const std::int64_t blocks0_per_piece = ceil_div(blocks0, pieces);
+  pieces = ceil_div(blocks0, blocks0_per_piece);
+  const std::int64_t grain = std::max<std::int64_t>(1, kBytesPerTask / (blocks0_per_piece * walker.block_stride(0) * elem));
+
+  const auto* src_base = static_cast<const std::byte*>(in.data);
+  auto* dst_base = static_cast<std::byte*>(out.data);
+  const std::int64_t col_step = out.byte_strides[2];
+  visit_width(in.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(0, rows * pieces, grain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t task = begin; task < end; ++task) {
+        const std::int64_t row = task / pieces, piece = task % pieces;
+        const std::int64_t n = row / rows_per_batch, row_in_batch = row % rows_per_batch;
+        const std::int64_t c = row_in_batch / taps, k = row_in_batch % taps;
+        std::byte* dst = dst_base + n * out.byte_strides[0] + row_in_batch * out.byte_strides[1];
+        const std::byte* src = src_base + n * in.byte_strides[0] + c * in.byte_strides[1];
+        const std::int64_t first0 = piece * blocks0_per_piece;
+        walker.walk(
+            walker.tap(k), first0, std::min(blocks0, first0 + blocks0_per_piece), position_strides,
+            /*base_offset=*/0,
+            [&](std::int64_t col, std::int64_t count) { fill_row<T>(dst + col * col_step, col_step, T{0}, count); },
+            [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+              copy_row<T>(dst + col * col_step, col_step, src + offset, step, count);
+            });
+      }
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fold: tasks are slabs of output planes (n, c, rows [r0, r1) of the first spatial axis), so
+// no two threads write the same element and no atomics are needed. A task zeroes a contiguous
+// accumulator for its slab, adds the runs of every tap k in increasing k (the same order for
+// every thread count, hence deterministic sums), then stores the slab once (rounding float16).
+
+void execute(const FoldDesc& desc, const TensorView& in, const TensorView& out) {
+  const TensorDesc out_desc = infer_output(desc);
+  check_view_matches(in, desc.input, "Fold: input");
+  check_output_view(out, out_desc, "Fold: out", {&in});
+  const BlockWalker walker = window_geometry("Fold", spatial_sizes(out.sizes), desc);
+
+  const std::int64_t taps = walker.tap_count(), channels = out.sizes[1];
+  const std::int64_t planes = out.sizes[0] * channels;
+  const Dims slab_sizes_full = spatial_sizes(out.sizes);
+  const std::int64_t rows0 = slab_sizes_full[0], per_row0 = slab_sizes_full.product() / rows0;
+  const std::int64_t per_block0 = walker.block_stride(0);
+  const auto* src_base = static_cast<const std::byte*>(in.data);
+  auto* dst_base = static_cast<std::byte*>(out.data);
+
+  visit_dtype(in.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = typename Sum<T>::type;
+    // Slab height: the accumulator stays in L2, and planes are split only when there are too
+    // few to keep every thread busy.
+    const std::int64_t cap = std::max<std::int64_t>(1, kFoldScratchBytes / (per_row0 * sizeof(Acc)));
+    const std::int64_t wanted_slabs = ceil_div(4 * num_threads(), planes);
+    const std::int64_t slab_rows = std::min({rows0, cap, ceil_div(rows0, wanted_slabs)});
+    const std::int64_t slabs = ceil_div(rows0, slab_rows), tasks = planes * slabs;
+    const std::int64_t bytes_per_task = in.element_count() / tasks * static_cast<std::int64_t>(sizeof(T)) + 1;
+    const std::int64_t grain = std::max<std::int64_t>(1, kBytesPerTask / bytes_per_task);
+
+    Dims slab_sizes = slab_sizes_full;
+    slab_sizes[0] = slab_rows;
+    const Dims sum_strides = packed_strides(slab_sizes);  // positions in the accumulator
+    const Dims out_strides = spatial_sizes(out.byte_strides);
+
+    parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
+      std::vector<Acc> sums(static_cast<std::size_t>(slab_rows * per_row0));
+      std::vector<Acc> staging;
+      for (std::int64_t task = begin; task < end; ++task) {
+        const std::int64_t plane = task / slabs, r0 = task % slabs * slab_rows;
+        const std::int64_t r1 = std::min(rows0, r0 + slab_rows);
+        const std::int64_t n = plane / channels, c = plane % channels;
+        std::fill_n(sums.data(), (r1 - r0) * per_row0, Acc{0});
+        for (std::int64_t k = 0; k < taps; ++k) {
+          const Dims tap = walker.tap(k);
+          // Only blocks whose tap lands in rows [r0, r1) add to this slab.
+          const auto [b_first, b_last] = walker.axis(0).outputs_reading(tap[0], r0, r1);
+          if (b_first == b_last) continue;
+          const std::int64_t col_first = b_first * per_block0;
+          const Acc* columns = load_columns<T, Acc>(
+              src_base + n * in.byte_strides[0] + (c * taps + k) * in.byte_strides[1] + col_first * in.byte_strides[2],
+              in.byte_strides[2], (b_last - b_first) * per_block0, staging);
+          walker.walk(
+              tap, b_first, b_last, sum_strides, /*base_offset=*/-r0 * sum_strides[0],
+              [](std::int64_t, std::int64_t) {},  // padding receives nothing
+              [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+                add_run(sums.data() + offset, step, columns + (col - col_first), count);
+              });
+        }
+        Dims sizes = slab_sizes;  // the last slab may be shorter
+        sizes[0] = r1 - r0;
+        store<T, Acc>(sums.data(), dst_base + n * out.byte_strides[0] + c * out.byte_strides[1] + r0 * out_strides[0],
+                      sizes, out_strides);
+      }
+    });
+  });
+}
+
+}  // namespace dmlops

@@ -1,0 +1,145 @@
+"""Fused activations: ``dmlops.Activation("leaky_relu", alpha=0.2)``.
+
+DirectML operators such as CONVOLUTION take an optional ``FusedActivation``: an elementwise
+function applied to their result. The table of the 18 activations, their parameters (in the
+order of the DirectML struct members) and defaults lives in the C++ core
+(``dmlops/core/activation.hpp``); this class is its Python face.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _core
+
+# name -> (DirectML type, ((parameter, DirectML member, default or None), ...))
+_TABLE = {name: (dml_type, tuple(params)) for name, dml_type, params in _core.activation_table()}
+_BY_DML = {dml_type: name for name, (dml_type, _) in _TABLE.items()}
+
+
+def _canonical(name: Any, what: str) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be an activation name or a dmlops.Activation, not {type(name).__name__}")
+    key = name.upper()
+    if key in _BY_DML:
+        return _BY_DML[key]
+    for prefix in ("DML_OPERATOR_ACTIVATION_", "ACTIVATION_", "DML_OPERATOR_ELEMENT_WISE_", "ELEMENT_WISE_"):
+        if key.startswith(prefix):
+            key = key[len(prefix):]
+            break
+    if key.lower() in _TABLE:
+        return key.lower()
+    raise ValueError(f"{what} {name!r} is unknown; expected one of {', '.join(_TABLE)}")
+
+
+class Activation:
+    """A fused activation and its parameters (DirectML FLOATs).
+
+    Parameters
+    ----------
+    name : str
+        One of ``elu(alpha=1)``, ``hard_sigmoid(alpha=0.2, beta=0.5)``, ``identity``,
+        ``leaky_relu(alpha=0.01)``, ``linear(alpha=1, beta=0)``, ``parametric_softplus(alpha=1,
+        beta=1)``, ``relu``, ``scaled_elu(alpha=1.67326, gamma=1.0507)``, ``scaled_tanh(alpha=1,
+        beta=1)``, ``sigmoid``, ``softplus(steepness=1)``, ``softsign``, ``tanh``,
+        ``thresholded_relu(alpha=1)``, ``shrink(bias=0, threshold=0.5)``, ``celu(alpha=1)``,
+        ``gelu``, ``clip(min, max)`` (both required); or the DirectML type name
+        (``'DML_OPERATOR_ACTIVATION_RELU'``).
+    **parameters : float
+        The activation's parameters by name; omitted ones take their defaults. The kernels use
+        them rounded to float32, as DirectML's FLOAT members hold them.
+
+    Examples
+    --------
+    >>> import dmlops
+    >>> dmlops.Activation("leaky_relu", alpha=0.2)
+    Activation('leaky_relu', alpha=0.2)
+    >>> dmlops.Activation("hard_sigmoid").parameters
+    {'alpha': 0.2, 'beta': 0.5}
+    >>> dmlops.Activation("clip", min=0, max=6).to_dict()
+    {'Type': 'DML_OPERATOR_ELEMENT_WISE_CLIP', 'Desc': {'Min': 0.0, 'Max': 6.0}}
+    """
+
+    __slots__ = ("_name", "_values")
+
+    def __init__(self, name: str, **parameters: Any):
+        self._name = _canonical(name, "Activation: name")
+        _, params = _TABLE[self._name]
+        known = [p for p, _, _ in params]
+        unknown = set(parameters) - set(known)
+        if unknown:
+            expected = ", ".join(known) if known else "none"
+            raise ValueError(f"Activation: {self._name} has no parameter(s) {sorted(unknown)}; it takes {expected}")
+        values = []
+        for pname, _, default in params:
+            if pname in parameters:
+                v = parameters[pname]
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+                    raise TypeError(f"Activation: {self._name} parameter {pname} must be a number, not {type(v).__name__}")
+                v = float(v)
+            elif default is None:
+                raise ValueError(f"Activation: {self._name} needs the parameter {pname} (it has no default)")
+            else:
+                v = float(default)
+            values.append(v)
+        self._values = tuple(values)
+        _core.activation_check(self._name, self._values)
+
+    @classmethod
+    def of(cls, value: Any, what: str) -> Optional["Activation"]:
+        """None, an Activation, or a name (all parameters at their defaults)."""
+        if value is None or isinstance(value, Activation):
+            return value
+        if isinstance(value, str):
+            return cls(_canonical(value, what))
+        raise TypeError(f"{what} must be an activation name or a dmlops.Activation, not {type(value).__name__}")
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dml_type(self) -> str:
+        return _TABLE[self._name][0]
+
+    @property
+    def parameters(self) -> dict:
+        return {p: v for (p, _, _), v in zip(_TABLE[self._name][1], self._values)}
+
+    def _spec(self) -> tuple:
+        return (self._name, self._values)
+
+    def to_dict(self) -> dict:
+        """DxDispatch's shape of a nested operator desc: ``{"Type": ..., "Desc": {members}}``."""
+        return {"Type": self.dml_type, "Desc": {dml: v for (_, dml, _), v in zip(_TABLE[self._name][1], self._values)}}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Activation":
+        """From :meth:`to_dict` output; the members may also sit next to ``Type`` (flat)."""
+        if not isinstance(d, dict) or "Type" not in d:
+            raise ValueError(f"Activation: from_dict needs {{'Type': ..., 'Desc': {{...}}}}, not {d!r}")
+        name = _canonical(d["Type"], "Activation: Type")
+        members = dict(d.get("Desc") or {})
+        members.update({k: v for k, v in d.items() if k not in ("Type", "Desc")})
+        by_dml = {dml: p for p, dml, _ in _TABLE[name][1]}
+        unknown = set(members) - set(by_dml)
+        if unknown:
+            raise ValueError(f"Activation: {name} has no member(s) {sorted(unknown)}")
+        return cls(name, **{by_dml[k]: v for k, v in members.items()})
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Activation):
+            return NotImplemented
+        return self._spec() == other._spec()
+
+    def __hash__(self) -> int:
+        return hash(self._spec())
+
+    def __repr__(self) -> str:
+        args = "".join(f", {k}={v!r}" for k, v in self.parameters.items())
+        return f"Activation({self._name!r}{args})"
+
+    def __reduce__(self):
+        return (Activation.from_dict, (self.to_dict(),))

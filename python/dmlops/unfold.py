@@ -1,0 +1,260 @@
+"""Unfold and Fold: ``dmlops.unfold``, ``dmlops.fold``, ``UnfoldDesc`` (DML_UNFOLD_OPERATOR_DESC)
+and ``FoldDesc`` (DML_FOLD_OPERATOR_DESC). Spec: shared/spec/operators.md section 5.
+
+im2col and col2im in 1 to 6 spatial dimensions. A window of ``window_sizes[d]`` taps,
+``dilations[d]`` apart, slides with ``strides[d]`` over the input extended by
+``start_padding[d]`` / ``end_padding[d]`` zeros::
+
+    Blocks[d] = (S[d] + start[d] + end[d] - dilations[d] * (window_sizes[d] - 1) - 1) // strides[d] + 1
+    K = prod(window_sizes), L = prod(Blocks)
+    unfold: (N, C, *S) -> (N, C*K, L)        fold: (N, C*K, L) -> (N, C, *S)
+
+Row ``c*K + k`` (``k`` row-major over the window) and column ``b`` (row-major over the blocks)
+hold ``x[n, c, p]`` with ``p[d] = b[d]*strides[d] + k[d]*dilations[d] - start_padding[d]``, or 0
+where ``p`` falls in the padding. For two spatial dimensions and symmetric padding this is
+exactly ``torch.nn.functional.unfold`` / ``fold``; for any rank it is ONNX ``Col2Im``'s layout.
+
+Fold is unfold's adjoint: it sums every column entry into the position it was read from and
+drops the entries that read padding. float16 sums in float32 and rounds once; integers wrap in
+their own width, as numpy's do. Each element's terms are added in increasing ``k`` whatever the
+thread count, so results are deterministic (and match PyTorch's fold bit for bit in float32).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from . import _core
+from ._args import as_array, check_out, int_tuple
+from ._descriptor import Descriptor, Field
+from ._tensor import TensorDesc, array_dtype_name
+
+_WINDOW_FIELDS = ("window_sizes", "strides", "dilations", "start_padding", "end_padding")
+
+
+def _window_arrays(op: str, window_sizes, strides, dilations, start_padding, end_padding) -> tuple:
+    """The five per-dimension arrays; omitted strides and dilations are 1, omitted paddings 0
+    (one entry per window size)."""
+    window = int_tuple(window_sizes, f"{op}: window_sizes")
+    rank = len(window)
+
+    def array(values, name: str, default: int) -> tuple:
+        return (default,) * rank if values is None else int_tuple(values, f"{op}: {name}")
+
+    return (window, array(strides, "strides", 1), array(dilations, "dilations", 1),
+            array(start_padding, "start_padding", 0), array(end_padding, "end_padding", 0))
+
+
+def _spec(desc: TensorDesc) -> tuple:
+    return (desc.dtype, desc.sizes, desc.strides)
+
+
+class _WindowDescriptor(Descriptor):
+    """The fields UnfoldDesc and FoldDesc share, in the DirectML structs' order."""
+
+    FIELDS = (
+        Field("input", "InputTensor", "tensor"),
+        Field("output", "OutputTensor", "tensor"),
+        Field("window_sizes", "WindowSizes", "dims"),
+        Field("strides", "Strides", "dims"),
+        Field("dilations", "Dilations", "dims"),
+        Field("start_padding", "StartPadding", "dims"),
+        Field("end_padding", "EndPadding", "dims"),
+    )
+
+    def _check_tensor(self, value, name: str) -> None:
+        if not isinstance(value, TensorDesc):
+            raise TypeError(f"{self.NAME}: {name} must be a dmlops.TensorDesc, not {type(value).__name__}")
+
+    def _check_array(self, x: np.ndarray, out: Optional[np.ndarray]) -> np.ndarray:
+        op = self.NAME
+        x = as_array(x, f"{op}: input")
+        if array_dtype_name(x, f"{op}: input dtype") != self.input.dtype:
+            raise TypeError(f"{op}: input has dtype {x.dtype} but the descriptor says {self.input.dtype}")
+        if x.shape != self.input.sizes:
+            raise ValueError(f"{op}: input has shape {x.shape} but the descriptor says {self.input.sizes}")
+        check_out(out, x.dtype, f"{op}: out")
+        return x
+
+    def _window_values(self) -> tuple:
+        return tuple(self._values[name] for name in _WINDOW_FIELDS)
+
+
+class UnfoldDesc(_WindowDescriptor):
+    """DML_UNFOLD_OPERATOR_DESC: sliding blocks of a (N, C, *S) tensor as columns (im2col).
+
+    Parameters
+    ----------
+    input : TensorDesc
+        ``(N, C, S0, ..., S(D-1))``, 1 to 6 spatial dimensions, any of the 11 dtypes.
+    window_sizes : sequence of int
+        One entry per spatial dimension (>= 1); DimensionCount is their number.
+    strides, dilations : sequence of int, optional
+        One entry per spatial dimension (>= 1); default all 1.
+    start_padding, end_padding : sequence of int, optional
+        Implicit zeros before / after each spatial dimension (>= 0); default all 0.
+    output : TensorDesc, optional
+        Checked against the inferred ``(N, C*prod(window_sizes), block count)`` when given.
+
+    Examples
+    --------
+    >>> import dmlops
+    >>> d = dmlops.UnfoldDesc(dmlops.TensorDesc("float32", (1, 1, 5, 5)), window_sizes=(3, 3),
+    ...                       start_padding=(1, 0), end_padding=(1, 0))
+    >>> d.output.sizes
+    (1, 9, 15)
+    """
+
+    NAME = "Unfold"
+    OPERATOR = "UNFOLD"
+
+    def __init__(self, input: TensorDesc, *, window_sizes: Sequence[int], strides: Optional[Sequence[int]] = None,
+                 dilations: Optional[Sequence[int]] = None, start_padding: Optional[Sequence[int]] = None,
+                 end_padding: Optional[Sequence[int]] = None, output: Optional[TensorDesc] = None):
+        self._check_tensor(input, "input")
+        if output is not None:
+            self._check_tensor(output, "output")
+        arrays = _window_arrays(self.NAME, window_sizes, strides, dilations, start_padding, end_padding)
+        sizes = _core.unfold_infer(_spec(input), None if output is None else _spec(output), *arrays)
+        self._values = {"input": input, "output": output if output is not None else TensorDesc(input.dtype, sizes),
+                        **dict(zip(_WINDOW_FIELDS, arrays))}
+
+    def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Unfold ``x`` (an array matching ``input``: same dtype, bool allowed for uint8, same
+        shape; any strides). Returns a new C-contiguous array, or ``out`` filled in place."""
+        x = self._check_array(x, out)
+        return _core.unfold(x, out, *self._window_values())
+
+
+class FoldDesc(_WindowDescriptor):
+    """DML_FOLD_OPERATOR_DESC: sums columns back into a (N, C, *S) tensor (col2im).
+
+    Parameters
+    ----------
+    input : TensorDesc
+        ``(N, C*prod(window_sizes), block count)``, any of the 11 dtypes.
+    output : TensorDesc
+        ``(N, C, S0, ..., S(D-1))``, 1 to 6 spatial dimensions. Required: its spatial sizes are
+        what the blocks are folded into (several sizes give the same block count).
+    window_sizes, strides, dilations, start_padding, end_padding
+        As for :class:`UnfoldDesc`, per spatial dimension of ``output``.
+
+    Examples
+    --------
+    >>> import dmlops
+    >>> d = dmlops.FoldDesc(dmlops.TensorDesc("float32", (1, 9, 4)), dmlops.TensorDesc("float32", (1, 1, 4, 4)),
+    ...                     window_sizes=(3, 3))
+    >>> d.strides, d.end_padding
+    ((1, 1), (0, 0))
+    """
+
+    NAME = "Fold"
+    OPERATOR = "FOLD"
+    INFERRED_OUTPUT = False
+
+    def __init__(self, input: TensorDesc, output: TensorDesc, *, window_sizes: Sequence[int],
+                 strides: Optional[Sequence[int]] = None, dilations: Optional[Sequence[int]] = None,
+                 start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None):
+        self._check_tensor(input, "input")
+        self._check_tensor(output, "output")
+        arrays = _window_arrays(self.NAME, window_sizes, strides, dilations, start_padding, end_padding)
+        _core.fold_infer(_spec(input), _spec(output), *arrays)
+        self._values = {"input": input, "output": output, **dict(zip(_WINDOW_FIELDS, arrays))}
+
+    def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Fold ``x`` (an array matching ``input``; any strides). Returns a new C-contiguous
+        array of ``output``'s sizes, or ``out`` filled in place."""
+        x = self._check_array(x, out)
+        return _core.fold(x, out, self.output.sizes[2:], *self._window_values())
+
+
+def unfold(x: np.ndarray, window_sizes: Sequence[int], *, strides: Optional[Sequence[int]] = None,
+           dilations: Optional[Sequence[int]] = None, start_padding: Optional[Sequence[int]] = None,
+           end_padding: Optional[Sequence[int]] = None, out: Optional[np.ndarray] = None) -> np.ndarray:
+    """Extract sliding blocks as columns (im2col) with DirectML UNFOLD semantics.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``(N, C, S0, ..., S(D-1))`` with 1 to 6 spatial dimensions; float16/32/64, int8..int64,
+        uint8..uint64 or bool; any strides, read in place without a copy.
+    window_sizes : sequence of int
+        The window, one entry per spatial dimension (>= 1).
+    strides, dilations : sequence of int, optional
+        Per spatial dimension (>= 1); default all 1.
+    start_padding, end_padding : sequence of int, optional
+        Implicit zeros before / after each spatial dimension (>= 0, may differ); default all 0.
+    out : numpy.ndarray, optional
+        Written in place: exact output shape and dtype, writable, any strides, no overlap with
+        ``x``. Untouched when the call is rejected.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``out``, or a new C-contiguous ``(N, C*prod(window_sizes), prod(Blocks))`` array of
+        ``x``'s dtype; bit-exact copies of ``x``'s elements and zeros.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    >>> cols = dmlops.unfold(x, (3, 3))
+    >>> cols.shape
+    (1, 9, 9)
+    >>> cols[0, 0]
+    array([ 0.,  1.,  2.,  5.,  6.,  7., 10., 11., 12.], dtype=float32)
+    >>> dmlops.unfold(np.arange(4).reshape(1, 1, 4), (2,), strides=(2,), start_padding=(1,), end_padding=(1,))
+    array([[[0, 1, 3],
+            [0, 2, 0]]])
+    """
+    op = "Unfold"
+    x = as_array(x, f"{op}: input")
+    arrays = _window_arrays(op, window_sizes, strides, dilations, start_padding, end_padding)
+    check_out(out, x.dtype, f"{op}: out")
+    return _core.unfold(x, out, *arrays)
+
+
+def fold(x: np.ndarray, output_sizes: Sequence[int], window_sizes: Sequence[int], *,
+         strides: Optional[Sequence[int]] = None, dilations: Optional[Sequence[int]] = None,
+         start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
+         out: Optional[np.ndarray] = None) -> np.ndarray:
+    """Sum columns back into their blocks (col2im) with DirectML FOLD semantics.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``(N, C*prod(window_sizes), prod(Blocks))``; float16/32/64, int8..int64 or
+        uint8..uint64 (not bool: sums of bools are not bools); any strides.
+    output_sizes : sequence of int
+        The spatial sizes ``S`` of the result (1 to 6 entries).
+    window_sizes, strides, dilations, start_padding, end_padding
+        As for :func:`unfold`, per spatial dimension.
+    out : numpy.ndarray, optional
+        Written in place: exact output shape and dtype, writable, any strides, no overlap with
+        ``x``. Untouched when the call is rejected.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``out``, or a new C-contiguous ``(N, C, *output_sizes)`` array of ``x``'s dtype. Entries
+        that read padding are dropped; overlapping entries are summed (float16 in float32,
+        rounded once; integers wrapping in their own width).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> cols = np.arange(36, dtype=np.float32).reshape(1, 9, 4)
+    >>> dmlops.fold(cols, (4, 4), (3, 3))[0, 0]
+    array([[  0.,   5.,  13.,   9.],
+           [ 14.,  38.,  54.,  32.],
+           [ 38.,  86., 102.,  56.],
+           [ 26.,  57.,  65.,  35.]], dtype=float32)
+    """
+    op = "Fold"
+    x = as_array(x, f"{op}: input")
+    sizes = int_tuple(output_sizes, f"{op}: output_sizes")
+    arrays = _window_arrays(op, window_sizes, strides, dilations, start_padding, end_padding)
+    check_out(out, x.dtype, f"{op}: out")
+    return _core.fold(x, out, sizes, *arrays)

@@ -1,0 +1,353 @@
+// Convolution kernels against a naive reference written from the spec's formulas (loops over
+// every output element and every term, in double), plus the adjoint identity and the rules.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dmlops/core/error.hpp"
+#include "dmlops/core/parallel.hpp"
+#include "dmlops/ops/convolution.hpp"
+#include "test_support.hpp"
+
+namespace dmlops {
+namespace {
+
+using testing::float_at;
+using testing::message_of;
+using testing::store_float;
+using testing::ThreadCountGuard;
+
+// A tensor in a byte buffer with any axis order in memory (`order` lists the axes from
+// outermost to innermost), so that kernels see channels-last and other strided views.
+struct Tensor {
+  DataType dtype;
+  Dims sizes, byte_strides;
+  std::vector<std::byte> bytes;
+
+  Tensor(DataType t, const Dims& s, std::vector<int> order = {}) : dtype(t), sizes(s) {
+    if (order.empty())
+      for (int a = 0; a < s.size(); ++a) order.push_back(a);
+    byte_strides = Dims::filled(s.size(), 0);
+    std::int64_t step = static_cast<std::int64_t>(element_size(t));
+    for (int i = s.size() - 1; i >= 0; --i) {
+      byte_strides[order[static_cast<std::size_t>(i)]] = step;
+      step *= s[order[static_cast<std::size_t>(i)]];
+    }
+    bytes.resize(static_cast<std::size_t>(step));
+  }
+  std::int64_t offset(const Dims& index) const {
+    std::int64_t o = 0;
+    for (int a = 0; a < sizes.size(); ++a) o += index[a] * byte_strides[a];
+    return o;
+  }
+  double at(const Dims& index) const { return float_at(dtype, bytes.data() + offset(index)); }
+  void set(const Dims& index, double v) { store_float(dtype, bytes.data() + offset(index), v); }
+  TensorView view() { return TensorView{dtype, sizes, byte_strides, bytes.data()}; }
+  TensorDesc desc() const { return TensorDesc{dtype, sizes, std::nullopt}; }
+  template <class F>
+  void for_each(F&& f) const {
+    Dims index = Dims::filled(sizes.size(), 0);
+    for (std::int64_t flat = 0, n = sizes.product(); flat < n; ++flat) {
+      f(index);
+      for (int a = sizes.size() - 1; a >= 0 && ++index[a] == sizes[a]; --a) index[a] = 0;
+    }
+  }
+};
+
+void fill_random(Tensor& t, std::mt19937& rng) {
+  std::normal_distribution<double> normal;
+  t.for_each([&](const Dims& i) { t.set(i, normal(rng)); });
+}
+
+// The spec's formulas as loops: every output element sums its terms directly (forward), or
+// every input element scatters (backward), in double; then bias and activation.
+std::vector<double> reference(const ConvolutionDesc& d, const Tensor& x, const Tensor& w, const Tensor* b,
+                              const Dims& out_sizes, std::vector<double>* magnitude) {
+  const int D = x.sizes.size() - 2;
+  const std::int64_t G = d.group_count;
+  const Dims K(w.sizes.begin() + 2, w.sizes.end());
+  const auto get = [&](const Dims& v, int a, std::int64_t fallback) { return v.empty() ? fallback : v[a]; };
+  const Dims out_packed = packed_strides(out_sizes);
+  std::vector<double> y(static_cast<std::size_t>(out_sizes.product())), mag(y.size());
+  const bool forward = d.direction == ConvolutionDirection::Forward;
+  const std::int64_t in_g = x.sizes[1] / G, out_g = out_sizes[1] / G;
+  std::int64_t taps = K.product();
+  const auto tap_of = [&](std::int64_t flat) {
+    Dims t = Dims::filled(D, 0);
+    for (int a = D - 1; a >= 0; --a) t[a] = flat % K[a], flat /= K[a];
+    return t;
+  };
+  const auto filter_tap = [&](Dims t) {
+    if (d.mode == ConvolutionMode::Convolution)
+      for (int a = 0; a < D; ++a) t[a] = K[a] - 1 - t[a];
+    return t;
+  };
+  x.for_each([&](const Dims& xi) {
+    const std::int64_t n = xi[0], ic = xi[1], g = ic / in_g;
+    for (std::int64_t oc_in_g = 0; oc_in_g < out_g; ++oc_in_g) {
+      const std::int64_t oc = g * out_g + oc_in_g;
+      for (std::int64_t tf = 0; tf < taps; ++tf) {
+        const Dims t = tap_of(tf);
+        Dims yi{n, oc};
+        bool inside = true;
+        for (int a = 0; a < D; ++a) {
+          const std::int64_t s = get(d.strides, a, 1), dil = get(d.dilations, a, 1), start = get(d.start_padding, a, 0);
+          std::int64_t o;
+          if (forward) {  // i = o*s + t*dil - start  <=>  o = (i + start - t*dil) / s
+            const std::int64_t num = xi[2 + a] + start - t[a] * dil;
+            if (num < 0 || num % s != 0) inside = false;
+            o = num / s;
+          } else {
+            o = xi[2 + a] * s + t[a] * dil - start;
+          }
+          inside = inside && o >= 0 && o < out_sizes[2 + a];
+          yi.push_back(o);
+        }
+        if (!inside) continue;
+        Dims wi = forward ? Dims{oc, ic - g * in_g} : Dims{ic, oc_in_g};
+        for (std::int64_t v : filter_tap(t)) wi.push_back(v);
+        std::int64_t flat = 0;
+        for (int a = 0; a < yi.size(); ++a) flat += yi[a] * out_packed[a];
+        y[static_cast<std::size_t>(flat)] += x.at(xi) * w.at(wi);
+        mag[static_cast<std::size_t>(flat)] += std::abs(x.at(xi) * w.at(wi));
+      }
+    }
+  });
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const std::int64_t oc = static_cast<std::int64_t>(i) / out_packed[1] % out_sizes[1];
+    if (b) {
+      Dims bi = Dims::filled(D + 2, 0);
+      bi[1] = oc;
+      y[i] += b->at(bi);
+      mag[i] += std::abs(b->at(bi));
+    }
+    if (d.fused_activation) apply_activation(*d.fused_activation, &y[i], 1);
+  }
+  if (magnitude) *magnitude = mag;
+  return y;
+}
+
+struct Case {
+  ConvolutionDesc desc;
+  Dims x_sizes, w_sizes;
+  bool bias = true;
+  std::vector<int> x_order, out_order;
+};
+
+Case random_case(std::mt19937& rng, DataType dtype) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Case c;
+  const int D = pick(1, 3);
+  const std::int64_t G = pick(1, 3), cg = pick(1, 3), og = pick(1, 3), N = pick(1, 2);
+  ConvolutionDesc& d = c.desc;
+  d.direction = pick(0, 1) ? ConvolutionDirection::Forward : ConvolutionDirection::Backward;
+  d.mode = pick(0, 1) ? ConvolutionMode::CrossCorrelation : ConvolutionMode::Convolution;
+  d.group_count = G;
+  const bool forward = d.direction == ConvolutionDirection::Forward;
+  c.x_sizes = {N, G * cg};
+  c.w_sizes = forward ? Dims{G * og, cg} : Dims{G * cg, og};
+  for (int a = 0; a < D; ++a) {
+    const std::int64_t k = pick(1, 3), s = pick(1, 3), dil = pick(1, 2), start = pick(0, 2), end = pick(0, 2);
+    const std::int64_t extent = (k - 1) * dil + 1;
+    c.w_sizes.push_back(k);
+    d.strides.push_back(s);
+    d.dilations.push_back(dil);
+    d.start_padding.push_back(forward ? start : 0);
+    d.end_padding.push_back(forward ? end : 0);
+    d.output_padding.push_back(forward ? 0 : pick(0, 1));
+    c.x_sizes.push_back(std::max<std::int64_t>(extent - start - end, 1) + pick(0, D == 3 ? 2 : 5));
+  }
+  c.bias = pick(0, 1);
+  static const char* kActivations[] = {"relu", "sigmoid", "leaky_relu", "gelu", "identity"};
+  if (pick(0, 2) == 0) {
+    const std::string name = kActivations[pick(0, 4)];
+    d.fused_activation = make_activation("Test", name, name == "leaky_relu" ? std::vector<float>{0.2f} : std::vector<float>{});
+  }
+  // Channels-last input and output for some cases: {N, S..., C} in memory.
+  if (pick(0, 1)) {
+    c.x_order = {0};
+    for (int a = 0; a < D; ++a) c.x_order.push_back(2 + a);
+    c.x_order.push_back(1);
+    c.out_order = c.x_order;
+  }
+  (void)dtype;
+  return c;
+}
+
+void run_case(const Case& c, DataType dtype, std::mt19937& rng, const std::string& context) {
+  Tensor x(dtype, c.x_sizes, c.x_order), w(dtype, c.w_sizes);
+  fill_random(x, rng);
+  fill_random(w, rng);
+  ConvolutionDesc d = c.desc;
+  d.input = x.desc();
+  d.filter = w.desc();
+  const std::int64_t out_channels =
+      d.direction == ConvolutionDirection::Forward ? c.w_sizes[0] : c.w_sizes[1] * d.group_count;
+  Dims b_sizes = Dims::filled(c.x_sizes.size(), 1);
+  b_sizes[1] = out_channels;
+  Tensor b(dtype, b_sizes);
+  fill_random(b, rng);
+  if (c.bias) d.bias = b.desc();
+  const TensorDesc out_desc = infer_output(d);
+  Tensor y(dtype, out_desc.sizes, c.out_order);
+  TensorView xv = x.view(), wv = w.view(), bv = b.view(), yv = y.view();
+  execute(d, xv, wv, c.bias ? &bv : nullptr, yv);
+  std::vector<double> magnitude;
+  const std::vector<double> expected = reference(d, x, w, c.bias ? &b : nullptr, out_desc.sizes, &magnitude);
+  const double eps = dtype == DataType::Float64 ? 0x1p-52 : 0x1p-23;
+  const std::int64_t length = c.w_sizes[1] * Dims(c.w_sizes.begin() + 2, c.w_sizes.end()).product() + c.x_sizes[1];
+  std::size_t i = 0;
+  y.for_each([&](const Dims& index) {
+    double tol = 4.0 * static_cast<double>(length + 2) * eps * magnitude[i] + 8 * eps * (1 + std::abs(expected[i]));
+    if (dtype == DataType::Float16) tol += 0x1p-11 * std::abs(expected[i]) + 0x1p-24;
+    ASSERT_NEAR(y.at(index), expected[i], tol) << context << " at " << index;
+    ++i;
+  });
+}
+
+TEST(Convolution, DxDispatchSample) {
+  for (DataType dtype : {DataType::Float32, DataType::Float16, DataType::Float64}) {
+    Tensor x(dtype, {1, 1, 3, 3}), w(dtype, {1, 1, 2, 2});
+    double v = 1;
+    x.for_each([&](const Dims& i) { x.set(i, v++); });
+    w.for_each([&](const Dims& i) { w.set(i, 0.5); });
+    ConvolutionDesc d;
+    d.input = x.desc();
+    d.filter = w.desc();
+    Tensor y(dtype, infer_output(d).sizes);
+    TensorView xv = x.view(), wv = w.view(), yv = y.view();
+    execute(d, xv, wv, nullptr, yv);
+    std::vector<double> got;
+    y.for_each([&](const Dims& i) { got.push_back(y.at(i)); });
+    EXPECT_EQ(got, (std::vector<double>{6, 8, 12, 14})) << name(dtype);
+  }
+}
+
+TEST(Convolution, RandomCasesMatchTheReference) {
+  std::mt19937 rng(2024);
+  for (DataType dtype : {DataType::Float32, DataType::Float16, DataType::Float64}) {
+    for (int trial = 0; trial < 120; ++trial) {
+      const Case c = random_case(rng, dtype);
+      run_case(c, dtype, rng, std::string(name(dtype)) + " trial " + std::to_string(trial));
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(Convolution, ThreadCountsGiveIdenticalBits) {
+  std::mt19937 rng(5);
+  for (ConvolutionDirection direction : {ConvolutionDirection::Forward, ConvolutionDirection::Backward}) {
+    const bool forward = direction == ConvolutionDirection::Forward;
+    Tensor x(DataType::Float32, {2, 8, 21, 17}), w(DataType::Float32, forward ? Dims{12, 4, 3, 3} : Dims{8, 6, 3, 3});
+    fill_random(x, rng);
+    fill_random(w, rng);
+    ConvolutionDesc d;
+    d.input = x.desc();
+    d.filter = w.desc();
+    d.direction = direction;
+    d.group_count = 2;
+    d.strides = {2, 1};
+    d.start_padding = {1, 1};
+    d.end_padding = {1, 0};
+    std::vector<std::vector<std::byte>> results;
+    for (int threads : {1, 2, 3, 7}) {
+      ThreadCountGuard guard(threads);
+      Tensor y(DataType::Float32, infer_output(d).sizes);
+      TensorView xv = x.view(), wv = w.view(), yv = y.view();
+      execute(d, xv, wv, nullptr, yv);
+      results.push_back(y.bytes);
+    }
+    for (const auto& r : results) EXPECT_EQ(r, results[0]) << name(direction);
+  }
+}
+
+TEST(Convolution, AdjointIdentity) {
+  // <forward(x, w), g> == <x, backward(g, w)> with the backward output sized like x.
+  std::mt19937 rng(77);
+  for (int trial = 0; trial < 60; ++trial) {
+    Case c = random_case(rng, DataType::Float64);
+    if (c.desc.direction == ConvolutionDirection::Backward) continue;
+    Tensor x(DataType::Float64, c.x_sizes), w(DataType::Float64, c.w_sizes);
+    fill_random(x, rng);
+    fill_random(w, rng);
+    ConvolutionDesc f = c.desc;
+    f.fused_activation.reset();
+    f.input = x.desc();
+    f.filter = w.desc();
+    Tensor y(DataType::Float64, infer_output(f).sizes), g(DataType::Float64, infer_output(f).sizes);
+    fill_random(g, rng);
+    TensorView xv = x.view(), wv = w.view(), yv = y.view(), gv = g.view();
+    execute(f, xv, wv, nullptr, yv);
+    ConvolutionDesc bwd = f;
+    bwd.direction = ConvolutionDirection::Backward;
+    bwd.input = g.desc();
+    bwd.output = x.desc();
+    Tensor xt(DataType::Float64, c.x_sizes);
+    TensorView xtv = xt.view();
+    execute(bwd, gv, wv, nullptr, xtv);
+    double lhs = 0, rhs = 0, scale = 0;
+    y.for_each([&](const Dims& i) { lhs += y.at(i) * g.at(i), scale += std::abs(y.at(i) * g.at(i)); });
+    x.for_each([&](const Dims& i) { rhs += x.at(i) * xt.at(i); });
+    EXPECT_NEAR(lhs, rhs, 1e-12 * (scale + 1)) << "trial " << trial;
+  }
+}
+
+TEST(Convolution, RejectsEveryBrokenRule) {
+  const auto f32 = [](Dims s) { return TensorDesc{DataType::Float32, s, std::nullopt}; };
+  const auto base = [&] {
+    ConvolutionDesc d;
+    d.input = f32({1, 4, 5, 5});
+    d.filter = f32({6, 2, 3, 3});
+    d.group_count = 2;
+    return d;
+  };
+  const auto expect = [&](auto mutate, const std::string& fragment, bool dtype_error = false) {
+    ConvolutionDesc d = base();
+    mutate(d);
+    const std::string message = dtype_error ? message_of<DTypeError>([&] { infer_output(d); })
+                                            : message_of<InvalidArgument>([&] { infer_output(d); });
+    EXPECT_NE(message.find(fragment), std::string::npos) << message;
+    EXPECT_EQ(message.rfind("Convolution", 0), 0u) << message;
+  };
+  EXPECT_EQ(infer_output(base()).sizes, (Dims{1, 6, 3, 3}));
+  expect([&](ConvolutionDesc& d) { d.input = f32({4, 5}); }, "it must have 3, 4 or 5");
+  expect([&](ConvolutionDesc& d) { d.filter = f32({6, 2, 3}); }, "filter has 3 dimensions");
+  expect([&](ConvolutionDesc& d) { d.filter.dtype = DataType::Float16; }, "filter has dtype float16", true);
+  expect([&](ConvolutionDesc& d) { d.input.dtype = d.filter.dtype = DataType::Int32; }, "supports float16", true);
+  expect([&](ConvolutionDesc& d) { d.group_count = 3; }, "does not divide");
+  expect([&](ConvolutionDesc& d) { d.group_count = 0; }, "group_count is 0");
+  expect([&](ConvolutionDesc& d) { d.filter = f32({5, 2, 3, 3}); }, "5 output channels");
+  expect([&](ConvolutionDesc& d) { d.filter = f32({6, 4, 3, 3}); }, "filter sizes[1] is 4");
+  expect([&](ConvolutionDesc& d) { d.bias = f32({1, 5, 1, 1}); }, "bias has sizes");
+  expect([&](ConvolutionDesc& d) { d.strides = {1, 0}; }, "strides[1] is 0");
+  expect([&](ConvolutionDesc& d) { d.dilations = {0, 1}; }, "dilations[0] is 0");
+  expect([&](ConvolutionDesc& d) { d.dilations = {3, 1}; }, "larger than the padded input");
+  expect([&](ConvolutionDesc& d) { d.output_padding = {0, 1}; }, "must be 0 in the forward direction");
+  expect([&](ConvolutionDesc& d) { d.output = f32({1, 6, 3, 4}); }, "output has sizes");
+  expect([&](ConvolutionDesc& d) { d.start_padding = {1}; }, "start_padding has 1 entries");
+  expect([&](ConvolutionDesc& d) { d.direction = ConvolutionDirection::Backward; }, "filter sizes[0] is 6");
+  expect([&](ConvolutionDesc& d) {
+    d.direction = ConvolutionDirection::Backward;
+    d.filter = f32({4, 3, 1, 1});
+    d.input = f32({1, 4, 1, 1});
+    d.start_padding = {1, 0};
+  }, "nominal");
+  expect([&](ConvolutionDesc& d) { d.fused_activation = FusedActivation{ActivationKind::Celu, {0.0f}}; }, "alpha != 0");
+  EXPECT_THROW(parse_convolution_mode("correlation"), InvalidArgument);
+  EXPECT_THROW(parse_convolution_direction("transposed"), InvalidArgument);
+  // Backward accepts any output size >= 1.
+  ConvolutionDesc d = base();
+  d.direction = ConvolutionDirection::Backward;
+  d.filter = f32({4, 3, 3, 3});
+  d.output = f32({1, 6, 1, 40});
+  EXPECT_EQ(infer_output(d).sizes, (Dims{1, 6, 1, 40}));
+}
+
+}  // namespace
+}  // namespace dmlops

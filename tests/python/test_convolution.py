@@ -1,0 +1,564 @@
+"""Convolution (spec section 2) against the plain float64 reference in reference.py, the
+adjoint identity, and every rule of the descriptor."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dmlops
+import dmlops._activation
+import dmlops.convolution
+from reference import activation_reference, convolution_reference
+
+FLOATS = ("float32", "float16", "float64")
+ACTIVATIONS = [name for name, _, _ in dmlops._core.activation_table()]
+# Non-default parameters for every activation that has some (kept where the formulas are tame).
+CUSTOM_PARAMETERS = {
+    "elu": dict(alpha=0.7), "hard_sigmoid": dict(alpha=0.3, beta=0.4), "leaky_relu": dict(alpha=0.2),
+    "linear": dict(alpha=1.5, beta=-0.25), "parametric_softplus": dict(alpha=0.8, beta=1.3),
+    "scaled_elu": dict(alpha=1.2, gamma=0.9), "scaled_tanh": dict(alpha=1.1, beta=0.6), "softplus": dict(steepness=2.0),
+    "thresholded_relu": dict(alpha=0.3), "shrink": dict(bias=0.1, threshold=0.3), "celu": dict(alpha=0.6),
+    "clip": dict(min=-0.5, max=0.75),
+}
+
+
+def compute_eps(dtype) -> float:
+    return float(np.finfo(np.float64 if np.dtype(dtype) == np.float64 else np.float32).eps)
+
+
+def assert_close(y, x, w, b=None, activation=None, **kw):
+    """y against the float64 reference of the same (already rounded) inputs. The bound is the
+    classic one for a sum of L products, eps * L * sum|terms|, from the reference run on |x|,
+    |w|, |b|; then the activation's own rounding; float16 adds its one final rounding."""
+    dtype = y.dtype
+    ref = convolution_reference(x, w, b, activation=activation, **kw)
+    plain = {k: v for k, v in kw.items()}
+    magnitude = convolution_reference(np.abs(x.astype(np.float64)), np.abs(w.astype(np.float64)),
+                                      None if b is None else np.abs(b.astype(np.float64)), **plain)
+    forward = kw.get("direction", "forward") == "forward"
+    length = (w.shape[1] if forward else x.shape[1] // kw.get("group_count", 1)) * int(np.prod(w.shape[2:]))
+    eps = compute_eps(dtype)
+    tol = 2 * (length + 2) * eps * magnitude
+    if activation is not None:
+        tol = 4 * tol + 8 * eps * (np.abs(ref) + 1)
+    if dtype == np.float16:
+        tol = tol + 2.0 ** -11 * np.abs(ref) + 2.0 ** -24
+    assert y.shape == ref.shape
+    err = np.abs(y.astype(np.float64) - ref)
+    worst = np.unravel_index(np.argmax(err - tol), err.shape)
+    assert np.all(err <= tol + 1e-300), f"at {worst}: got {y[worst]}, expected {ref[worst]} (tol {tol[worst]})"
+
+
+def random_config(rng: np.random.Generator, direction=None, dims=None, small=False) -> dict:
+    D = int(dims or rng.integers(1, 4))
+    G = int(rng.integers(1, 4))
+    Cg, OCg, N = (int(v) for v in rng.integers(1, 4, size=3))
+    K = rng.integers(1, 4, size=D)
+    s = rng.integers(1, 4, size=D)
+    d = rng.integers(1, 3, size=D)
+    start, end = rng.integers(0, 3, size=D), rng.integers(0, 3, size=D)
+    extent = (K - 1) * d + 1
+    room = 3 if D == 3 or small else 7
+    In = np.maximum(extent - start - end, 1) + rng.integers(0, room, size=D)
+    direction = direction or ("forward", "backward")[int(rng.integers(0, 2))]
+    kw = dict(strides=tuple(map(int, s)), dilations=tuple(map(int, d)), start_padding=tuple(map(int, start)),
+              end_padding=tuple(map(int, end)), group_count=G, direction=direction,
+              mode=("cross_correlation", "convolution")[int(rng.integers(0, 2))])
+    if direction == "forward":
+        filter_shape = (G * OCg, Cg, *map(int, K))
+    else:
+        filter_shape = (G * Cg, OCg, *map(int, K))
+        kw["output_padding"] = tuple(int(v) for v in rng.integers(0, 2, size=D))
+        nominal = (In - 1) * s + extent - start - end + np.array(kw["output_padding"])
+        if np.any(nominal < 1):
+            kw["start_padding"] = (0,) * D
+            kw["end_padding"] = (0,) * D
+    return dict(x_shape=(N, G * Cg, *map(int, In)), w_shape=filter_shape, b_shape=(1, G * OCg) + (1,) * D, kw=kw)
+
+
+def arrays(rng, config, dtype):
+    x = rng.standard_normal(config["x_shape"]).astype(dtype)
+    w = rng.standard_normal(config["w_shape"]).astype(dtype)
+    b = rng.standard_normal(config["b_shape"]).astype(dtype)
+    return x, w, b
+
+
+# ---------------------------------------------------------------------------------------------
+# Worked example
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_dxdispatch_sample(dtype):
+    x = np.arange(1, 10, dtype=dtype).reshape(1, 1, 3, 3)
+    w = np.full((1, 1, 2, 2), 0.5, dtype)
+    np.testing.assert_array_equal(dmlops.convolution(x, w).ravel(), np.array([6, 8, 12, 14], dtype))
+    desc = dmlops.ConvolutionDesc(dmlops.TensorDesc(dtype, x.shape), dmlops.TensorDesc(dtype, w.shape))
+    np.testing.assert_array_equal(desc(x, w).ravel(), np.array([6, 8, 12, 14], dtype))
+
+
+def test_issue_examples():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 4, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+    b = rng.standard_normal((1, 6, 1, 1)).astype(np.float32)
+    kw = dict(strides=(2, 2), dilations=(1, 1), start_padding=(1, 1), end_padding=(0, 0), group_count=2)
+    assert_close(dmlops.convolution(x, w, b, fused_activation="relu", **kw), x, w, b, ("relu", {}), **kw)
+    wt = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    yt = dmlops.convolution(x, wt, direction="backward", strides=(2, 2), output_padding=(1, 1))
+    assert yt.shape == (2, 3, 20, 18)
+    assert_close(yt, x, wt, direction="backward", strides=(2, 2), output_padding=(1, 1))
+    x5 = rng.standard_normal((1, 2, 4, 5, 3)).astype(np.float32)
+    w5 = rng.standard_normal((3, 2, 2, 3, 1)).astype(np.float32)
+    act = dmlops.Activation("leaky_relu", alpha=0.2)
+    y3 = dmlops.convolution(x5, w5, mode="convolution", fused_activation=act)
+    assert_close(y3, x5, w5, None, ("leaky_relu", {"alpha": 0.2}), mode="convolution")
+
+
+# ---------------------------------------------------------------------------------------------
+# Random sweeps
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_random_sweep(seed, dtype):
+    rng = np.random.default_rng([seed, FLOATS.index(dtype)])
+    for _ in range(8):
+        config = random_config(rng)
+        x, w, b = arrays(rng, config, dtype)
+        use_bias = bool(rng.integers(0, 2))
+        y = dmlops.convolution(x, w, b if use_bias else None, **config["kw"])
+        assert y.dtype == np.dtype(dtype) and y.flags.c_contiguous
+        assert_close(y, x, w, b if use_bias else None, **config["kw"])
+
+
+def strided_variants(a: np.ndarray) -> dict:
+    """The same values seen through different memory layouts."""
+    channels_last = np.ascontiguousarray(np.moveaxis(a, 1, -1))
+    reversed_copy = np.ascontiguousarray(a[..., ::-1])
+    wide = np.zeros(a.shape[:-1] + (a.shape[-1] * 2,), a.dtype)
+    wide[..., ::2] = a
+    return {
+        "channels_last": np.moveaxis(channels_last, -1, 1),
+        "negative": reversed_copy[..., ::-1],
+        "every_other": wide[..., ::2],
+        "fortran": np.asfortranarray(a),
+        "transposed_batch": np.ascontiguousarray(np.swapaxes(a, 0, 1)).swapaxes(0, 1),
+    }
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "negative", "every_other", "fortran", "transposed_batch"])
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_strided_inputs_and_out(layout, direction, dtype):
+    rng = np.random.default_rng([11, FLOATS.index(dtype), direction == "forward"])
+    for dims in (1, 2, 3):
+        config = random_config(rng, direction, dims)
+        x, w, b = arrays(rng, config, dtype)
+        expected = dmlops.convolution(x, w, b, **config["kw"])
+        xs, ws, bs = (strided_variants(a)[layout] for a in (x, w, b))
+        np.testing.assert_array_equal(dmlops.convolution(xs, ws, bs, **config["kw"]), expected)
+        out = strided_variants(np.zeros_like(expected))[layout]
+        result = dmlops.convolution(xs, ws, bs, out=out, **config["kw"])
+        assert result is out
+        np.testing.assert_array_equal(out, expected)
+
+
+def test_channels_last_view_is_read_in_place():
+    rng = np.random.default_rng(3)
+    nhwc = rng.standard_normal((2, 10, 9, 8)).astype(np.float32)
+    x = nhwc.transpose(0, 3, 1, 2)  # an NCHW view of NHWC memory
+    w = rng.standard_normal((5, 8, 3, 3)).astype(np.float32)
+    y = dmlops.convolution(x, w, start_padding=(1, 1), end_padding=(1, 1))
+    assert_close(y, x, w, start_padding=(1, 1), end_padding=(1, 1))
+    assert x.base is nhwc
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_thread_count_does_not_change_bits(direction):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 8, 23, 19)).astype(np.float32)
+    w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32) if direction == "forward" else \
+        rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+    kw = dict(strides=(2, 1), start_padding=(1, 1), end_padding=(1, 0), direction=direction, group_count=2)
+    results = []
+    for threads in (1, 2, 3, 5):
+        dmlops.set_num_threads(threads)
+        results.append(dmlops.convolution(x, w, **kw))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r.view(np.uint32), results[0].view(np.uint32))
+    assert_close(results[0], x, w, **kw)
+
+
+def test_larger_layer_blocks_and_tails():
+    """Enough channels and positions for several GEMM row panels, column blocks, position
+    blocks and tasks, with tails everywhere (13 output channels, 31 x 29 positions)."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 24, 31, 29)).astype(np.float32)
+    w = rng.standard_normal((13, 24, 3, 3)).astype(np.float32)
+    b = rng.standard_normal((1, 13, 1, 1)).astype(np.float32)
+    kw = dict(start_padding=(1, 1), end_padding=(1, 1))
+    for threads in (1, 2):
+        dmlops.set_num_threads(threads)
+        assert_close(dmlops.convolution(x, w, b, fused_activation="gelu", **kw), x, w, b, ("gelu", {}), **kw)
+        wt = rng.standard_normal((24, 7, 3, 3)).astype(np.float32)
+        assert_close(dmlops.convolution(x, wt, b[:, :7], direction="backward", strides=(2, 2), **kw), x, wt,
+                     b[:, :7], direction="backward", strides=(2, 2), **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# The adjoint identity <conv(x, w), g> == <x, conv_backward(g, w)>
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_adjoint_identity(seed):
+    rng = np.random.default_rng([seed, 99])
+    for _ in range(6):
+        config = random_config(rng, "forward")
+        kw = config["kw"]
+        x = rng.standard_normal(config["x_shape"])
+        w = rng.standard_normal(config["w_shape"])
+        y = dmlops.convolution(x, w, **kw)
+        g = rng.standard_normal(y.shape)
+        back = {k: v for k, v in kw.items() if k != "direction"}
+        # The forward filter {OutC, InC/G, K} is the backward filter of the reverse map, read
+        # as {InC' = OutC, OutC'/G = InC/G, K}: the same array.
+        xt = dmlops.convolution(g, w, direction="backward", output_sizes=x.shape[2:], **back)
+        assert xt.shape == x.shape
+        lhs, rhs = np.vdot(y, g), np.vdot(x, xt)
+        assert abs(lhs - rhs) <= 1e-12 * (np.vdot(np.abs(y), np.abs(g)) + 1), (config, lhs, rhs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Groups, depthwise, backward output sizes
+
+
+@pytest.mark.parametrize("multiplier", [1, 3])
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_depthwise(multiplier, direction):
+    rng = np.random.default_rng(multiplier)
+    C = 6
+    x = rng.standard_normal((2, C, 11, 9)).astype(np.float32)
+    shape = (C * multiplier, 1, 3, 3) if direction == "forward" else (C, multiplier, 3, 3)
+    w = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal((1, C * multiplier, 1, 1)).astype(np.float32)
+    kw = dict(group_count=C, start_padding=(1, 1), end_padding=(1, 1), strides=(2, 1), direction=direction)
+    assert_close(dmlops.convolution(x, w, b, **kw), x, w, b, **kw)
+
+
+@pytest.mark.parametrize("sizes", [(1, 1), (5, 4), (20, 3), (13, 30), (40, 41)])
+@pytest.mark.parametrize("mode", ["cross_correlation", "convolution"])
+def test_backward_any_output_size(sizes, mode):
+    rng = np.random.default_rng(sum(sizes))
+    x = rng.standard_normal((1, 4, 6, 7))
+    w = rng.standard_normal((4, 2, 3, 2))
+    kw = dict(strides=(2, 3), dilations=(2, 1), start_padding=(1, 2), end_padding=(0, 1), direction="backward",
+              mode=mode, group_count=2)
+    y = dmlops.convolution(x, w, output_sizes=sizes, **kw)
+    assert y.shape == (1, 4) + sizes
+    assert_close(y, x, w, output_spatial=sizes, **kw)
+    full = dmlops.convolution(x, w, output_sizes=(1, 4) + sizes, **kw)
+    np.testing.assert_array_equal(full, y)
+
+
+def test_backward_nominal_size_and_output_padding():
+    x = np.ones((1, 1, 3), np.float64)
+    w = np.ones((1, 1, 3), np.float64)
+    y = dmlops.convolution(x, w, direction="backward", strides=(2,), output_padding=(1,))
+    assert y.shape == (1, 1, 8)
+    np.testing.assert_array_equal(y.ravel(), [1, 1, 2, 1, 2, 1, 1, 0])
+    y = dmlops.convolution(x, w, direction="backward", start_padding=(1,), end_padding=(1,))
+    np.testing.assert_array_equal(y.ravel(), [2, 3, 2])
+
+
+def test_convolution_mode_flips_the_kernel():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 2, 5, 6, 4))
+    w = rng.standard_normal((3, 2, 2, 3, 2))
+    flipped = np.ascontiguousarray(w[:, :, ::-1, ::-1, ::-1])
+    np.testing.assert_allclose(dmlops.convolution(x, w, mode="convolution"), dmlops.convolution(x, flipped),
+                               rtol=1e-13, atol=1e-13)
+    wt = rng.standard_normal((2, 3, 2, 3, 2))
+    np.testing.assert_allclose(dmlops.convolution(x, wt, mode="convolution", direction="backward"),
+                               dmlops.convolution(x, np.ascontiguousarray(wt[:, :, ::-1, ::-1, ::-1]), direction="backward"),
+                               rtol=1e-13, atol=1e-13)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fused activations
+
+
+@pytest.mark.parametrize("custom", [False, True])
+@pytest.mark.parametrize("name", ACTIVATIONS)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_every_activation(name, custom, dtype):
+    rng = np.random.default_rng(ACTIVATIONS.index(name))
+    x = (rng.standard_normal((2, 3, 6, 5)) * 0.7).astype(dtype)
+    w = (rng.standard_normal((4, 3, 2, 2)) * 0.5).astype(dtype)
+    b = rng.standard_normal((1, 4, 1, 1)).astype(dtype)
+    params = CUSTOM_PARAMETERS.get(name, {}) if custom else {}
+    if name == "clip" and not custom:
+        params = dict(min=-1, max=1)
+    act = dmlops.Activation(name, **params)
+    full = dict(act.parameters)
+    y = dmlops.convolution(x, w, b, fused_activation=act if (params or custom) else name, start_padding=(1, 0))
+    assert_close(y, x, w, b, (name, full), start_padding=(1, 0))
+    yt = dmlops.convolution(x, w[:3], b[:, :3], fused_activation=act, direction="backward", strides=(2, 1))
+    assert_close(yt, x, w[:3], b[:, :3], (name, full), direction="backward", strides=(2, 1))
+
+
+def test_activation_defaults_and_names():
+    assert dmlops.Activation("elu").parameters == {"alpha": 1.0}
+    assert dmlops.Activation("hard_sigmoid").parameters == {"alpha": 0.2, "beta": 0.5}
+    assert dmlops.Activation("leaky_relu").parameters == {"alpha": 0.01}
+    assert dmlops.Activation("linear").parameters == {"alpha": 1.0, "beta": 0.0}
+    assert dmlops.Activation("parametric_softplus").parameters == {"alpha": 1.0, "beta": 1.0}
+    assert dmlops.Activation("scaled_elu").parameters == {"alpha": 1.67326, "gamma": 1.0507}
+    assert dmlops.Activation("scaled_tanh").parameters == {"alpha": 1.0, "beta": 1.0}
+    assert dmlops.Activation("softplus").parameters == {"steepness": 1.0}
+    assert dmlops.Activation("thresholded_relu").parameters == {"alpha": 1.0}
+    assert dmlops.Activation("shrink").parameters == {"bias": 0.0, "threshold": 0.5}
+    assert dmlops.Activation("celu").parameters == {"alpha": 1.0}
+    for name in ("identity", "relu", "sigmoid", "softsign", "tanh", "gelu"):
+        assert dmlops.Activation(name).parameters == {}
+    assert len(ACTIVATIONS) == 18
+    assert dmlops.Activation("DML_OPERATOR_ACTIVATION_RELU") == dmlops.Activation("relu")
+    assert dmlops.Activation("LEAKY_RELU", alpha=0.2) == dmlops.Activation("leaky_relu", alpha=0.2)
+    assert repr(dmlops.Activation("leaky_relu", alpha=0.2)) == "Activation('leaky_relu', alpha=0.2)"
+    a = dmlops.Activation("shrink", threshold=0.25)
+    assert pickle.loads(pickle.dumps(a)) == a
+    assert dmlops.Activation.from_dict(a.to_dict()) == a
+    assert dmlops.Activation.from_dict({"Type": "DML_OPERATOR_ACTIVATION_SHRINK", "Threshold": 0.25}) == a
+    assert a.to_dict() == {"Type": "DML_OPERATOR_ACTIVATION_SHRINK", "Desc": {"Bias": 0.0, "Threshold": 0.25}}
+
+
+@pytest.mark.parametrize("make,error,match", [
+    (lambda: dmlops.Activation("swish"), ValueError, "unknown"),
+    (lambda: dmlops.Activation("relu", alpha=1), ValueError, "no parameter"),
+    (lambda: dmlops.Activation("leaky_relu", beta=1), ValueError, "no parameter"),
+    (lambda: dmlops.Activation("clip", min=0), ValueError, "needs the parameter max"),
+    (lambda: dmlops.Activation("clip", min=1, max=0), ValueError, "min"),
+    (lambda: dmlops.Activation("celu", alpha=0), ValueError, "alpha != 0"),
+    (lambda: dmlops.Activation("softplus", steepness=0), ValueError, "steepness"),
+    (lambda: dmlops.Activation("elu", alpha=float("nan")), ValueError, "NaN"),
+    (lambda: dmlops.Activation("elu", alpha="1"), TypeError, "number"),
+    (lambda: dmlops.Activation("elu", alpha=True), TypeError, "number"),
+    (lambda: dmlops.Activation("elu", alpha=1e39), ValueError, "too large"),
+    (lambda: dmlops.Activation(3), TypeError, "activation name"),
+    (lambda: dmlops.Activation.from_dict({"Type": "DML_OPERATOR_ACTIVATION_ELU", "Desc": {"Beta": 1}}), ValueError,
+     "no member"),
+])
+def test_bad_activations(make, error, match):
+    with pytest.raises(error, match=match):
+        make()
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input: every rule, checked before any write
+
+
+def good_args():
+    x = np.ones((1, 4, 5, 5), np.float32)
+    w = np.ones((6, 2, 3, 3), np.float32)
+    b = np.ones((1, 6, 1, 1), np.float32)
+    return x, w, b
+
+
+BAD_CALLS = [
+    ("rank", lambda x, w, b: dmlops.convolution(x[0, 0], w[0, 0]), ValueError, "dimensions; it must have 3, 4 or 5"),
+    ("rank6", lambda x, w, b: dmlops.convolution(x[..., None, None], w[..., None, None]), ValueError, "3, 4 or 5"),
+    ("filter rank", lambda x, w, b: dmlops.convolution(x, w[..., 0], group_count=2), ValueError, "filter has 3 dimensions"),
+    ("filter dtype", lambda x, w, b: dmlops.convolution(x, w.astype(np.float64), group_count=2), TypeError,
+     "filter has dtype float64"),
+    ("bias dtype", lambda x, w, b: dmlops.convolution(x, w, b.astype(np.float16), group_count=2), TypeError,
+     "bias has dtype float16"),
+    ("int dtype", lambda x, w, b: dmlops.convolution(x.astype(np.int32), w.astype(np.int32), group_count=2), TypeError,
+     "float16, float32 and float64"),
+    ("bool", lambda x, w, b: dmlops.convolution(x.astype(bool), w.astype(bool), group_count=2), TypeError, "float16"),
+    ("groups input", lambda x, w, b: dmlops.convolution(x, w, group_count=3), ValueError, "group_count 3 does not divide"),
+    ("groups output", lambda x, w, b: dmlops.convolution(x, w[:5], group_count=2), ValueError,
+     "5 output channels .* group_count 2 does not divide"),
+    ("filter channels", lambda x, w, b: dmlops.convolution(x, w), ValueError, "filter sizes\\[1\\] is 2"),
+    ("backward filter", lambda x, w, b: dmlops.convolution(x, w, direction="backward"), ValueError,
+     "filter sizes\\[0\\] is 6"),
+    ("bias shape", lambda x, w, b: dmlops.convolution(x, w, b[:, :5], group_count=2), ValueError, "bias has sizes"),
+    ("bias rank", lambda x, w, b: dmlops.convolution(x, w, b[0], group_count=2), ValueError, "bias has 3 dimensions"),
+    ("zero stride", lambda x, w, b: dmlops.convolution(x, w, group_count=2, strides=(1, 0)), ValueError,
+     "strides\\[1\\] is 0; it must be >= 1"),
+    ("zero dilation", lambda x, w, b: dmlops.convolution(x, w, group_count=2, dilations=(0, 1)), ValueError,
+     "dilations\\[0\\] is 0"),
+    ("negative padding", lambda x, w, b: dmlops.convolution(x, w, group_count=2, start_padding=(-1, 0)), ValueError,
+     "start_padding\\[0\\] is -1"),
+    ("array length", lambda x, w, b: dmlops.convolution(x, w, group_count=2, strides=(1, 1, 1)), ValueError,
+     "strides has 3 entries but there are 2 spatial dimensions"),
+    ("kernel too large", lambda x, w, b: dmlops.convolution(x, w, group_count=2, dilations=(3, 1)), ValueError,
+     "window extent 7 .* larger than the padded input 5"),
+    ("forward output_padding", lambda x, w, b: dmlops.convolution(x, w, group_count=2, output_padding=(1, 0)),
+     ValueError, "output_padding\\[0\\] is 1; it must be 0 in the forward direction"),
+    ("forward output size", lambda x, w, b: dmlops.convolution(x, w, group_count=2, output_sizes=(4, 3)), ValueError,
+     "output has sizes"),
+    ("backward output channels", lambda x, w, b: dmlops.convolution(x, w[:4], direction="backward",
+                                                                   output_sizes=(1, 5, 7, 7)), ValueError,
+     "backward convolution gives"),
+    ("backward nominal", lambda x, w, b: dmlops.convolution(x[..., :1, :1], w[:4, :, :1, :1], direction="backward",
+                                                           start_padding=(1, 0)), ValueError, "nominal"),
+    ("zero output size", lambda x, w, b: dmlops.convolution(x, w[:4], direction="backward", output_sizes=(0, 3)),
+     ValueError, ">= 1|sizes"),
+    ("mode", lambda x, w, b: dmlops.convolution(x, w, group_count=2, mode="correlation"), ValueError,
+     "mode 'correlation' is unknown"),
+    ("direction", lambda x, w, b: dmlops.convolution(x, w, group_count=2, direction="transposed"), ValueError,
+     "direction 'transposed' is unknown.*backward"),
+    ("activation", lambda x, w, b: dmlops.convolution(x, w, group_count=2, fused_activation="swish"), ValueError,
+     "unknown"),
+    ("activation type", lambda x, w, b: dmlops.convolution(x, w, group_count=2, fused_activation=3), TypeError,
+     "activation"),
+    ("group type", lambda x, w, b: dmlops.convolution(x, w, group_count=2.0), TypeError, "group_count"),
+    ("group zero", lambda x, w, b: dmlops.convolution(x, w, group_count=0), ValueError, "group_count is 0"),
+    ("not an array", lambda x, w, b: dmlops.convolution(x.tolist(), w), TypeError, "numpy.ndarray"),
+]
+
+
+@pytest.mark.parametrize("case,call,error,match", BAD_CALLS, ids=[c[0] for c in BAD_CALLS])
+def test_bad_input(case, call, error, match):
+    x, w, b = good_args()
+    with pytest.raises(error, match=match) as info:
+        call(x, w, b)
+    assert "Convolution" in str(info.value) or "ndarray" in str(info.value)
+
+
+def test_bad_out_is_untouched():
+    x, w, b = good_args()
+    y = dmlops.convolution(x, w, b, group_count=2)
+    for out, error in [(np.zeros((1, 6, 3, 4), np.float32), ValueError), (np.zeros(y.shape, np.float64), TypeError),
+                       (np.zeros(y.shape, np.float32)[..., ::-1], None)]:
+        before = out.copy()
+        if error is None:
+            dmlops.convolution(x, w, b, group_count=2, out=out)
+            np.testing.assert_array_equal(out, y)
+            continue
+        with pytest.raises(error):
+            dmlops.convolution(x, w, b, group_count=2, out=out)
+        np.testing.assert_array_equal(out, before)
+    overlapping = np.zeros((1, 6, 3, 3), np.float32)
+    with pytest.raises(ValueError, match="overlap|share"):
+        dmlops.convolution(overlapping[:, :4], np.ones((6, 2, 1, 1), np.float32), group_count=2,
+                           out=overlapping)
+    broadcast = np.broadcast_to(np.zeros(1, np.float32), y.shape)
+    with pytest.raises(ValueError):
+        dmlops.convolution(x, w, b, group_count=2, out=broadcast)
+
+
+# ---------------------------------------------------------------------------------------------
+# The descriptor
+
+
+def make_desc(**extra):
+    f32 = lambda *s: dmlops.TensorDesc("float32", s)  # noqa: E731
+    args = dict(strides=(2, 1), start_padding=(1, 0), end_padding=(0, 1), group_count=2,
+                fused_activation=dmlops.Activation("leaky_relu", alpha=0.2))
+    args.update(extra)
+    return dmlops.ConvolutionDesc(f32(1, 4, 7, 6), f32(6, 2, 3, 3), f32(1, 6, 1, 1), **args)
+
+
+def test_descriptor_fields_and_call():
+    d = make_desc()
+    assert d.output.sizes == (1, 6, 3, 5) == d.output_shape
+    assert d.mode == "cross_correlation" and d.direction == "forward"
+    assert d.dilations == (1, 1) and d.output_padding == (0, 0) and d.group_count == 2
+    assert d.fused_activation == dmlops.Activation("leaky_relu", alpha=0.2)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 4, 7, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+    b = rng.standard_normal((1, 6, 1, 1)).astype(np.float32)
+    np.testing.assert_array_equal(d(x, w, b), dmlops.convolution(
+        x, w, b, strides=(2, 1), start_padding=(1, 0), end_padding=(0, 1), group_count=2,
+        fused_activation=dmlops.Activation("leaky_relu", alpha=0.2)))
+    with pytest.raises(ValueError, match="has a bias tensor but the call passes none"):
+        d(x, w)
+    with pytest.raises(ValueError, match="filter has shape"):
+        d(x, w[:3], b)
+    with pytest.raises(TypeError, match="input has dtype float64"):
+        d(x.astype(np.float64), w, b)
+
+
+def test_descriptor_round_trips():
+    for d in (make_desc(), make_desc(fused_activation=None), make_desc(fused_activation="relu", mode="convolution"),
+              dmlops.ConvolutionDesc(dmlops.TensorDesc("float16", (2, 4, 5)), dmlops.TensorDesc("float16", (4, 3, 2)),
+                                     direction="backward", strides=(3,), output_padding=(2,),
+                                     output=dmlops.TensorDesc("float16", (2, 3, 20)))):
+        assert pickle.loads(pickle.dumps(d)) == d
+        j = json.loads(json.dumps(d.to_dict()))
+        assert type(d).from_dict(j) == d
+        rebuilt = repr(d).replace("Activation(", "dmlops.Activation(").replace("TensorDesc(", "dmlops.TensorDesc(")
+        assert "strides=" in rebuilt and "fused_activation=" in rebuilt and "group_count=" in rebuilt
+    d = make_desc()
+    j = d.to_dict()
+    assert j["Mode"] == "DML_CONVOLUTION_MODE_CROSS_CORRELATION"
+    assert j["Direction"] == "DML_CONVOLUTION_DIRECTION_FORWARD"
+    assert j["DimensionCount"] == 2 and j["GroupCount"] == 2 and j["Strides"] == [2, 1]
+    assert j["FusedActivation"] == {"Type": "DML_OPERATOR_ACTIVATION_LEAKY_RELU", "Desc": {"Alpha": 0.2}}
+    assert j["BiasTensor"] == {"DataType": "FLOAT32", "Sizes": [1, 6, 1, 1]}
+    plain = make_desc(fused_activation=None)
+    assert "FusedActivation" not in plain.to_dict()
+    nobias = dmlops.ConvolutionDesc(dmlops.TensorDesc("float32", (1, 1, 3, 3)), dmlops.TensorDesc("float32", (1, 1, 2, 2)))
+    assert "BiasTensor" not in nobias.to_dict() and nobias.bias is None
+    assert dmlops.ConvolutionDesc.from_dict({**nobias.to_dict(), "BiasTensor": None}) == nobias
+    assert make_desc() != plain and hash(make_desc()) == hash(make_desc())
+
+
+def test_descriptor_validates():
+    f32 = lambda *s: dmlops.TensorDesc("float32", s)  # noqa: E731
+    with pytest.raises(ValueError, match="bias has sizes"):
+        dmlops.ConvolutionDesc(f32(1, 4, 7, 6), f32(6, 2, 3, 3), f32(1, 5, 1, 1), group_count=2)
+    with pytest.raises(ValueError, match="output has sizes"):
+        make_desc(output=dmlops.TensorDesc("float32", (1, 6, 4, 4)))
+    with pytest.raises(TypeError, match="filter must be a dmlops.TensorDesc"):
+        dmlops.ConvolutionDesc(dmlops.TensorDesc("float32", (1, 1, 3, 3)), (1, 1, 2, 2))
+    with pytest.raises(ValueError, match="mode"):
+        make_desc(mode="DML_CONVOLUTION_MODE_NONE")
+    assert make_desc(mode="DML_CONVOLUTION_MODE_CONVOLUTION").mode == "convolution"
+
+
+# ---------------------------------------------------------------------------------------------
+# Both instruction-set paths, docstrings
+
+
+def test_portable_kernels_agree():
+    """The portable GEMM (DMLOPS_DISABLE_AVX2=1, read once per process) in a child process."""
+    code = (
+        "import numpy as np, dmlops\n"
+        "rng = np.random.default_rng(1)\n"
+        "x = rng.standard_normal((2, 5, 9, 8)); w = rng.standard_normal((7, 5, 3, 2))\n"
+        "for dt in ('float32', 'float64', 'float16'):\n"
+        "    a, b = x.astype(dt), w.astype(dt)\n"
+        "    np.save(f'{OUT}/{dt}_f.npy', dmlops.convolution(a, b, strides=(2, 1), start_padding=(1, 1)))\n"
+        "    np.save(f'{OUT}/{dt}_b.npy', dmlops.convolution(a, b[:, :5].transpose(1, 0, 2, 3).copy(),"
+        " direction='backward', strides=(2, 1)))\n"
+    )
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, DMLOPS_DISABLE_AVX2="1")
+        subprocess.run([sys.executable, "-c", f"OUT = {tmp!r}\n" + code], env=env, check=True)
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((2, 5, 9, 8))
+        w = rng.standard_normal((7, 5, 3, 2))
+        for dt in ("float32", "float64", "float16"):
+            a, b = x.astype(dt), w.astype(dt)
+            assert_close(np.load(f"{tmp}/{dt}_f.npy"), a, b, strides=(2, 1), start_padding=(1, 1))
+            wt = b[:, :5].transpose(1, 0, 2, 3).copy()
+            assert_close(np.load(f"{tmp}/{dt}_b.npy"), a, wt, direction="backward", strides=(2, 1))
+
+
+@pytest.mark.parametrize("module", ["dmlops.convolution", "dmlops._activation"])
+def test_docstrings(module):
+    # by name: the package attribute dmlops.convolution is the function, not the module
+    result = doctest.testmod(sys.modules[module], optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,644 @@
+"""Upsample2D and Resample/Resample1/2/3 (spec section 3) against the plain references in
+reference.py, the spec's DxDispatch table and PyTorch's conventions written as numpy formulas."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dmlops
+from reference import (as_float32, bits, resample_antialiased_row, resample_linear_row, resample_magnitude,
+                       resample_reference)
+
+DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
+          "int8", "int16", "int32", "int64", "bool")
+FLOATS = ("float32", "float16", "float64")
+EPS = {"float32": 2.0 ** -23, "float16": 2.0 ** -23, "float64": 2.0 ** -52}  # working precision
+
+
+def random_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dtype.kind == "f":
+        return rng.uniform(-4, 4, size=shape).astype(dtype)
+    # integers: random bit patterns, every value
+    raw = rng.integers(0, 256, size=int(np.prod(shape)) * dtype.itemsize, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def assert_same_bits(actual: np.ndarray, expected: np.ndarray):
+    assert actual.dtype == expected.dtype
+    assert actual.shape == expected.shape
+    np.testing.assert_array_equal(bits(actual), bits(expected))
+
+
+def assert_linear_close(actual: np.ndarray, expected: np.ndarray, magnitude: np.ndarray, passes: int):
+    """One rounding per tap and pass in the working precision, and float16's final rounding."""
+    dtype = actual.dtype.name
+    assert actual.shape == expected.shape
+    tolerance = 4 * (passes + 1) * EPS[dtype] * magnitude
+    if dtype == "float16":
+        tolerance = tolerance + np.abs(expected) * 2.0 ** -11 + 2.0 ** -24
+    error = np.abs(actual.astype(np.float64) - expected)
+    worst = np.unravel_index(np.argmax(error - tolerance), error.shape) if error.size else ()
+    assert np.all(error <= tolerance), (f"{dtype}: at {worst} got {actual[worst]!r}, expected {expected[worst]!r}, "
+                                        f"tolerance {tolerance[worst]:.3g}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec's DxDispatch check and the issue's examples
+
+DXDISPATCH_INPUT = np.array([[[[1, 2], [3, 4]]]], dtype=np.float32)
+DXDISPATCH_OUTPUT = np.array([[[[1, 1.25, 1.75, 2],
+                                 [1.5, 1.75, 2.25, 2.5],
+                                 [2.5, 2.75, 3.25, 3.5],
+                                 [3, 3.25, 3.75, 4]]]], dtype=np.float32)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_dxdispatch_upsample_table(dtype):
+    x = DXDISPATCH_INPUT.astype(dtype)
+    expected = DXDISPATCH_OUTPUT.astype(dtype)  # every entry is exact in float16 too
+    assert_same_bits(dmlops.upsample_2d(x, (2, 2), "linear"), expected)
+    d = dmlops.Upsample2DDesc(dmlops.TensorDesc(dtype, (1, 1, 2, 2)), scale_size=(2, 2), interpolation_mode="linear")
+    assert_same_bits(d(x), expected)
+    # Upsample2D is Resample with scales (1, 1, 2, 2) and the pixel-centre offsets
+    assert_same_bits(dmlops.resample(x, (1, 1, 2, 2), "linear"), expected)
+    r = dmlops.Resample1Desc(dmlops.TensorDesc(dtype, (1, 1, 2, 2)), scales=(1, 1, 2, 2), interpolation_mode="linear")
+    assert_same_bits(r(x), expected)
+    # and the reference reproduces DirectML's table, so it is a sound oracle
+    np.testing.assert_array_equal(resample_reference(x, (1, 1, 4, 4), (1, 1, 2, 2), "linear"), expected)
+
+
+def test_issue_examples():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 8, 12)).astype(np.float32)
+    y = dmlops.upsample_2d(x, scale_size=(2, 3), interpolation_mode="linear")
+    assert y.shape == (2, 3, 16, 36) and y.dtype == np.float32 and y.flags.c_contiguous
+    assert_linear_close(y, resample_reference(x, y.shape, (1, 1, 2, 3), "linear"),
+                        resample_magnitude(x, y.shape, (1, 1, 2, 3)), 2)
+    x5 = rng.standard_normal((1, 2, 3, 4, 5)).astype(np.float32)
+    y5 = dmlops.upsample_2d(x5, scale_size=(2, 3), interpolation_mode="linear")
+    assert_linear_close(y5, resample_reference(x5, y5.shape, (1, 1, 1, 2, 3), "linear"),
+                        resample_magnitude(x5, y5.shape, (1, 1, 1, 2, 3)), 2)
+
+    z = dmlops.resample(x, scales=(1, 1, 0.5, 1.75), interpolation_mode="linear", antialiased=True)
+    assert z.shape == (2, 3, 4, 21)
+    assert_linear_close(z, resample_reference(x, z.shape, (1, 1, 0.5, 1.75), "linear", antialiased=True),
+                        resample_magnitude(x, z.shape, (1, 1, 0.5, 1.75), antialiased=True), 2)
+
+    n = dmlops.resample(x, scales=(1, 1, 3, 3), interpolation_mode="nearest_neighbor", rounding_direction="increasing",
+                        input_pixel_offsets=(0, 0, 0, 0), output_pixel_offsets=(0, 0, 0, 0))
+    assert n.shape == (2, 3, 24, 36)
+    # ceil(o / 3): the first output row/column alone, then groups of three
+    rows = [min(math.ceil(o / 3), 7) for o in range(24)]
+    cols = [min(math.ceil(o / 3), 11) for o in range(36)]
+    assert_same_bits(n, x[:, :, rows][:, :, :, cols])
+
+    d = dmlops.Upsample2DDesc(dmlops.TensorDesc("float32", x.shape), scale_size=(2, 3), interpolation_mode="linear")
+    assert_same_bits(d(x), y)
+    r = dmlops.Resample3Desc(dmlops.TensorDesc("float32", x.shape), scales=(1, 1, 0.5, 1.75),
+                             interpolation_mode="linear", rounding_direction="decreasing", antialiased=True)
+    assert_same_bits(r(x), z)
+
+
+def test_docstring_examples():
+    np.testing.assert_array_equal(dmlops.upsample_2d(np.array([[[[1, 2], [3, 4]]]]), (1, 3))[0, 0],
+                                  [[1, 1, 1, 2, 2, 2], [3, 3, 3, 4, 4, 4]])
+    np.testing.assert_allclose(dmlops.resample(np.arange(4.0), (1.5,), "linear"), [0, 0.5, 7 / 6, 11 / 6, 2.5, 3])
+    np.testing.assert_array_equal(dmlops.resample(np.arange(4), (2,), rounding_direction="increasing",
+                                                  input_pixel_offsets=(0,), output_pixel_offsets=(0,)),
+                                  [0, 1, 1, 2, 2, 3, 3, 3])
+    assert dmlops.ResampleDesc(dmlops.TensorDesc("float32", (1, 3, 10, 10)), scales=(1, 1, 0.7, 2.5)).output.sizes \
+        == (1, 3, 7, 25)
+
+
+# ---------------------------------------------------------------------------------------------
+# Upsample2D
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rank", [4, 5])
+def test_upsample_nearest_repeats_pixels_bit_exactly(dtype, rank):
+    rng = np.random.default_rng(rank)
+    shape = (2, 3, 4, 5, 6)[5 - rank:]
+    x = random_array(rng, shape, dtype)
+    for scale in [(1, 1), (2, 2), (3, 1), (1, 4), (5, 3)]:
+        expected = np.repeat(np.repeat(x, scale[0], axis=-2), scale[1], axis=-1)
+        assert_same_bits(dmlops.upsample_2d(x, scale), expected)
+
+
+def test_upsample_nearest_keeps_nan_payloads_and_bool():
+    payloads = np.array([0x7FC00123, 0xFF800001, 0x7F800001, 0x80000000], dtype=np.uint32).view(np.float32)
+    x = payloads.reshape(1, 1, 2, 2)
+    assert_same_bits(dmlops.upsample_2d(x, (2, 3)), np.repeat(np.repeat(x, 2, axis=2), 3, axis=3))
+    b = np.array([[[[True, False]]]])
+    y = dmlops.upsample_2d(b, 2)
+    assert y.dtype == np.bool_
+    np.testing.assert_array_equal(y[0, 0], [[True, True, False, False]] * 2)
+
+
+def torch_bilinear(x: np.ndarray, sh: int, sw: int) -> np.ndarray:
+    """torch.nn.functional.interpolate(mode="bilinear", align_corners=False) as ATen writes it:
+    src = max((o + 0.5) / s - 0.5, 0), i0 = floor(src), i1 = i0 + 1 unless at the last pixel,
+    l1 = src - i0, out = (1 - l1) * x[i0] + l1 * x[i1], along H then W, in float64."""
+    def along(y, axis, s):
+        n = y.shape[axis]
+        src = np.maximum((np.arange(n * s) + 0.5) / s - 0.5, 0)
+        i0 = np.floor(src).astype(int)
+        i1 = np.minimum(i0 + 1, n - 1)
+        l1 = (src - i0).reshape([-1 if a == axis % y.ndim else 1 for a in range(y.ndim)])
+        return (1 - l1) * np.take(y, i0, axis=axis) + l1 * np.take(y, i1, axis=axis)
+    return along(along(x.astype(np.float64), -2, sh), -1, sw)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("scale", [(2, 2), (3, 2), (1, 5), (4, 1)])
+def test_upsample_linear_is_torch_bilinear_without_aligned_corners(dtype, scale):
+    rng = np.random.default_rng(scale[0] * 10 + scale[1])
+    x = random_array(rng, (2, 3, 7, 9), dtype)
+    y = dmlops.upsample_2d(x, scale, "linear")
+    assert y.dtype == x.dtype
+    out_shape = (2, 3, 7 * scale[0], 9 * scale[1])
+    assert_linear_close(y, torch_bilinear(x, *scale), resample_magnitude(x, out_shape, (1, 1) + scale), 2)
+    assert_linear_close(y, resample_reference(x, out_shape, (1, 1) + scale, "linear"),
+                        resample_magnitude(x, out_shape, (1, 1) + scale), 2)
+
+
+def test_upsample_5d_never_mixes_depth():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 2, 3, 5, 4))
+    y = dmlops.upsample_2d(x, (2, 3), "linear")
+    for d in range(3):
+        np.testing.assert_allclose(y[:, :, d], torch_bilinear(x[:, :, d], 2, 3), rtol=1e-13, atol=1e-13)
+
+
+# ---------------------------------------------------------------------------------------------
+# Resample: random sweeps against the reference
+
+def sweep_case(seed: int, max_rank: int = 8):
+    rng = np.random.default_rng(seed)
+    rank = int(rng.integers(1, max_rank + 1))
+    max_size = {1: 30, 2: 9, 3: 6, 4: 4, 5: 3, 6: 3, 7: 2, 8: 2}[rank]
+    shape = tuple(int(s) for s in rng.integers(1, max_size + 1, size=rank))
+    # up- and down-sampling, exact FLOATs and not (0.3, 1.7), integers, 1 (often the identity)
+    choices = np.array([0.3, 0.5, 0.75, 1.0, 1.0, 1.5, 1.7, 2.0, 2.5, 3.0, 4.0])
+    scales = tuple(float(rng.choice(choices)) for _ in range(rank))
+    out_shape = tuple(int(np.floor(n * as_float32(s) + 1e-6)) for n, s in zip(shape, scales))
+    offsets = None, None
+    if rng.random() < 0.6:
+        offsets = (tuple(float(v) for v in rng.choice([0.0, 0.5, 0.25, -1.0, 1.5], size=rank)),
+                   tuple(float(v) for v in rng.choice([0.0, -0.5, 0.5, 2.0], size=rank)))
+    explicit = rng.random() < 0.3 or min(out_shape) == 0  # floor(n * scale) = 0 needs explicit sizes
+    if explicit:  # DirectML takes any output size: crop or clamp at the edges
+        out_shape = tuple(int(s) for s in rng.integers(1, max_size * 2 + 1, size=rank))
+    return rng, shape, scales, out_shape, offsets, explicit
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_random_nearest_sweep_bit_exact(seed):
+    rng, shape, scales, out_shape, (in_off, out_off), explicit = sweep_case(seed)
+    dtype = DTYPES[seed % len(DTYPES)]
+    rounding = (None, "decreasing", "increasing")[seed % 3]
+    x = random_array(rng, shape, dtype)
+    y = dmlops.resample(x, scales, input_pixel_offsets=in_off, output_pixel_offsets=out_off,
+                        rounding_direction=rounding, output_sizes=out_shape if explicit else None)
+    assert y.shape == out_shape
+    assert_same_bits(y, resample_reference(x, out_shape, scales, "nearest_neighbor", in_off, out_off, rounding))
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_random_linear_sweep(seed):
+    rng, shape, scales, out_shape, (in_off, out_off), explicit = sweep_case(seed + 500, max_rank=6)
+    dtype = FLOATS[seed % 3]
+    antialiased = seed % 2 == 1
+    x = random_array(rng, shape, dtype)
+    y = dmlops.resample(x, scales, "linear", input_pixel_offsets=in_off, output_pixel_offsets=out_off,
+                        antialiased=antialiased, output_sizes=out_shape if explicit else None)
+    assert y.shape == out_shape and y.dtype == x.dtype
+    assert_linear_close(y, resample_reference(x, out_shape, scales, "linear", in_off, out_off, None, antialiased),
+                        resample_magnitude(x, out_shape, scales, in_off, out_off, antialiased), len(shape))
+
+
+@given(
+    n=st.integers(1, 12),
+    m=st.integers(1, 30),
+    scale=st.floats(0.05, 20, allow_nan=False, allow_infinity=False),
+    in_off=st.floats(-3, 3, allow_nan=False),
+    out_off=st.floats(-3, 3, allow_nan=False),
+    rounding=st.sampled_from([None, "decreasing", "increasing"]),
+)
+def test_property_one_axis(n, m, scale, in_off, out_off, rounding):
+    x = np.arange(n, dtype=np.int32) * 10
+    y = dmlops.resample(x, (scale,), input_pixel_offsets=(in_off,), output_pixel_offsets=(out_off,),
+                        rounding_direction=rounding, output_sizes=(m,))
+    np.testing.assert_array_equal(y, resample_reference(x, (m,), (scale,), "nearest_neighbor", (in_off,), (out_off,),
+                                                        rounding))
+    xf = np.linspace(-1, 1, n)
+    for antialiased in (False, True):
+        yf = dmlops.resample(xf, (scale,), "linear", input_pixel_offsets=(in_off,), output_pixel_offsets=(out_off,),
+                             antialiased=antialiased, output_sizes=(m,))
+        expected = resample_reference(xf, (m,), (scale,), "linear", (in_off,), (out_off,), None, antialiased)
+        np.testing.assert_allclose(yf, expected, rtol=0, atol=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch's and ONNX's conventions, written as numpy expectations
+
+def test_nearest_conventions():
+    x = np.arange(7, dtype=np.int64)
+    for s in (2, 3, 2.5, 0.5, 1.75):
+        m = int(np.floor(7 * s))
+        o = np.arange(m)
+        # torch "nearest-exact" (and ONNX half_pixel round_prefer_ceil): floor((o + 0.5) / s)
+        exact = np.minimum(np.floor((o + 0.5) / as_float32(s)).astype(int), 6)
+        np.testing.assert_array_equal(dmlops.resample(x, (s,)), exact)
+        # torch "nearest" (ONNX asymmetric floor): floor(o / s)
+        floor = np.minimum(np.floor(o / as_float32(s)).astype(int), 6)
+        np.testing.assert_array_equal(dmlops.resample(x, (s,), rounding_direction="decreasing",
+                                                      input_pixel_offsets=(0,), output_pixel_offsets=(0,)), floor)
+    # for integer scales torch's nearest, nearest-exact and Upsample2D all repeat each pixel
+    np.testing.assert_array_equal(dmlops.resample(x, (3,)), np.repeat(x, 3))
+    # ONNX round_prefer_floor = ceil(x - 0.5): 'increasing' with the input offset raised by 0.5
+    # (the mapping ONNX Runtime's DirectML provider uses)
+    o = np.arange(14)
+    prefer_floor = np.clip(np.ceil((o + 0.5) / 2 - 0.5 - 0.5), 0, 6).astype(int)
+    np.testing.assert_array_equal(dmlops.resample(x, (2,), rounding_direction="increasing",
+                                                  input_pixel_offsets=(1.0,)), prefer_floor)
+
+
+def test_linear_align_corners_is_zero_offsets():
+    # torch align_corners=True: src = o * (n - 1) / (m - 1); DirectML: offsets 0 and scale (m-1)/(n-1)
+    x = np.random.default_rng(1).standard_normal((5, 6))
+    m = (9, 16)
+    scales = ((m[0] - 1) / 4, (m[1] - 1) / 5)
+    y = dmlops.resample(x, scales, "linear", input_pixel_offsets=(0, 0), output_pixel_offsets=(0, 0), output_sizes=m)
+    def along(v, axis, n, mm):
+        src = np.arange(mm) * (n - 1) / (mm - 1)
+        i0 = np.minimum(np.floor(src).astype(int), n - 1)
+        i1 = np.minimum(i0 + 1, n - 1)
+        lam = (src - i0).reshape([-1 if a == axis else 1 for a in range(2)])
+        return (1 - lam) * np.take(v, i0, axis=axis) + lam * np.take(v, i1, axis=axis)
+    np.testing.assert_allclose(y, along(along(x, 0, 5, 9), 1, 6, 16), rtol=0, atol=1e-6)  # FLOAT scales
+
+
+def test_antialias_averages_and_matches_onnx():
+    x = np.arange(16, dtype=np.float64).reshape(4, 4)
+    # scale 0.5: each output is the triangle-weighted mean of 4 x 4 pixels, edges repeated
+    y = dmlops.resample(x, (0.5, 0.5), "linear", antialiased=True)
+    row = np.array([resample_antialiased_row(o, 4, 0.5, 0.5, -0.5) for o in range(2)])
+    # x = 0.5: taps -1, 0, 1, 2 weigh 1/8, 3/8, 3/8, 1/8; tap -1 reads pixel 0
+    np.testing.assert_allclose(row, [[0.5, 0.375, 0.125, 0], [0, 0.125, 0.375, 0.5]])
+    np.testing.assert_allclose(y, row @ x @ row.T, rtol=1e-14)
+    # without antialiasing, downsampling by 2 samples halfway between pixel pairs
+    np.testing.assert_allclose(dmlops.resample(x, (0.5, 0.5), "linear"), [[2.5, 4.5], [10.5, 12.5]])
+    # upsampling: antialiasing changes nothing
+    z = np.random.default_rng(2).standard_normal((3, 5))
+    np.testing.assert_array_equal(dmlops.resample(z, (1.5, 2.5), "linear", antialiased=True),
+                                  dmlops.resample(z, (1.5, 2.5), "linear"))
+    # nearest: antialiasing changes nothing either
+    np.testing.assert_array_equal(dmlops.resample(z, (0.5, 0.4), antialiased=True), dmlops.resample(z, (0.5, 0.4)))
+
+
+def test_antialias_rows_match_the_plain_triangle():
+    # The ONNX phrasing (reference) and the plain one: weight max(0, 1 - |i - x| * s), normalised.
+    for s in (0.5, 0.3, 0.25, 0.7):
+        for n in (1, 3, 10):
+            for o in range(max(1, int(n * s))):
+                x = (o + 0.5) / s - 0.5
+                w = np.array([max(0.0, 1 - abs(i - x) * s) for i in range(-20, n + 20)])
+                plain = np.zeros(n)
+                for i, wi in zip(range(-20, n + 20), w / w.sum()):
+                    plain[min(max(i, 0), n - 1)] += wi
+                np.testing.assert_allclose(resample_antialiased_row(o, n, s, 0.5, -0.5), plain, atol=1e-15)
+    for o in range(6):  # scale >= 1: the linear row
+        np.testing.assert_allclose(resample_antialiased_row(o, 4, 1.5, 0.5, -0.5), resample_linear_row(o, 4, 1.5, 0.5, -0.5))
+
+
+def test_exact_samples_keep_infinities():
+    # a pixel sampled exactly is returned as it is, even next to an infinity (inf * 0 is not taken)
+    x = np.array([[1.0, np.inf, -np.inf, 4.0]])
+    y = dmlops.resample(x, (1, 2), "linear", input_pixel_offsets=(0, 0), output_pixel_offsets=(0, 0))
+    np.testing.assert_array_equal(y[0, ::2], [1.0, np.inf, -np.inf, 4.0])
+    assert np.isnan(y[0, 3]) and y[0, 1] == np.inf and y[0, 7] == 4.0
+    e = dmlops.upsample_2d(np.full((1, 1, 1, 2), np.inf, np.float32), 2, "linear")
+    np.testing.assert_array_equal(e, np.inf)
+
+
+# ---------------------------------------------------------------------------------------------
+# Output sizes
+
+def test_output_size_rule():
+    x = np.zeros(10, np.float32)
+    assert dmlops.resample(x, (0.7,)).shape == (7,)  # the FLOAT 0.7 is 0.69999999
+    assert dmlops.resample(x, (0.35,)).shape == (3,)
+    assert dmlops.resample(x, (1 / 3,)).shape == (3,)
+    assert dmlops.resample(np.zeros(3), (1 / 3,)).shape == (1,)
+    assert dmlops.resample(x, (2.55,)).shape == (25,)
+    big = np.zeros(2 ** 25 + 1, np.uint8)  # beyond float32's integers the product stays exact
+    assert dmlops.resample(big, (1.0,)).shape == big.shape
+    d = dmlops.Resample1Desc(dmlops.TensorDesc("float32", (10, 3)), scales=(0.7, 0.34))
+    assert d.output.sizes == (7, 1)
+    with pytest.raises(ValueError, match=r"output size on dimension 1 is floor\(3 x 0.3.*\) = 0; give the output"):
+        dmlops.resample(np.zeros((10, 3)), (0.7, 0.3))
+
+
+def test_explicit_output_sizes_crop_and_clamp():
+    x = np.arange(4, dtype=np.int16)
+    # scale 2 into 5 outputs: cropped; into 11 outputs: the last pixel repeated
+    np.testing.assert_array_equal(dmlops.resample(x, (2,), output_sizes=(5,)), [0, 0, 1, 1, 2])
+    np.testing.assert_array_equal(dmlops.resample(x, (2,), output_sizes=(11,)), [0, 0, 1, 1, 2, 2, 3, 3, 3, 3, 3])
+    d = dmlops.Resample2Desc(dmlops.TensorDesc("int16", (4,)), scales=(2,), rounding_direction="decreasing",
+                             output=dmlops.TensorDesc("int16", (3,)))
+    assert d.output_shape == (3,)
+    np.testing.assert_array_equal(d(x), [0, 0, 0])  # floor(o / 2 - 0.25)
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory layouts, out=, threads
+
+@pytest.mark.parametrize("seed", range(40))
+def test_strided_views_and_out(seed):
+    rng, shape, scales, out_shape, (in_off, out_off), explicit = sweep_case(seed + 2000, max_rank=4)
+    mode = ("nearest_neighbor", "linear")[seed % 2]
+    dtype = ("float32", "float16", "float64", "int16")[seed % 4] if mode == "nearest_neighbor" else FLOATS[seed % 3]
+    base = random_array(rng, tuple(s * 2 + 1 for s in shape), dtype)
+    view = base[tuple(slice(None, None, int(rng.choice([-2, -1, 1, 2]))) for _ in shape)]
+    view = view[tuple(slice(0, s) for s in shape)]
+    if len(shape) > 1:
+        view = np.moveaxis(view, 0, -1)  # transposed: strides out of order
+    if rng.random() < 0.3:  # a broadcast (zero-stride) axis
+        axis = int(rng.integers(0, view.ndim))
+        view = np.broadcast_to(view.take([0], axis=axis), view.shape)
+    shape = view.shape
+    scales = scales[1:] + scales[:1] if len(shape) > 1 else scales
+    out_shape = out_shape[1:] + out_shape[:1] if len(shape) > 1 else out_shape
+    in_off = None if in_off is None else in_off[1:] + in_off[:1]
+    out_off = None if out_off is None else out_off[1:] + out_off[:1]
+    kwargs = dict(input_pixel_offsets=in_off, output_pixel_offsets=out_off, output_sizes=out_shape)
+    expected = dmlops.resample(np.ascontiguousarray(view), scales, mode, **kwargs)
+    big = np.zeros(tuple(s * 2 for s in out_shape), dtype=view.dtype)
+    out = big[tuple(slice(None, None, 2) for _ in out_shape)]
+    if out.ndim > 1:
+        out = np.flip(out, axis=0)
+    assert dmlops.resample(view, scales, mode, out=out, **kwargs) is out
+    assert_same_bits(out, expected)  # the same arithmetic in the same order, whatever the layout
+    assert_same_bits(dmlops.resample(view, scales, mode, **kwargs), expected)
+    assert np.all(big[tuple(slice(1, None, 2) for _ in out_shape)] == 0)  # gaps untouched
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_thread_counts_give_identical_results(threads):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 5, 33, 47)).astype(np.float32)
+    dmlops.set_num_threads(1)
+    single = [dmlops.upsample_2d(x, (2, 3), "linear"), dmlops.upsample_2d(x, (3, 2)),
+              dmlops.resample(x, (1, 0.6, 0.45, 1.3), "linear", antialiased=True),
+              dmlops.resample(x[0, 0], (17.0, 0.3), "linear")]
+    dmlops.set_num_threads(threads)
+    again = [dmlops.upsample_2d(x, (2, 3), "linear"), dmlops.upsample_2d(x, (3, 2)),
+             dmlops.resample(x, (1, 0.6, 0.45, 1.3), "linear", antialiased=True),
+             dmlops.resample(x[0, 0], (17.0, 0.3), "linear")]
+    for a, b in zip(single, again):
+        assert_same_bits(a, b)
+    assert_same_bits(single[1], np.repeat(np.repeat(x, 3, axis=2), 2, axis=3))
+
+
+def test_concurrent_python_threads():
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal((3, 4, 20, 30)).astype(np.float32) for _ in range(4)]
+    expected = [dmlops.upsample_2d(x, 2, "linear") for x in inputs]
+    results: dict = {}
+
+    def work(i):
+        for _ in range(5):
+            results[i] = dmlops.upsample_2d(inputs[i], 2, "linear")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(4):
+        assert_same_bits(results[i], expected[i])
+
+
+# ---------------------------------------------------------------------------------------------
+# Descriptors
+
+def make_resample3(**overrides):
+    fields = dict(input=dmlops.TensorDesc("float16", (1, 2, 3, 4)), scales=(1, 1, 0.5, 1.75),
+                  interpolation_mode="linear", rounding_direction="increasing", input_pixel_offsets=(0.5, 0.5, 0, 0.25),
+                  output_pixel_offsets=(-0.5, -0.5, 0, 1), antialiased=True)
+    fields.update(overrides)
+    return dmlops.Resample3Desc(**fields)
+
+
+def test_descriptor_fields_and_output():
+    d = make_resample3()
+    assert d.output == dmlops.TensorDesc("float16", (1, 2, 1, 7))
+    assert d.output_shape == (1, 2, 1, 7)
+    assert d.scales == (1.0, 1.0, 0.5, 1.75) and d.antialiased is True and d.rounding_direction == "increasing"
+    assert d.input_pixel_offsets == (0.5, 0.5, 0.0, 0.25) and d.output_pixel_offsets == (-0.5, -0.5, 0.0, 1.0)
+    with pytest.raises(AttributeError):
+        d.scales = (1, 1, 1, 1)
+    assert dmlops.Resample1Desc(dmlops.TensorDesc("int8", (30,)), scales=(0.1,)).scales == (as_float32(0.1),)
+    u = dmlops.Upsample2DDesc(dmlops.TensorDesc("float32", (1, 2, 3, 4, 5)), scale_size=3)
+    assert u.scale_size == (3, 3) and u.output.sizes == (1, 2, 3, 12, 15) and u.interpolation_mode == "nearest_neighbor"
+
+
+def test_descriptors_to_dict_are_dxdispatch_json():
+    assert make_resample3().to_dict() == {
+        "InputTensor": {"DataType": "FLOAT16", "Sizes": [1, 2, 3, 4]},
+        "OutputTensor": {"DataType": "FLOAT16", "Sizes": [1, 2, 1, 7]},
+        "InterpolationMode": "DML_INTERPOLATION_MODE_LINEAR",
+        "RoundingDirection": "DML_AXIS_DIRECTION_INCREASING",
+        "DimensionCount": 4,
+        "Scales": [1.0, 1.0, 0.5, 1.75],
+        "InputPixelOffsets": [0.5, 0.5, 0.0, 0.25],
+        "OutputPixelOffsets": [-0.5, -0.5, 0.0, 1.0],
+        "Antialiased": True,
+    }
+    assert dmlops.Upsample2DDesc(dmlops.TensorDesc("float32", (1, 1, 2, 3)), scale_size=(2, 5),
+                                 interpolation_mode="linear").to_dict() == {
+        "InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 3]},
+        "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 4, 15]},
+        "ScaleSize": {"Width": 5, "Height": 2},
+        "InterpolationMode": "DML_INTERPOLATION_MODE_LINEAR",
+    }
+    assert dmlops.ResampleDesc(dmlops.TensorDesc("uint8", (4, 4)), scales=(2, 0.5)).to_dict() == {
+        "InputTensor": {"DataType": "UINT8", "Sizes": [4, 4]},
+        "OutputTensor": {"DataType": "UINT8", "Sizes": [8, 2]},
+        "InterpolationMode": "DML_INTERPOLATION_MODE_NEAREST_NEIGHBOR",
+        "ScaleCount": 2,
+        "Scales": [2.0, 0.5],
+    }
+    r1 = dmlops.Resample1Desc(dmlops.TensorDesc("float32", (4,)), scales=(2,)).to_dict()
+    assert r1["InputPixelOffsets"] == [0.5] and r1["OutputPixelOffsets"] == [-0.5] and "RoundingDirection" not in r1
+    r2 = dmlops.Resample2Desc(dmlops.TensorDesc("float32", (4,)), scales=(2,), rounding_direction="decreasing").to_dict()
+    assert r2["RoundingDirection"] == "DML_AXIS_DIRECTION_DECREASING" and "Antialiased" not in r2
+
+
+@pytest.mark.parametrize("desc", [
+    make_resample3(),
+    make_resample3(antialiased=False, interpolation_mode="nearest_neighbor", input=dmlops.TensorDesc("int64", (1, 2, 3, 4))),
+    dmlops.Resample2Desc(dmlops.TensorDesc("float32", (5, 2), strides=(1, 5)), scales=(0.4, 3), rounding_direction="decreasing",
+                         output=dmlops.TensorDesc("float32", (3, 3))),
+    dmlops.Resample1Desc(dmlops.TensorDesc("float64", (5,)), scales=(0.3,), interpolation_mode="linear"),
+    dmlops.ResampleDesc(dmlops.TensorDesc("uint16", (2, 3)), scales=(1.5, 2)),
+    dmlops.Upsample2DDesc(dmlops.TensorDesc("float16", (1, 3, 4, 5)), scale_size=(2, 3), interpolation_mode="linear"),
+])
+def test_descriptor_round_trips(desc):
+    assert type(desc).from_dict(desc.to_dict()) == desc
+    assert pickle.loads(pickle.dumps(desc)) == desc
+    assert hash(pickle.loads(pickle.dumps(desc))) == hash(desc)
+    names = {n: getattr(dmlops, n) for n in ("Resample3Desc", "Resample2Desc", "Resample1Desc", "ResampleDesc",
+                                            "Upsample2DDesc", "TensorDesc")}
+    assert eval(repr(desc), names) == desc
+
+
+def test_descriptor_equality_compares_every_field():
+    d = make_resample3()
+    assert d == make_resample3()
+    assert d != make_resample3(antialiased=False)
+    assert d != make_resample3(rounding_direction="decreasing")
+    assert d != make_resample3(scales=(1, 1, 0.5, 1.5))
+    assert d != make_resample3(input_pixel_offsets=(0.5, 0.5, 0, 0))
+    assert d != make_resample3(output_pixel_offsets=(-0.5, -0.5, 0, 0))
+    assert d != make_resample3(interpolation_mode="nearest_neighbor")
+    assert d != make_resample3(output=dmlops.TensorDesc("float16", (1, 2, 2, 7)))
+    u = dmlops.Upsample2DDesc(dmlops.TensorDesc("float32", (1, 1, 2, 3)), scale_size=(2, 3))
+    assert u != dmlops.Upsample2DDesc(dmlops.TensorDesc("float32", (1, 1, 2, 3)), scale_size=(3, 2))
+    assert dmlops.ResampleDesc(dmlops.TensorDesc("float32", (4,)), scales=(2,)) != \
+        dmlops.Resample1Desc(dmlops.TensorDesc("float32", (4,)), scales=(2,))
+
+
+def test_descriptor_from_dict_accepts_short_names_and_integer_bools():
+    d = dmlops.Resample3Desc.from_dict({
+        "InputTensor": {"DataType": "DML_TENSOR_DATA_TYPE_FLOAT32", "Sizes": [4]},
+        "InterpolationMode": "LINEAR", "RoundingDirection": "DECREASING", "DimensionCount": 1, "Scales": [0.5],
+        "InputPixelOffsets": [0.5], "OutputPixelOffsets": [-0.5], "Antialiased": 1})
+    assert d.antialiased is True and d.output.sizes == (2,) and d.interpolation_mode == "linear"
+
+
+@pytest.mark.parametrize("cls,change,message", [
+    ("Resample3Desc", {"Bogus": 1}, "unknown field"),
+    ("Resample3Desc", {"DimensionCount": 3}, "DimensionCount is 3"),
+    ("Resample3Desc", {"Antialiased": 2}, "antialiased must be a bool"),
+    ("Resample3Desc", {"RoundingDirection": "DML_AXIS_DIRECTION_SIDEWAYS"}, "rounding_direction"),
+    ("Resample3Desc", {"OutputTensor": {"DataType": "FLOAT16", "Sizes": [1, 2, 1]}}, "output has 3 dimensions"),
+    ("Upsample2DDesc", {"ScaleSize": [2, 2]}, "Width"),
+    ("Upsample2DDesc", {"OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 4, 5]}}, "output has sizes"),
+    ("ResampleDesc", {"ScaleCount": 5}, "ScaleCount is 5"),
+])
+def test_descriptor_from_dict_rejects(cls, change, message):
+    desc = {
+        "Resample3Desc": make_resample3(),
+        "Upsample2DDesc": dmlops.Upsample2DDesc(dmlops.TensorDesc("float32", (1, 1, 2, 3)), scale_size=(2, 3)),
+        "ResampleDesc": dmlops.ResampleDesc(dmlops.TensorDesc("float32", (1, 1, 2, 3)), scales=(1, 1, 2, 3)),
+    }[cls]
+    d = desc.to_dict()
+    d.update(change)
+    with pytest.raises((ValueError, TypeError), match=message):
+        getattr(dmlops, cls).from_dict(d)
+
+
+def test_descriptor_checks_arrays_it_runs_on():
+    d = dmlops.Upsample2DDesc(dmlops.TensorDesc("float32", (1, 1, 2, 3)), scale_size=2)
+    with pytest.raises(TypeError, match="dtype float64 but the descriptor says float32"):
+        d(np.zeros((1, 1, 2, 3)))
+    with pytest.raises(ValueError, match=r"shape \(1, 1, 3, 2\)"):
+        d(np.zeros((1, 1, 3, 2), np.float32))
+    out = np.empty((1, 1, 4, 6), np.float32)
+    assert d(np.ones((1, 1, 2, 3), np.float32), out=out) is out and np.all(out == 1)
+    r = dmlops.ResampleDesc(dmlops.TensorDesc("uint8", (3,)), scales=(2,))
+    y = r(np.array([True, False, True]))
+    assert y.dtype == np.bool_
+    np.testing.assert_array_equal(y, [True, True, False, False, True, True])
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input: a clear exception, nothing written
+
+X = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: dmlops.resample(X, (1, 1, 2)), ValueError, "Resample: scales has 3 entries but the input has 4 dimensions"),
+    (lambda: dmlops.resample(X, (1, 1, 0, 2)), ValueError, r"scales\[2\] is 0; scales must be > 0"),
+    (lambda: dmlops.resample(X, (1, 1, -2, 2)), ValueError, r"scales\[2\] is -2; scales must be > 0"),
+    (lambda: dmlops.resample(X, (1, 1, float("inf"), 2)), ValueError, r"scales\[2\] is inf; it must be a finite FLOAT"),
+    (lambda: dmlops.resample(X, (1, 1, float("nan"), 2)), ValueError, r"scales\[2\] is nan"),
+    (lambda: dmlops.resample(X, (1, 1, 1e39, 2)), ValueError, "too large for a FLOAT"),
+    (lambda: dmlops.resample(X, (1, 1, 2, 2), input_pixel_offsets=(0, 0)), ValueError, "input_pixel_offsets has 2 entries"),
+    (lambda: dmlops.resample(X, (1, 1, 2, 2), output_pixel_offsets=(0, 0, 0, float("nan"))), ValueError,
+     r"output_pixel_offsets\[3\] is nan"),
+    (lambda: dmlops.resample(X, (1, 1, 2, "2")), TypeError, "scales must contain numbers"),
+    (lambda: dmlops.resample(X, (1, 1, 2, True)), TypeError, "scales must contain numbers"),
+    (lambda: dmlops.resample(X, 2), TypeError, "scales must be a sequence of numbers"),
+    (lambda: dmlops.resample(X, (1, 1, 2, 2), "bilinear"), ValueError, "'linear' interpolates every resampled axis"),
+    (lambda: dmlops.resample(X, (1, 1, 2, 2), "nearest"), ValueError, "'nearest' is 'nearest_neighbor'"),
+    (lambda: dmlops.resample(X, (1, 1, 2, 2), rounding_direction="floor"), ValueError, "'decreasing'"),
+    (lambda: dmlops.resample(X, (1, 1, 2, 2), antialiased=1), TypeError, "antialiased must be a bool"),
+    (lambda: dmlops.resample(X, (1, 1, 2, 2), output_sizes=(1, 2, 6)), ValueError, "output has 3 dimensions"),
+    (lambda: dmlops.resample(X, (1, 1, 2, 2), output_sizes=(1, 2, 0, 8)), ValueError, r"sizes\[2\] is 0"),
+    (lambda: dmlops.resample(X, (1, 1, 2, 2 ** 60)), ValueError, r"exceeds 2\^48"),
+    (lambda: dmlops.resample(X.astype(np.int32), (1, 1, 2, 2), "linear"), TypeError,
+     "linear interpolation needs float16, float32 or float64, not int32"),
+    (lambda: dmlops.resample(np.zeros((1,) * 9), (1,) * 9), ValueError, "9 dimensions"),
+    (lambda: dmlops.resample(np.array(1.0), ()), ValueError, "0 dimensions"),
+    (lambda: dmlops.resample([1.0, 2.0], (2,)), TypeError, "numpy.ndarray"),
+    (lambda: dmlops.resample(X, (1, 1, 2, 2), out=np.zeros((1, 2, 6, 8))), TypeError, "out has dtype float64"),
+    (lambda: dmlops.resample(X, (1, 1, 2, 2), out=np.zeros((1, 2, 6, 7), np.float32)), ValueError, r"out has shape"),
+    (lambda: dmlops.upsample_2d(X[0], 2), ValueError, "Upsample2D: input has 3 dimensions; Upsample2D takes 4"),
+    (lambda: dmlops.upsample_2d(X, (0, 2)), ValueError, "scale_size height is 0; scales must be integers >= 1"),
+    (lambda: dmlops.upsample_2d(X, (2, -1)), ValueError, "scale_size width is -1"),
+    (lambda: dmlops.upsample_2d(X, (2, 1.5)), TypeError, "scale_size must contain integers"),
+    (lambda: dmlops.upsample_2d(X, (2, 2, 2)), ValueError, r"scale_size has 3 entries; it is \(height, width\)"),
+    (lambda: dmlops.upsample_2d(X, (1, 2 ** 50)), ValueError, r"exceeds 2\^48"),
+    (lambda: dmlops.upsample_2d(X, 2, "cubic"), ValueError, "interpolation_mode 'cubic' is unknown"),
+    (lambda: dmlops.upsample_2d(X.astype(np.uint8), 2, "linear"), TypeError, "linear interpolation needs"),
+    (lambda: dmlops.upsample_2d(X, 2, out=np.zeros((1, 2, 6, 9), np.float32)), ValueError, "out has shape"),
+    (lambda: dmlops.Upsample2DDesc(dmlops.TensorDesc("float32", (1, 1, 2, 3)), scale_size=2,
+                                   output=dmlops.TensorDesc("float32", (1, 1, 4, 7))), ValueError,
+     r"output has sizes \{1, 1, 4, 7\} but the input sizes x scale_size are \{1, 1, 4, 6\}"),
+    (lambda: dmlops.Upsample2DDesc(dmlops.TensorDesc("float32", (1, 1, 2, 3)), scale_size=2,
+                                   output=dmlops.TensorDesc("float16", (1, 1, 4, 6))), TypeError, "output has dtype float16"),
+    (lambda: dmlops.Resample2Desc(dmlops.TensorDesc("float32", (3,)), scales=(2,), rounding_direction=None), TypeError,
+     "rounding_direction must be a string"),
+    (lambda: dmlops.Resample1Desc((3,), scales=(2,)), TypeError, "input must be a dmlops.TensorDesc"),
+])
+def test_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_rejected_out_is_untouched():
+    sentinel = np.full((1, 2, 6, 8), -123.0, np.float32)
+    out = sentinel.copy()
+    with pytest.raises(ValueError, match="scales"):
+        dmlops.resample(X, (1, 1, 2, -2), out=out)
+    with pytest.raises(ValueError, match="scale_size"):
+        dmlops.upsample_2d(X, (2, 0), out=out)
+    readonly = sentinel.copy()
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        dmlops.upsample_2d(X, 2, out=readonly)
+    np.testing.assert_array_equal(out, sentinel)
+
+
+def test_out_overlapping_input_or_itself_is_rejected():
+    buffer = np.zeros(200, np.float32)
+    x = buffer[:8].reshape(1, 1, 2, 4)
+    with pytest.raises(ValueError, match="shares memory with an input"):
+        dmlops.upsample_2d(x, 2, out=buffer[4:36].reshape(1, 1, 4, 8))
+    zero_stride = np.lib.stride_tricks.as_strided(buffer[100:], (1, 1, 4, 8), (0, 0, 0, 4))
+    with pytest.raises(ValueError, match="overlapping elements"):
+        dmlops.upsample_2d(np.ones((1, 1, 2, 4), np.float32), 2, "linear", out=zero_stride)
+    np.testing.assert_array_equal(buffer, 0)

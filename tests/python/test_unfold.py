@@ -1,0 +1,609 @@
+"""Unfold / Fold (spec section 5) against the plain references in reference.py."""
+
+from __future__ import annotations
+
+import doctest
+import pickle
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dmlops
+import dmlops.unfold
+from reference import bits, fold_reference, unfold_reference, window_blocks
+
+DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
+          "int8", "int16", "int32", "int64", "bool")
+FOLD_DTYPES = DTYPES[:-1]  # sums of bools are not bools: fold rejects bool
+
+
+def random_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(bool)
+    # random bit patterns: every value, NaN payloads and subnormals included
+    raw = rng.integers(0, 256, size=int(np.prod(shape)) * dtype.itemsize, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def random_summands(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    """Fold inputs: random bits for integers (sums wrap); finite values for floats, of mixed
+    magnitudes so that sums round."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return random_array(rng, shape, dtype)
+    scale = np.exp2(rng.integers(-6, 7, size=shape))
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def assert_same_bits(actual: np.ndarray, expected: np.ndarray):
+    assert actual.dtype == expected.dtype
+    assert actual.shape == expected.shape
+    np.testing.assert_array_equal(bits(actual), bits(expected))
+
+
+def window_kwargs(strides, dilations, start, end) -> dict:
+    return dict(strides=strides, dilations=dilations, start_padding=start, end_padding=end)
+
+
+# ---------------------------------------------------------------------------------------------
+# DirectML's worked examples (seed 004, DML_UNFOLD_OPERATOR_DESC; spec's FOLD check), verbatim
+
+RAMP = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+
+SEED_EXAMPLE_1 = [[0, 1, 2, 5, 6, 7, 10, 11, 12],
+                  [1, 2, 3, 6, 7, 8, 11, 12, 13],
+                  [2, 3, 4, 7, 8, 9, 12, 13, 14],
+                  [5, 6, 7, 10, 11, 12, 15, 16, 17],
+                  [6, 7, 8, 11, 12, 13, 16, 17, 18],
+                  [7, 8, 9, 12, 13, 14, 17, 18, 19],
+                  [10, 11, 12, 15, 16, 17, 20, 21, 22],
+                  [11, 12, 13, 16, 17, 18, 21, 22, 23],
+                  [12, 13, 14, 17, 18, 19, 22, 23, 24]]
+
+SEED_EXAMPLE_2 = [[0, 0, 0, 0, 1, 2, 5, 6, 7, 10, 11, 12, 15, 16, 17],
+                  [0, 0, 0, 1, 2, 3, 6, 7, 8, 11, 12, 13, 16, 17, 18],
+                  [0, 0, 0, 2, 3, 4, 7, 8, 9, 12, 13, 14, 17, 18, 19],
+                  [0, 1, 2, 5, 6, 7, 10, 11, 12, 15, 16, 17, 20, 21, 22],
+                  [1, 2, 3, 6, 7, 8, 11, 12, 13, 16, 17, 18, 21, 22, 23],
+                  [2, 3, 4, 7, 8, 9, 12, 13, 14, 17, 18, 19, 22, 23, 24],
+                  [5, 6, 7, 10, 11, 12, 15, 16, 17, 20, 21, 22, 0, 0, 0],
+                  [6, 7, 8, 11, 12, 13, 16, 17, 18, 21, 22, 23, 0, 0, 0],
+                  [7, 8, 9, 12, 13, 14, 17, 18, 19, 22, 23, 24, 0, 0, 0]]
+
+FOLD_CHECK = [[0, 5, 13, 9], [14, 38, 54, 32], [38, 86, 102, 56], [26, 57, 65, 35]]
+
+
+@pytest.mark.parametrize("start,end,expected", [
+    ((0, 0), (0, 0), SEED_EXAMPLE_1),
+    ((1, 0), (1, 0), SEED_EXAMPLE_2),
+])
+def test_seed_unfold_examples(start, end, expected):
+    expected = np.array([expected], dtype=np.float32)
+    kwargs = window_kwargs((1, 1), (1, 1), start, end)
+    y = dmlops.unfold(RAMP, (3, 3), **kwargs)
+    assert y.shape == expected.shape and y.dtype == np.float32 and y.flags.c_contiguous
+    np.testing.assert_array_equal(y, expected)
+    desc = dmlops.UnfoldDesc(dmlops.TensorDesc("FLOAT32", (1, 1, 5, 5)), window_sizes=(3, 3), **kwargs)
+    assert desc.output.sizes == expected.shape
+    np.testing.assert_array_equal(desc(RAMP), expected)
+    # the reference agrees with DirectML's examples too, so it is a sound oracle
+    np.testing.assert_array_equal(unfold_reference(RAMP, (3, 3), (1, 1), (1, 1), start, end), expected)
+
+
+def test_spec_fold_example():
+    cols = np.arange(36, dtype=np.float32).reshape(1, 9, 4)
+    expected = np.array([[FOLD_CHECK]], dtype=np.float32)
+    np.testing.assert_array_equal(dmlops.fold(cols, (4, 4), (3, 3)), expected)
+    desc = dmlops.FoldDesc(dmlops.TensorDesc("float32", (1, 9, 4)), dmlops.TensorDesc("float32", (1, 1, 4, 4)),
+                           window_sizes=(3, 3))
+    np.testing.assert_array_equal(desc(cols), expected)
+    np.testing.assert_array_equal(fold_reference(cols, (4, 4), (3, 3), (1, 1), (1, 1), (0, 0), (0, 0)), expected)
+
+
+def test_issue_examples():
+    x = RAMP
+    cols = dmlops.unfold(x, window_sizes=(3, 3), strides=(1, 1), dilations=(1, 1), start_padding=(1, 0),
+                         end_padding=(1, 0))
+    np.testing.assert_array_equal(cols, [SEED_EXAMPLE_2])
+    back = dmlops.fold(cols, output_sizes=(5, 5), window_sizes=(3, 3), start_padding=(1, 0), end_padding=(1, 0))
+    # every pixel comes back times the number of blocks that read it
+    coverage = dmlops.fold(dmlops.unfold(np.ones_like(x), (3, 3), start_padding=(1, 0), end_padding=(1, 0)),
+                           (5, 5), (3, 3), start_padding=(1, 0), end_padding=(1, 0))
+    np.testing.assert_array_equal(back, x * coverage)
+    # rows 0 and 4 lie in 2 vertical blocks (one reaches into the padding), the others in 3
+    np.testing.assert_array_equal(coverage[0, 0], [[2, 4, 6, 4, 2]] + [[3, 6, 9, 6, 3]] * 3 + [[2, 4, 6, 4, 2]])
+
+    rng = np.random.default_rng(6)
+    x6d_spatial = random_array(rng, (1, 2, 3, 2, 3, 2, 3, 2), "float32")
+    vol = dmlops.unfold(x6d_spatial, window_sizes=(2,) * 6)  # input rank 8
+    assert vol.shape == (1, 2 * 64, 2 * 1 * 2 * 1 * 2 * 1)
+    assert_same_bits(vol, unfold_reference(x6d_spatial, (2,) * 6, (1,) * 6, (1,) * 6, (0,) * 6, (0,) * 6))
+    assert isinstance(dmlops.UnfoldDesc(dmlops.TensorDesc("float32", (1, 2, 5)), window_sizes=(2,)), dmlops.UnfoldDesc)
+
+
+def test_docstring_examples():
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for test in finder.find(dmlops.unfold):
+        runner.run(test)
+    assert runner.summarize(verbose=False).attempted >= 5
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_matches_torch_layout_by_hand():
+    # torch.nn.functional.unfold(x, (2, 3), dilation=(2, 1), padding=1, stride=(1, 2)) on a 1x2x3x4
+    # ramp, worked out by hand from torch's documented layout: (C, kh, kw) rows, (oh, ow) columns.
+    x = np.arange(24, dtype=np.int16).reshape(1, 2, 3, 4)
+    y = dmlops.unfold(x, (2, 3), strides=(1, 2), dilations=(2, 1), start_padding=(1, 1), end_padding=(1, 1))
+    assert y.shape == (1, 12, 3 * 2)
+    # row (c=0, kh=0, kw=1): positions (oh*1 + 0*2 - 1, ow*2 + 1 - 1) -> rows -1, 0, 1; cols 0, 2
+    np.testing.assert_array_equal(y[0, 1], [0, 0, 0, 2, 4, 6])
+    # row (c=1, kh=1, kw=2): rows oh + 1, cols 2*ow + 1 -> (1,1) (1,3) (2,1) (2,3) (3,-) (3,-)
+    np.testing.assert_array_equal(y[0, 11], [17, 19, 21, 23, 0, 0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Random sweep: 1-6 spatial dimensions, every parameter, every dtype
+
+def sweep_case(seed: int):
+    rng = np.random.default_rng(seed)
+    rank = 1 + seed % 6
+    max_size = {1: 14, 2: 8, 3: 5, 4: 4, 5: 3, 6: 3}[rank]
+    max_window = {1: 5, 2: 4, 3: 3, 4: 2, 5: 2, 6: 2}[rank]
+    spatial, window, strides, dilations, start, end = [], [], [], [], [], []
+    for _ in range(rank):
+        size, w = int(rng.integers(1, max_size + 1)), int(rng.integers(1, max_window + 1))
+        dil, stride = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+        a, e = int(rng.integers(0, 4)), int(rng.integers(0, 4))
+        extent = dil * (w - 1) + 1
+        e = max(e, extent - size - a)  # at least one block
+        for values, v in zip((spatial, window, strides, dilations, start, end), (size, w, stride, dil, a, e)):
+            values.append(v)
+    n, c = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+    return rng, (n, c, *spatial), tuple(window), tuple(strides), tuple(dilations), tuple(start), tuple(end)
+
+
+@pytest.mark.parametrize("seed", range(240))
+def test_random_sweep_unfold_bit_exact(seed):
+    rng, shape, window, strides, dilations, start, end = sweep_case(seed)
+    x = random_array(rng, shape, DTYPES[seed % len(DTYPES)])
+    y = dmlops.unfold(x, window, **window_kwargs(strides, dilations, start, end))
+    assert_same_bits(y, unfold_reference(x, window, strides, dilations, start, end))
+
+
+@pytest.mark.parametrize("seed", range(240))
+def test_random_sweep_fold(seed):
+    rng, shape, window, strides, dilations, start, end = sweep_case(seed)
+    n, c, *spatial = shape
+    blocks = window_blocks(spatial, window, strides, dilations, start, end)
+    cols = random_summands(rng, (n, c * int(np.prod(window)), int(np.prod(blocks))), FOLD_DTYPES[seed % 11])
+    y = dmlops.fold(cols, spatial, window, **window_kwargs(strides, dilations, start, end))
+    # same terms, same order (increasing k), same precision: equal bit for bit
+    assert_same_bits(y, fold_reference(cols, spatial, window, strides, dilations, start, end))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_strided_views_and_out(seed):
+    """Inputs with negative, zero and non-contiguous strides (read in place), and strided out=."""
+    rng, shape, window, strides, dilations, start, end = sweep_case(seed + 1000)
+    kwargs = window_kwargs(strides, dilations, start, end)
+    dtype = DTYPES[seed % len(DTYPES)]
+
+    def strided_view(values: np.ndarray) -> np.ndarray:
+        base = np.zeros(tuple(s * 2 + 1 for s in values.shape), dtype=values.dtype)
+        steps = [int(rng.choice([-2, -1, 1, 2])) for _ in values.shape]
+        view = base[tuple(slice(None, None, s) for s in steps)][tuple(slice(0, s) for s in values.shape)]
+        view[...] = values
+        return view
+
+    def strided_out(shape_, dtype_) -> np.ndarray:
+        big = np.full(tuple(s * 2 for s in shape_), 7, dtype=dtype_)
+        return np.flip(big[tuple(slice(None, None, 2) for _ in shape_)], axis=int(rng.integers(0, len(shape_))))
+
+    x = strided_view(random_array(rng, shape, dtype))
+    if rng.random() < 0.3:  # a broadcast (zero-stride) axis
+        axis = int(rng.integers(0, x.ndim))
+        x = np.broadcast_to(x.take([0], axis=axis), x.shape)
+    if rng.random() < 0.5:  # transposed channels-last-style memory order
+        x = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    expected = unfold_reference(x, window, strides, dilations, start, end)
+    out = strided_out(expected.shape, x.dtype)
+    assert dmlops.unfold(x, window, out=out, **kwargs) is out
+    assert_same_bits(out, expected)
+
+    if dtype == "bool":
+        return
+    cols = strided_view(random_summands(rng, expected.shape, dtype))
+    folded = fold_reference(cols, shape[2:], window, strides, dilations, start, end)
+    out = strided_out(folded.shape, cols.dtype)
+    assert dmlops.fold(cols, shape[2:], window, out=out, **kwargs) is out
+    assert_same_bits(out, folded)
+    transposed = np.moveaxis(np.ascontiguousarray(np.moveaxis(cols, 2, 0)), 0, 2)  # column-major-ish
+    assert_same_bits(dmlops.fold(transposed, shape[2:], window, **kwargs), folded)
+
+
+@given(
+    spatial=st.lists(st.integers(1, 7), min_size=1, max_size=3),
+    data=st.data(),
+)
+def test_property_unfold_and_fold_match_reference(spatial, data):
+    rank = len(spatial)
+    ints = lambda lo, hi: data.draw(st.lists(st.integers(lo, hi), min_size=rank, max_size=rank))
+    window, strides, dilations, start, end = ints(1, 4), ints(1, 3), ints(1, 3), ints(0, 4), ints(0, 4)
+    end = [max(e, d * (w - 1) + 1 - s - a) for e, d, w, s, a in zip(end, dilations, window, spatial, start)]
+    kwargs = window_kwargs(strides, dilations, start, end)
+    x = np.arange(2 * np.prod(spatial), dtype=np.int32).reshape(1, 2, *spatial)
+    cols = dmlops.unfold(x, window, **kwargs)
+    np.testing.assert_array_equal(cols, unfold_reference(x, window, strides, dilations, start, end))
+    np.testing.assert_array_equal(dmlops.fold(cols, spatial, window, **kwargs),
+                                  fold_reference(cols, spatial, window, strides, dilations, start, end))
+
+
+# ---------------------------------------------------------------------------------------------
+# Fold is unfold's adjoint; its arithmetic per dtype
+
+@pytest.mark.parametrize("seed", range(30))
+def test_fold_is_the_adjoint_of_unfold(seed):
+    # <unfold(x), c> == <x, fold(c)>: with small integers in float64 both sides are exact
+    rng, shape, window, strides, dilations, start, end = sweep_case(seed + 2000)
+    kwargs = window_kwargs(strides, dilations, start, end)
+    x = rng.integers(-50, 50, size=shape).astype(np.float64)
+    cols_shape = dmlops.UnfoldDesc(dmlops.TensorDesc("float64", shape), window_sizes=window, **kwargs).output_shape
+    c = rng.integers(-50, 50, size=cols_shape).astype(np.float64)
+    assert np.sum(dmlops.unfold(x, window, **kwargs) * c) == np.sum(x * dmlops.fold(c, shape[2:], window, **kwargs))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_float_fold_is_close_to_a_float64_sum(dtype):
+    rng = np.random.default_rng(11)
+    window, spatial = (3, 5, 2), (7, 9, 4)  # up to 30 overlapping terms per element
+    blocks = window_blocks(spatial, window, (1, 1, 1), (1, 1, 1), (0, 0, 0), (0, 0, 0))
+    cols = rng.standard_normal((2, 3 * 30, int(np.prod(blocks)))).astype(dtype)
+    y = dmlops.fold(cols, spatial, window)
+    exact = fold_reference(cols.astype(np.float64), spatial, window, (1, 1, 1), (1, 1, 1), (0, 0, 0), (0, 0, 0))
+    terms = fold_reference(np.ones_like(cols, dtype=np.float64), spatial, window, (1, 1, 1), (1, 1, 1), (0, 0, 0),
+                           (0, 0, 0))
+    magnitude = fold_reference(np.abs(cols.astype(np.float64)), spatial, window, (1, 1, 1), (1, 1, 1), (0, 0, 0),
+                               (0, 0, 0))
+    # float32 summation error <= (terms - 1) * eps32 * sum|x|, then one rounding to the dtype
+    bound = terms * np.finfo(np.float32).eps * magnitude + np.abs(exact) * np.finfo(dtype).eps / 2
+    assert np.all(np.abs(y.astype(np.float64) - exact) <= bound)
+    if dtype == "float16":
+        # float16 sums are float32 sums rounded once, not float16 sums
+        assert_same_bits(y, fold_reference(cols.astype(np.float32), spatial, window, (1, 1, 1), (1, 1, 1), (0, 0, 0),
+                                           (0, 0, 0)).astype(np.float16))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint32", "int64", "uint64"])
+def test_integer_fold_wraps_like_numpy(dtype):
+    info = np.iinfo(dtype)
+    cols = np.full((1, 9, 9), info.max, dtype=dtype)  # 3x3 window, stride 1: centre gets 9 terms
+    y = dmlops.fold(cols, (5, 5), (3, 3))
+    with np.errstate(over="ignore"):
+        expected = np.zeros((), dtype=dtype)
+        for _ in range(9):
+            expected = np.array(expected + np.array(info.max, dtype=dtype), dtype=dtype)
+    assert y.dtype == np.dtype(dtype)
+    assert y[0, 0, 2, 2] == expected
+    assert y[0, 0, 0, 0] == info.max
+
+
+def test_fold_drops_padding_and_leaves_uncovered_zero():
+    # stride 3 > window 2: every third position is read by no block; padding entries vanish
+    cols = np.arange(1, 9, dtype=np.int32).reshape(1, 2, 4)
+    y = dmlops.fold(cols, (9,), (2,), strides=(3,), start_padding=(1,), end_padding=(1,))
+    # blocks start at -1, 2, 5, 8: tap 0 reads -1 (padding), 2, 5, 8; tap 1 reads 0, 3, 6, 9 (padding)
+    np.testing.assert_array_equal(y[0, 0], [5, 0, 2, 6, 0, 3, 7, 0, 4])
+
+
+def test_nan_payloads_and_negative_zero_unfold_bit_exactly():
+    payloads = np.array([0x7FC00123, 0xFF800001, 0x80000000, 0x7F800001], dtype=np.uint32).view(np.float32)
+    y = dmlops.unfold(payloads.reshape(1, 1, 4), (2,), start_padding=(1,), end_padding=(1,))
+    assert_same_bits(y[0, 0, 1:], payloads)
+    assert_same_bits(y[0, 1, :4], payloads)
+    assert_same_bits(y[0, [0, 1], [0, 4]], np.zeros(2, np.float32))  # padding is +0.0
+    halves = np.array([0x7E01, 0xFC01, 0x8000], dtype=np.uint16).view(np.float16).reshape(1, 1, 3)
+    assert_same_bits(dmlops.unfold(halves, (1,))[0, 0], halves[0, 0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_dtype_keeps_its_dtype(dtype):
+    x = random_array(np.random.default_rng(1), (2, 3, 5, 4), dtype)
+    y = dmlops.unfold(x, (2, 3), strides=(2, 1), start_padding=(1, 0), end_padding=(0, 2))
+    assert y.dtype == x.dtype
+    assert_same_bits(y, unfold_reference(x, (2, 3), (2, 1), (1, 1), (1, 0), (0, 2)))
+    if dtype != "bool":
+        cols = random_summands(np.random.default_rng(2), y.shape, dtype)
+        z = dmlops.fold(cols, (5, 4), (2, 3), strides=(2, 1), start_padding=(1, 0), end_padding=(0, 2))
+        assert z.dtype == x.dtype
+        assert_same_bits(z, fold_reference(cols, (5, 4), (2, 3), (2, 1), (1, 1), (1, 0), (0, 2)))
+
+
+def test_bool_unfold_stays_bool_and_fold_refuses_it():
+    mask = np.array([[[True, False, True]]])
+    y = dmlops.unfold(mask, (2,), end_padding=(1,))
+    assert y.dtype == np.bool_
+    np.testing.assert_array_equal(y, [[[True, False, True], [False, True, False]]])
+    with pytest.raises(TypeError, match="Fold: input has dtype bool.*astype"):
+        dmlops.fold(y, (3,), (2,), end_padding=(1,))
+    d = dmlops.FoldDesc(dmlops.TensorDesc("uint8", (1, 2, 3)), dmlops.TensorDesc("uint8", (1, 1, 3)),
+                        window_sizes=(2,), end_padding=(1,))
+    with pytest.raises(TypeError, match="bool"):
+        d(y)
+    np.testing.assert_array_equal(d(y.view(np.uint8)), [[[1, 0, 2]]])
+
+
+# ---------------------------------------------------------------------------------------------
+# threads
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+def test_thread_counts_give_identical_results(threads):
+    rng = np.random.default_rng(threads)
+    x = random_array(rng, (2, 5, 31, 29), "float32")
+    kwargs = window_kwargs((2, 1), (1, 2), (1, 3), (2, 0))
+    expected = unfold_reference(x, (3, 3), (2, 1), (1, 2), (1, 3), (2, 0))
+    cols = random_summands(rng, expected.shape, "float32")
+    folded = fold_reference(cols, (31, 29), (3, 3), (2, 1), (1, 2), (1, 3), (2, 0))
+    dmlops.set_num_threads(threads)
+    assert dmlops.get_num_threads() == threads
+    assert_same_bits(dmlops.unfold(x, (3, 3), **kwargs), expected)
+    assert_same_bits(dmlops.fold(cols, (31, 29), (3, 3), **kwargs), folded)
+    # one plane, one long row: unfold splits rows by blocks, fold splits the plane into slabs
+    signal = random_array(rng, (1, 1, 200_003), "int16")
+    one_d = window_kwargs((3,), (2,), (5,), (4,))
+    cols = dmlops.unfold(signal, (4,), **one_d)
+    assert_same_bits(cols, unfold_reference(signal, (4,), (3,), (2,), (5,), (4,)))
+    assert_same_bits(dmlops.fold(cols, (200_003,), (4,), **one_d),
+                     fold_reference(cols, (200_003,), (4,), (3,), (2,), (5,), (4,)))
+    big = random_summands(rng, (1, 9, 64 * 300), "float16")  # a tall plane folded in slabs
+    assert_same_bits(dmlops.fold(big, (66, 302), (3, 3)), fold_reference(big, (66, 302), (3, 3), (1, 1), (1, 1),
+                                                                         (0, 0), (0, 0)))
+
+
+def test_concurrent_python_threads():
+    rng = np.random.default_rng(3)
+    inputs = [random_array(rng, (2, 8, 20, 20), "float64") for _ in range(6)]
+    expected = [unfold_reference(x, (3, 3), (1, 1), (1, 1), (1, 1), (1, 1)) for x in inputs]
+    results: dict = {}
+
+    def work(i):
+        for _ in range(5):
+            results[i] = dmlops.unfold(inputs[i], (3, 3), start_padding=(1, 1), end_padding=(1, 1))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(6):
+        assert_same_bits(results[i], expected[i])
+
+
+# ---------------------------------------------------------------------------------------------
+# descriptors
+
+def make_unfold_desc(**overrides):
+    fields = dict(input=dmlops.TensorDesc("int16", (2, 3, 6, 5)), window_sizes=(2, 3), strides=(2, 1),
+                  dilations=(1, 2), start_padding=(1, 0), end_padding=(0, 2))
+    fields.update(overrides)
+    return dmlops.UnfoldDesc(**fields)
+
+
+def make_fold_desc(**overrides):
+    fields = dict(input=dmlops.TensorDesc("float16", (2, 18, 9)), output=dmlops.TensorDesc("float16", (2, 3, 6, 5)),
+                  window_sizes=(2, 3), strides=(2, 1), dilations=(1, 2), start_padding=(1, 0), end_padding=(0, 2))
+    fields.update(overrides)
+    return dmlops.FoldDesc(**fields)
+
+
+def test_descriptor_fields_and_defaults():
+    d = make_unfold_desc()
+    assert d.input == dmlops.TensorDesc("int16", (2, 3, 6, 5))
+    assert d.output == dmlops.TensorDesc("int16", (2, 18, 9)) and d.output_shape == (2, 18, 9)
+    assert (d.window_sizes, d.strides, d.dilations) == ((2, 3), (2, 1), (1, 2))
+    assert (d.start_padding, d.end_padding) == ((1, 0), (0, 2))
+    with pytest.raises(AttributeError):
+        d.strides = (1, 1)
+    plain = dmlops.UnfoldDesc(dmlops.TensorDesc("float32", (1, 1, 4, 4, 4)), window_sizes=(2, 2, 2))
+    assert plain.strides == plain.dilations == (1, 1, 1) and plain.start_padding == plain.end_padding == (0, 0, 0)
+    f = make_fold_desc()
+    assert f.output_shape == (2, 3, 6, 5) and f.input.sizes == (2, 18, 9)
+
+
+def test_descriptor_to_dict_is_dxdispatch_json():
+    assert make_unfold_desc().to_dict() == {
+        "InputTensor": {"DataType": "INT16", "Sizes": [2, 3, 6, 5]},
+        "OutputTensor": {"DataType": "INT16", "Sizes": [2, 18, 9]},
+        "DimensionCount": 2,
+        "WindowSizes": [2, 3],
+        "Strides": [2, 1],
+        "Dilations": [1, 2],
+        "StartPadding": [1, 0],
+        "EndPadding": [0, 2],
+    }
+    assert list(make_fold_desc().to_dict()) == ["InputTensor", "OutputTensor", "DimensionCount", "WindowSizes",
+                                                "Strides", "Dilations", "StartPadding", "EndPadding"]
+
+
+@pytest.mark.parametrize("desc", [
+    make_unfold_desc(),
+    make_fold_desc(),
+    make_unfold_desc(input=dmlops.TensorDesc("uint64", (2, 3, 6, 5), strides=(90, 1, 15, 3))),
+    dmlops.UnfoldDesc(dmlops.TensorDesc("float64", (1, 1, 2, 2, 2, 2, 2, 2)), window_sizes=(1,) * 6),
+])
+def test_descriptor_round_trips(desc):
+    assert type(desc).from_dict(desc.to_dict()) == desc
+    assert pickle.loads(pickle.dumps(desc)) == desc
+    assert hash(pickle.loads(pickle.dumps(desc))) == hash(desc)
+    assert eval(repr(desc), {"UnfoldDesc": dmlops.UnfoldDesc, "FoldDesc": dmlops.FoldDesc,
+                             "TensorDesc": dmlops.TensorDesc}) == desc
+
+
+def test_descriptor_equality_compares_every_field():
+    d = make_unfold_desc()
+    assert d == make_unfold_desc()
+    for change in [dict(window_sizes=(2, 2)), dict(strides=(1, 1)), dict(dilations=(1, 1)),
+                   dict(start_padding=(0, 0)), dict(end_padding=(0, 1)),
+                   dict(input=dmlops.TensorDesc("int16", (2, 3, 7, 5)))]:
+        assert d != make_unfold_desc(**change), change
+    f = make_fold_desc()
+    assert f == make_fold_desc() and f != d
+    assert f != make_fold_desc(output=dmlops.TensorDesc("float16", (2, 3, 5, 5)))  # same block count
+
+
+def test_descriptors_execute_on_arrays():
+    rng = np.random.default_rng(4)
+    d, f = make_unfold_desc(), make_fold_desc()
+    x = random_array(rng, (2, 3, 6, 5), "int16")
+    assert_same_bits(d(x), unfold_reference(x, (2, 3), (2, 1), (1, 2), (1, 0), (0, 2)))
+    out = np.empty((2, 18, 9), np.int16)
+    assert d(x, out=out) is out
+    cols = random_summands(rng, (2, 18, 9), "float16")
+    assert_same_bits(f(cols), fold_reference(cols, (6, 5), (2, 3), (2, 1), (1, 2), (1, 0), (0, 2)))
+    with pytest.raises(TypeError, match="dtype int32 but the descriptor says int16"):
+        d(x.astype(np.int32))
+    with pytest.raises(ValueError, match=r"shape \(2, 3, 5, 6\)"):
+        d(np.zeros((2, 3, 5, 6), np.int16))
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        f(cols.tolist())
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"Bogus": 1}, "unknown field"),
+    ({"DimensionCount": 3}, "DimensionCount"),
+    ({"Strides": [1]}, "Strides has 1 entries but DimensionCount is 2"),
+    ({"OutputTensor": {"DataType": "INT16", "Sizes": [2, 18, 8]}}, "output has sizes"),
+    ({"WindowSizes": [0, 3]}, r"window_sizes\[0\] is 0"),
+])
+def test_descriptor_from_dict_rejects(change, message):
+    d = make_unfold_desc().to_dict()
+    d.update(change)
+    with pytest.raises(ValueError, match=message):
+        dmlops.UnfoldDesc.from_dict(d)
+
+
+def test_fold_from_dict_needs_the_output():
+    d = make_fold_desc().to_dict()
+    del d["OutputTensor"]
+    with pytest.raises(ValueError, match="'OutputTensor' is missing"):
+        dmlops.FoldDesc.from_dict(d)
+    d = make_unfold_desc().to_dict()
+    del d["OutputTensor"]
+    assert dmlops.UnfoldDesc.from_dict(d) == make_unfold_desc()  # unfold infers it
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input: a clear exception, nothing written
+
+X = np.arange(2 * 3 * 5 * 5, dtype=np.float32).reshape(2, 3, 5, 5)
+C9 = np.zeros((2, 27, 9), np.float32)  # X unfolded by 3x3
+
+
+@pytest.mark.parametrize("call,error,message", [
+    # entries per array != spatial rank
+    (lambda: dmlops.unfold(X, (3,)), ValueError, "Unfold: window_sizes has 1 entries but there are 2 spatial dim"),
+    (lambda: dmlops.unfold(X, (3, 3), strides=(1,)), ValueError, "Unfold: strides has 1 entries but there are 2"),
+    (lambda: dmlops.unfold(X, (3, 3), strides=()), ValueError, "strides has 0 entries"),
+    (lambda: dmlops.unfold(X, (3, 3), dilations=(1, 1, 1)), ValueError, "dilations has 3 entries"),
+    (lambda: dmlops.unfold(X, (3, 3), start_padding=(1,)), ValueError, "start_padding has 1 entries"),
+    (lambda: dmlops.unfold(X, (3, 3), end_padding=(1, 1, 1)), ValueError, "end_padding has 3 entries"),
+    (lambda: dmlops.fold(C9, (5, 5), (3, 3, 1)), ValueError, "Fold: window_sizes has 3 entries but there are 2"),
+    (lambda: dmlops.fold(C9, (5, 5), (3, 3), dilations=(1,)), ValueError, "Fold: dilations has 1 entries"),
+    # zero window / stride / dilation, negative padding
+    (lambda: dmlops.unfold(X, (3, 0)), ValueError, r"Unfold: window_sizes\[1\] is 0; it must be >= 1"),
+    (lambda: dmlops.unfold(X, (3, 3), strides=(0, 1)), ValueError, r"Unfold: strides\[0\] is 0; it must be >= 1"),
+    (lambda: dmlops.unfold(X, (3, 3), dilations=(1, 0)), ValueError, r"dilations\[1\] is 0; it must be >= 1"),
+    (lambda: dmlops.unfold(X, (3, 3), start_padding=(0, -1)), ValueError, r"start_padding\[1\] is -1"),
+    (lambda: dmlops.fold(C9, (5, 5), (3, 3), strides=(1, 0)), ValueError, r"Fold: strides\[1\] is 0"),
+    (lambda: dmlops.unfold(X, (3, 2**50)), ValueError, "too large"),
+    # no block fits
+    (lambda: dmlops.unfold(X, (6, 3)), ValueError, "Unfold: on spatial dimension 0 the window extent 6"),
+    (lambda: dmlops.unfold(X, (3, 3), dilations=(1, 3)), ValueError, "window extent 7 .* larger than the padded"),
+    (lambda: dmlops.fold(C9, (2, 5), (3, 3)), ValueError, "Fold: on spatial dimension 0 the window extent 3"),
+    # fold rows not divisible by prod(window), block count mismatch, channels
+    (lambda: dmlops.fold(np.zeros((2, 10, 9), np.float32), (5, 5), (3, 3)), ValueError,
+     r"Fold: input sizes\[1\] is 10, which is not divisible by prod\(window_sizes\) = 9"),
+    (lambda: dmlops.fold(np.zeros((2, 27, 8), np.float32), (5, 5), (3, 3)), ValueError,
+     r"Fold: input sizes\[2\] is 8 but the window slides to 9 blocks \(\{3, 3\} per spatial dimension\)"),
+    (lambda: dmlops.fold(C9, (5, 6), (3, 3)), ValueError, "input sizes.2. is 9 but the window slides to 12"),
+    # ranks out of range
+    (lambda: dmlops.unfold(np.zeros((2, 3), np.float32), (1,)), ValueError,
+     "Unfold: input has 2 dimensions; it must have 3 to 8"),
+    (lambda: dmlops.unfold(np.zeros((1,) * 9, np.float32), (1,) * 7), ValueError, "9 dimensions"),
+    (lambda: dmlops.fold(np.zeros((2, 9), np.float32), (5,), (3,)), ValueError,
+     "Fold: input has 2 dimensions; it must have 3"),
+    (lambda: dmlops.fold(np.zeros((2, 9, 3, 1), np.float32), (5,), (3,)), ValueError, "Fold: input has 4 dim"),
+    (lambda: dmlops.fold(C9, (), ()), ValueError, "Fold: output_sizes has 0 entries; folds have 1 to 6"),
+    (lambda: dmlops.fold(np.zeros((1, 1, 1), np.float32), (1,) * 7, (1,) * 7), ValueError,
+     "output_sizes has 7 entries"),
+    (lambda: dmlops.fold(C9, (5, 0), (3, 3)), ValueError, r"Fold: output sizes\[3\] is 0"),
+    # argument types
+    (lambda: dmlops.unfold(X, 3), TypeError, "Unfold: window_sizes must be a sequence of integers"),
+    (lambda: dmlops.unfold(X, (3, 3.0)), TypeError, "window_sizes must contain integers, got 3.0"),
+    (lambda: dmlops.unfold(X, (3, 3), strides=(1, True)), TypeError, "strides must contain integers, got True"),
+    (lambda: dmlops.fold(C9, 5, (3, 3)), TypeError, "Fold: output_sizes must be a sequence of integers"),
+    (lambda: dmlops.unfold(X.tolist(), (3, 3)), TypeError, "Unfold: input must be a numpy.ndarray, not list"),
+    (lambda: dmlops.unfold(X.astype(complex), (3, 3)), TypeError, "complex128"),
+    (lambda: dmlops.fold(C9.astype(">f4"), (5, 5), (3, 3)), TypeError, "byte order"),
+    (lambda: dmlops.unfold(np.zeros((1, 1, 0)), (1,)), ValueError, r"sizes\[2\] is 0"),
+    # out=
+    (lambda: dmlops.unfold(X, (3, 3), out=np.zeros((2, 27, 9), np.float64)), TypeError, "out has dtype float64"),
+    (lambda: dmlops.unfold(X, (3, 3), out=np.zeros((2, 27, 8), np.float32)), ValueError, r"out has shape \{2, 27, 8\}"),
+    (lambda: dmlops.fold(C9, (5, 5), (3, 3), out=np.zeros((2, 3, 5, 5), np.int32)), TypeError, "out has dtype int32"),
+    (lambda: dmlops.fold(C9, (5, 5), (3, 3), out=[0]), TypeError, "out must be a numpy.ndarray"),
+    # descriptors
+    (lambda: dmlops.UnfoldDesc((2, 3, 5, 5), window_sizes=(3, 3)), TypeError, "Unfold: input must be a dmlops.Tensor"),
+    (lambda: dmlops.FoldDesc(dmlops.TensorDesc("float32", (2, 27, 9)), (2, 3, 5, 5), window_sizes=(3, 3)), TypeError,
+     "Fold: output must be a dmlops.TensorDesc"),
+    (lambda: dmlops.FoldDesc(dmlops.TensorDesc("float32", (2, 27, 9)), dmlops.TensorDesc("float16", (2, 3, 5, 5)),
+                             window_sizes=(3, 3)), TypeError, "Fold: output has dtype float16 but the input is float32"),
+    (lambda: dmlops.FoldDesc(dmlops.TensorDesc("float32", (2, 27, 9)), dmlops.TensorDesc("float32", (1, 3, 5, 5)),
+                             window_sizes=(3, 3)), ValueError, r"Fold: output sizes\[0\] \(batch\) is 1"),
+    (lambda: dmlops.FoldDesc(dmlops.TensorDesc("float32", (2, 27, 9)), dmlops.TensorDesc("float32", (2, 2, 5, 5)),
+                             window_sizes=(3, 3)), ValueError,
+     r"Fold: output sizes\[1\] \(channels\) is 2 but input sizes\[1\] / prod\(window_sizes\) = 27 / 9 = 3"),
+    (lambda: dmlops.UnfoldDesc(dmlops.TensorDesc("float32", (2, 3, 5, 5)), window_sizes=(3, 3),
+                               output=dmlops.TensorDesc("int8", (2, 27, 9))), TypeError, "Unfold: output has dtype int8"),
+])
+def test_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_huge_geometry_is_rejected_not_overflowed():
+    desc = dmlops.TensorDesc("float32", (1, 2**40, 2**20, 2**20))
+    with pytest.raises(ValueError, match="more than 2\\^62"):
+        dmlops.UnfoldDesc(desc, window_sizes=(2**19, 2**19))
+
+
+def test_rejected_out_is_untouched():
+    sentinel = np.full((2, 27, 9), -123.0, np.float32)
+    readonly = sentinel.copy()
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        dmlops.unfold(X, (3, 3), out=readonly)
+    out = sentinel.copy()
+    with pytest.raises(ValueError, match="strides has 1 entries"):
+        dmlops.unfold(X, (3, 3), strides=(1,), out=out)
+    np.testing.assert_array_equal(out, sentinel)
+    folded = np.full((2, 3, 5, 5), -7.0, np.float32)
+    with pytest.raises(ValueError, match="not divisible"):
+        dmlops.fold(np.zeros((2, 26, 9), np.float32), (5, 5), (3, 3), out=folded)
+    np.testing.assert_array_equal(folded, -7.0)
+
+
+def test_out_overlapping_input_or_itself_is_rejected():
+    buffer = np.zeros(1000, np.float32)
+    x = buffer[:50].reshape(2, 1, 25)
+    with pytest.raises(ValueError, match="shares memory with an input"):
+        dmlops.unfold(x, (3,), out=buffer[40:178].reshape(2, 3, 23))
+    zero_stride = np.lib.stride_tricks.as_strided(buffer[500:], (2, 3, 23), (0, 92, 4))
+    with pytest.raises(ValueError, match="overlapping elements"):
+        dmlops.unfold(x, (3,), out=zero_stride)
+    cols = buffer[:138].reshape(2, 3, 23)
+    with pytest.raises(ValueError, match="shares memory with an input"):
+        dmlops.fold(cols, (25,), (3,), out=buffer[100:150].reshape(2, 1, 25))
+    np.testing.assert_array_equal(buffer, 0)
