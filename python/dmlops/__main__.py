@@ -77,7 +77,7 @@ def run_model(path: str, out_dir: Optional[str]) -> int:
     try:
         dxdispatch.run(path, out_dir, log=print)
     except dxdispatch.ModelError as e:
-        print(f"{path}: {e}", file=sys.stderr)
+        print(f"error: {e.source}: {e}" if e.source else f"error: {e}", file=sys.stderr)
         return 1
     return 0
 

@@ -68,11 +68,13 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
 class ModelError(ValueError):
     """A model file that cannot be run. ``path`` is the JSON path of the problem
-    (``commands[2].bindings.InputTensor``), ``str(error)`` is ``"<path>: <what is wrong>"``."""
+    (``commands[2].bindings.InputTensor``), ``str(error)`` is ``"<path>: <what is wrong>"``;
+    ``source`` is the model file the path is in (None for a dict, or a file that cannot be read)."""
 
     def __init__(self, path: str, message: str):
         super().__init__(f"{path}: {message}")
         self.path = path
+        self.source: Optional[Path] = None  # the model file, when the model came from one
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,8 +84,9 @@ class ModelError(ValueError):
 def _strip_json_extensions(text: str) -> str:
     """Remove comments and trailing commas (both accepted by DxDispatch's parser), leaving
     string literals alone."""
-    token = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/|,(?=\s*(?://[^\n]*\s*|/\*.*?\*/\s*)*[\]}])', re.S)
-    return token.sub(lambda m: m.group(1) or "", text)
+    keep_strings = lambda m: m.group(1) or ""  # noqa: E731
+    text = re.sub(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', keep_strings, text, flags=re.S)
+    return re.sub(r'("(?:\\.|[^"\\])*")|,(?=\s*[\]}])', keep_strings, text)
 
 
 def _expect(value: Any, kind: type | tuple, path: str, what: str) -> Any:
@@ -167,13 +170,15 @@ def _npy_or_raw(path: Path, dtype: Optional[str], where: str) -> tuple[bytes, st
 @dataclass
 class Buffer:
     """A resource: ``size`` bytes, ``initial`` written at ``offset``; ``dtype`` (numpy name)
-    types its initial values and its printed and returned form."""
+    types its initial values and its printed and returned form. Like DxDispatch's print, the
+    rounding of the size up to 4 bytes is not shown: five FLOAT16 values print as five."""
 
     name: str
     dtype: str
     size: int
     initial: bytes
     offset: int
+    length: int  # elements shown and returned: sizeInBytes' worth, or up to the initial values' end
 
     @property
     def itemsize(self) -> int:
@@ -186,7 +191,7 @@ class Buffer:
 
     def typed(self, storage: bytearray) -> np.ndarray:
         """The buffer as a 1-D array of its data type (a view sharing ``storage``)."""
-        return np.frombuffer(storage, self.dtype, count=self.size // self.itemsize)
+        return np.frombuffer(storage, self.dtype, count=self.length)
 
 
 def _initial_values(spec: Any, dtype: Optional[str], path: str, base_dir: Path) -> tuple[bytes, str]:
@@ -247,14 +252,16 @@ def _buffer(name: str, spec: Any, base_dir: Path) -> Buffer:
     if not initial:
         raise ModelError(f"{path}.initialValues", "no values")
     offset = _uint(spec.get("initialValuesOffsetInBytes", 0), f"{path}.initialValuesOffsetInBytes")
+    end = offset + len(initial)
     if "sizeInBytes" in spec:
         size = _uint(spec["sizeInBytes"], f"{path}.sizeInBytes")
-        if offset + len(initial) > size:
+        if end > size:
             raise ModelError(f"{path}.sizeInBytes", f"{size} bytes cannot hold the {len(initial)} bytes of "
                                                     f"initial values at offset {offset}")
+        shown = size
     else:
-        size = (offset + len(initial) + 3) // 4 * 4  # DirectML buffers are multiples of 4 bytes
-    return Buffer(name, dtype, size, initial, offset)
+        size, shown = (end + 3) // 4 * 4, end  # DirectML buffers are multiples of 4 bytes
+    return Buffer(name, dtype, size, initial, offset, shown // np.dtype(dtype).itemsize)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,7 +529,7 @@ def _command(i: int, spec: Any, resources: dict[str, Buffer], dispatchables: dic
         if "dimensions" in spec:
             dims = tuple(_uint(v, f"{path}.dimensions[{k}]") for k, v in
                          enumerate(_expect(spec["dimensions"], list, f"{path}.dimensions", "an array of sizes")))
-            count = resources[name].size // resources[name].itemsize
+            count = resources[name].length
             if math.prod(dims) != count:
                 raise ModelError(f"{path}.dimensions", f"{list(dims)} holds {math.prod(dims)} elements but resource "
                                                        f"{name!r} has {count}")
@@ -612,10 +619,18 @@ def load(model: Union[str, Path, dict], base_dir: Union[str, Path, None] = None)
         try:
             model = json.loads(_strip_json_extensions(text))
         except json.JSONDecodeError as e:
-            raise ModelError(str(source), f"not valid JSON: {e}") from None
+            raise ModelError(f"{source}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}") from None
         base = Path(base_dir) if base_dir is not None else source.parent
     else:
         base = Path(base_dir) if base_dir is not None else Path(".")
+    try:
+        return _checked(model, base, source)
+    except ModelError as e:
+        e.source = source
+        raise
+
+
+def _checked(model: Any, base: Path, source: Optional[Path]) -> Model:
     _object(model, "model", ("$schema", "resources", "dispatchables", "commands"),
             required=("resources", "dispatchables", "commands"))
     resources = {name: _buffer(name, spec, base)
