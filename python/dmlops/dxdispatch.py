@@ -45,6 +45,7 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
+from ._activation import Activation
 from ._descriptor import Descriptor, Field
 from ._tensor import TensorDesc, dtype_name
 from .convolution import ConvolutionDesc
@@ -323,6 +324,10 @@ def _check_field(f: Field, value: Any, path: str) -> None:
         _expect(value, dict, path, 'an operator desc {"Type": "DML_OPERATOR_ACTIVATION_...", ...}')
         if "Type" not in value:
             raise ModelError(f"{path}.Type", "missing")
+        try:
+            Activation.from_dict(value)
+        except (TypeError, ValueError) as e:
+            raise ModelError(path, str(e)) from None
     elif not (isinstance(value, str) and value.lower() in _NON_FINITE):  # scalar, float
         kinds = (int, float, dict) if f.kind == "scalar" else (int, float)
         _expect(value, kinds, path, "a number")
@@ -359,10 +364,12 @@ def _field_path(cls: type[Descriptor], message: str, path: str) -> str:
     """The JSON path of the field a descriptor's message is about: messages start with
     ``"<Operator>: <field name> ..."`` by the package's convention."""
     words = message.split(": ", 1)[-1].split()
-    if words:
-        for f in cls.FIELDS:
-            if words[0] in (f.name, f.dml):
-                return f"{path}.{f.dml}"
+    subject = words[0].split("[")[0] if words else ""  # "strides[0] is 0" is about strides
+    for f in cls.FIELDS:
+        if subject in (f.name, f.dml):
+            return f"{path}.{f.dml}"
+        if f.kind == "scalar" and subject == f.dml + "DataType":
+            return f"{path}.{subject}"
     return path
 
 
