@@ -47,7 +47,7 @@ import numpy as np
 
 from ._activation import Activation
 from ._descriptor import Descriptor, Field
-from ._tensor import TensorDesc, dtype_name
+from ._tensor import DTYPES, TensorDesc, dtype_name
 from .convolution import ConvolutionDesc
 from .padding import Padding1Desc, PaddingDesc
 from .resample import Resample1Desc, Resample2Desc, Resample3Desc, ResampleDesc, Upsample2DDesc
@@ -116,10 +116,10 @@ def _uint(value: Any, path: str) -> int:
 
 def _data_type(value: Any, path: str) -> str:
     _expect(value, str, path, "a DML_TENSOR_DATA_TYPE name")
-    try:
-        return dtype_name(value)
-    except TypeError:
-        raise ModelError(path, f"{value!r} is not a DML_TENSOR_DATA_TYPE (FLOAT32, FLOAT16, INT8, ...)") from None
+    name = value.upper().removeprefix("DML_TENSOR_DATA_TYPE_").lower()
+    if name not in DTYPES:
+        raise ModelError(path, f"{value!r} is not a DML_TENSOR_DATA_TYPE (FLOAT32, FLOAT16, INT8, ...)")
+    return name
 
 
 def _element(value: Any, dtype: np.dtype, path: str) -> Any:
@@ -131,10 +131,14 @@ def _element(value: Any, dtype: np.dtype, path: str) -> Any:
             return _NON_FINITE[value.lower()]
         _expect(value, (int, float), path, f'a {name} number or "nan", "inf", "-inf"')
         with np.errstate(over="ignore"):
-            if math.isfinite(value) and not np.isfinite(dtype.type(value)):
-                raise ModelError(path, f"{value} is out of range for {name}")
+            try:
+                fits = np.isfinite(dtype.type(float(value)))
+            except OverflowError:  # an integer beyond any float
+                fits = False
+        if not fits:
+            raise ModelError(path, f"{value} is out of range for {name}")
         return value
-    _expect(value, int, path, f"a {name} integer")
+    _expect(value, int, path, f"an integer of type {name}")
     info = np.iinfo(dtype)
     if not info.min <= value <= info.max:
         raise ModelError(path, f"{value} is out of range for {name} [{info.min}, {info.max}]")

@@ -341,6 +341,13 @@ CONV_ERRORS = [
      "1e+39 is out of range for FLOAT32"),
     (put(resource("bias"), "initialValuesDataType", "INT4"), "resources.bias.initialValuesDataType",
      "'INT4' is not a DML_TENSOR_DATA_TYPE"),
+    (put(resource("bias"), "initialValuesDataType", "f4"), "resources.bias.initialValuesDataType",
+     "'f4' is not a DML_TENSOR_DATA_TYPE"),  # DirectML names only, not numpy's
+    (put(resource("bias"), "initialValues", [10**400]), "resources.bias.initialValues[0]", "is out of range for FLOAT32"),
+    (put(resource("filter"), "initialValuesDataType", "INT8"), "resources.filter.initialValues.valueDelta",
+     "expected an integer of type INT8, got -0.0625"),
+    (lambda m: m["resources"]["output"].update(initialValuesDataType="UINT8", initialValues=[256]),
+     "resources.output.initialValues[0]", "256 is out of range for UINT8 [0, 255]"),
     (drop(resource("bias"), "initialValuesDataType"), "resources.bias.initialValuesDataType",
      "missing (mixed-type value lists are not supported)"),
     (put(resource("bias"), "initialValues", {"valueCount": 4, "value": 0, "valueStart": 1}),
