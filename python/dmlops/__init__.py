@@ -11,6 +11,7 @@ from ._threads import _check_environment, get_num_threads, set_num_threads
 from .convolution import ConvolutionDesc, convolution
 from .padding import Padding1Desc, PaddingDesc, pad
 from .unfold import FoldDesc, UnfoldDesc, fold, unfold
+from . import dxdispatch
 from .resample import (Resample1Desc, Resample2Desc, Resample3Desc, ResampleDesc, Upsample2DDesc, resample,
                        upsample_2d)
 
@@ -32,6 +33,7 @@ __all__ = [
     "Upsample2DDesc",
     "calc_buffer_tensor_size",
     "convolution",
+    "dxdispatch",
     "fold",
     "get_num_threads",
     "pad",
