@@ -12,6 +12,7 @@ from .convolution import ConvolutionDesc, convolution
 from .lp_pooling import LpPooling1Desc, LpPoolingDesc, lp_pooling
 from .padding import Padding1Desc, PaddingDesc, pad
 from .unfold import FoldDesc, UnfoldDesc, fold, unfold
+from . import dxdispatch
 from .resample import (Resample1Desc, Resample2Desc, Resample3Desc, ResampleDesc, Upsample2DDesc, resample,
                        upsample_2d)
 
@@ -35,6 +36,7 @@ __all__ = [
     "Upsample2DDesc",
     "calc_buffer_tensor_size",
     "convolution",
+    "dxdispatch",
     "fold",
     "get_num_threads",
     "lp_pooling",

@@ -1,6 +1,10 @@
 """``python -m dmlops``: pad the spec's 1x1x4x4 example in all five modes, upsample DirectML's
 2x2 DxDispatch example, and check the results.
 
+``python -m dmlops run model.json [--out DIR]``: run a DirectML DxDispatch model file (see
+:mod:`dmlops.dxdispatch`), printing what its ``print`` commands ask for; ``writeFile`` targets
+go to DIR.
+
 The expected tensors for constant, edge, reflection and symmetric are DirectML's own worked
 examples (DML_PADDING1_OPERATOR_DESC); wrap follows the spec's rule (i mod n); the upsampled
 table is the one DirectML's DxDispatch upsample sample prints.
@@ -8,11 +12,14 @@ table is the one DirectML's DxDispatch upsample sample prints.
 
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import Optional, Sequence
 
 import numpy as np
 
 import dmlops
+from dmlops import dxdispatch
 
 ROW_A, ROW_B = [1, 2, 3, 4], [5, 6, 7, 8]
 INPUT = np.array([[[ROW_A, ROW_B, ROW_A, ROW_B]]], dtype=np.float32)
@@ -39,7 +46,7 @@ UPSAMPLE_EXPECTED = np.array([[[[1, 1.25, 1.75, 2], [1.5, 1.75, 2.25, 2.5],
                                 [2.5, 2.75, 3.25, 3.5], [3, 3.25, 3.75, 4]]]], dtype=np.float32)
 
 
-def main() -> int:
+def demo() -> int:
     print(f"dmlops {dmlops.__version__} - {dmlops.get_num_threads()} thread(s)")
     print(f"input {INPUT.shape}, start_padding {START}, end_padding {END}:")
     print(INPUT[0, 0].astype(int))
@@ -64,6 +71,28 @@ def main() -> int:
     print(y[0, 0])
     print("\nall checks passed" if failures == 0 else f"\n{failures} check(s) FAILED")
     return 1 if failures else 0
+
+
+def run_model(path: str, out_dir: Optional[str]) -> int:
+    try:
+        dxdispatch.run(path, out_dir, log=print)
+    except dxdispatch.ModelError as e:
+        print(f"error: {e.source}: {e}" if e.source else f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dmlops",
+                                     description="Without a command: run the self-checking demo.")
+    commands = parser.add_subparsers(dest="command")
+    run = commands.add_parser("run", help="run a DirectML DxDispatch model file (.json)")
+    run.add_argument("model", help="the model file")
+    run.add_argument("--out", metavar="DIR", help="directory for writeFile targets (skipped without it)")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        return run_model(args.model, args.out)
+    return demo()
 
 
 if __name__ == "__main__":

@@ -58,6 +58,28 @@ def _from_json_number(value: Any) -> Any:
     return value
 
 
+# DML_SCALAR_UNION's member for each data type, as DxDispatch writes a union spelled out as an
+# object ({"Float32": 9}); FLOAT16 has no member of its own and travels as its UInt16 bits.
+_UNION_MEMBER = {"float16": "UInt16", "float32": "Float32", "float64": "Float64", "uint8": "UInt8",
+                 "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64", "int8": "Int8", "int16": "Int16",
+                 "int32": "Int32", "int64": "Int64"}
+
+
+def _from_scalar_union(value: Any, dtype: str, what: str) -> Any:
+    """A scalar union given as a number, or as ``{"<member>": value}`` for ``dtype``."""
+    if not isinstance(value, dict):
+        return _from_json_number(value)
+    member = _UNION_MEMBER[dtype]
+    if set(value) != {member}:
+        raise ValueError(f"{what} for {dml_dtype(dtype)} must be a number or {{\"{member}\": ...}}, not {value!r}")
+    if dtype == "float16":
+        bits = value[member]
+        if not isinstance(bits, int) or isinstance(bits, bool) or not 0 <= bits < 1 << 16:
+            raise ValueError(f"{what} UInt16 must be the 16 bits of a FLOAT16, not {bits!r}")
+        return np.array(bits, np.uint16).view(np.float16).item()
+    return _from_json_number(value[member])
+
+
 def _identity(value: Any) -> Any:
     # floats compare by bits, so that nan == nan and -0.0 != 0.0 (they pad differently)
     return struct.pack("<d", value) if isinstance(value, float) else value
@@ -173,6 +195,8 @@ class Descriptor:
                 if isinstance(value, int) and value in (0, 1):
                     value = bool(value)
                 kwargs[f.name] = value
+            elif f.kind == "scalar" and "input" in kwargs:
+                kwargs[f.name] = _from_scalar_union(value, kwargs["input"].dtype, f"{cls.NAME}: {f.dml}")
             elif f.kind == "size_2d":
                 if not isinstance(value, dict) or set(value) != {"Width", "Height"}:
                     raise ValueError(f"{cls.NAME}: {f.dml} must be {{\"Width\": ..., \"Height\": ...}}, not {value!r}")

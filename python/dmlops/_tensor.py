@@ -108,14 +108,28 @@ class TensorDesc:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TensorDesc":
-        unknown = set(d) - {"DataType", "Sizes", "Strides", "Flags", "GuaranteedBaseOffsetAlignment",
+        """From :meth:`to_dict` output, a DML_BUFFER_TENSOR_DESC's members (Flags and the size
+        and alignment hints are accepted and not needed), or a DML_TENSOR_DESC wrapping one
+        (``{"Type": "DML_TENSOR_TYPE_BUFFER", "Desc": {...}}``)."""
+        if not isinstance(d, dict):
+            raise TypeError(f"TensorDesc: from_dict needs a dict, not {type(d).__name__}")
+        if "Desc" in d:
+            if set(d) - {"Type", "Desc"} or d.get("Type", "DML_TENSOR_TYPE_BUFFER") not in (
+                    "DML_TENSOR_TYPE_BUFFER", "BUFFER"):
+                raise ValueError(f"TensorDesc: a DML_TENSOR_DESC must be {{\"Type\": \"DML_TENSOR_TYPE_BUFFER\", "
+                                 f"\"Desc\": {{...}}}}, not {d!r}")
+            return cls.from_dict(d["Desc"])
+        unknown = set(d) - {"DataType", "Sizes", "Strides", "DimensionCount", "Flags", "GuaranteedBaseOffsetAlignment",
                             "TotalTensorSizeInBytes"}
         if unknown:
             raise ValueError(f"TensorDesc: unknown field(s) {sorted(unknown)}")
         for key in ("DataType", "Sizes"):
             if key not in d:
                 raise ValueError(f"TensorDesc: missing field {key!r}")
-        return cls(d["DataType"], d["Sizes"], d.get("Strides"))
+        desc = cls(d["DataType"], d["Sizes"], d.get("Strides"))
+        if d.get("DimensionCount", desc.rank) != desc.rank:
+            raise ValueError(f"TensorDesc: DimensionCount is {d['DimensionCount']} but Sizes has {desc.rank} entries")
+        return desc
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TensorDesc):

@@ -1,0 +1,443 @@
+"""dmlops.dxdispatch: DirectML DxDispatch model files (tests/data/dxdispatch/*.json) run on the
+CPU, checked against the plain references in reference.py; every malformed-file error names
+its JSON path."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dmlops
+from dmlops import dxdispatch
+from dmlops.dxdispatch import ModelError
+from reference import (activation_reference, convolution_reference, fold_reference, pad_reference,
+                       resample_reference, unfold_reference)
+
+MODELS = Path(__file__).resolve().parents[1] / "data" / "dxdispatch"
+
+
+def model_json(name: str) -> dict:
+    """A model file's JSON (through the loader's comment stripping), for tests to modify."""
+    return json.loads(dxdispatch._strip_json_extensions((MODELS / name).read_text()))
+
+
+def run_logged(model, out_dir=None):
+    lines: list[str] = []
+    return dxdispatch.run(model, out_dir, log=lines.append), lines
+
+
+# ---------------------------------------------------------------------------------------------
+# The model files, one per operator family
+
+
+def test_upsample_sample_prints_directml_table(tmp_path):
+    results, lines = run_logged(MODELS / "dml_upsample_2d.json", tmp_path)
+    assert lines[0] == ("Resource 'output': 1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, "
+                        "3, 3.25, 3.75, 4")
+    expected = resample_reference(np.arange(1, 5, dtype=np.float32).reshape(1, 1, 2, 2), (1, 1, 4, 4),
+                                  (1, 1, 2, 2), "linear")
+    np.testing.assert_array_equal(results["output"], expected.ravel().astype(np.float32))
+    np.testing.assert_array_equal(results["input"], [1, 2, 3, 4])
+    written = np.load(tmp_path / "upsampled.npy")
+    assert written.shape == (1, 1, 4, 4) and written.dtype == np.float32
+    np.testing.assert_array_equal(written.ravel(), results["output"])
+
+
+def test_padding_model(tmp_path):
+    results, lines = run_logged(MODELS / "dml_padding.json", tmp_path)
+    x = np.array([1, 2, 3, 4, 5, 6, 7, 8] * 2, np.float32).reshape(1, 1, 4, 4)
+    symmetric = pad_reference(x, (0, 0, 1, 2), (0, 0, 3, 4), "symmetric")
+    constant = pad_reference(x, (0, 0, 1, 2), (0, 0, 3, 4), "constant", 9)
+    np.testing.assert_array_equal(results["symmetric"], symmetric.ravel())
+    np.testing.assert_array_equal(results["constant"], constant.ravel())
+    assert lines[0].startswith("Resource 'symmetric': 2, 1, 1, 2, 3, 4, 4, 3, 2, 1, 2, 1,")
+    np.testing.assert_array_equal(np.load(tmp_path / "padded" / "symmetric.npy"), symmetric[0, 0])
+    raw = (tmp_path / "padded" / "constant.dat").read_bytes()
+    np.testing.assert_array_equal(np.frombuffer(raw, "<f4"), constant.ravel())
+
+
+def test_convolution_model():
+    results, _ = run_logged(MODELS / "dml_convolution.json")
+    x = (-3 + 0.125 * np.arange(50)).reshape(1, 2, 5, 5)
+    w = (1 - 0.0625 * np.arange(36)).reshape(4, 1, 3, 3)
+    b = np.array([6, -1, 2, 9], np.float64).reshape(1, 4, 1, 1)
+    y = convolution_reference(x, w, b, strides=(2, 1), dilations=(1, 2), start_padding=(1, 0),
+                              end_padding=(1, 2), group_count=2, activation=("leaky_relu", {"alpha": 0.1}))
+    assert (y > 0).any() and (y < 0).any()  # both sides of the activation are exercised
+    taps = 9  # reduction length per output: InC/G * 3 * 3
+    np.testing.assert_allclose(results["output"], y.ravel(), rtol=0, atol=taps * 4e-7 * np.abs(y).max())
+
+
+def test_resample_models():
+    results, lines = run_logged(MODELS / "dml_resample.json")
+    small = np.arange(1, 7, dtype=np.float32).reshape(1, 1, 2, 3)
+    large = np.array([3, -1, 4, 1, -5, 9, 2, 6, 5, 3, -5, 8, 9, 7, -9, 3], np.float32).reshape(1, 1, 4, 4)
+    zeros = (0, 0, 0, 0)
+    expected = {
+        "nearest": resample_reference(small, (1, 1, 4, 4), (1, 1, 2, 1.5), "nearest_neighbor"),
+        "corners": resample_reference(small, (1, 1, 4, 6), (1, 1, 2, 2), "linear", zeros, zeros),
+        "floor": resample_reference(small, (1, 1, 3, 6), (1, 1, 1.5, 2), "nearest_neighbor", zeros, zeros,
+                                    rounding="decreasing"),
+        "antialiased": resample_reference(large, (1, 1, 2, 2), (1, 1, 0.5, 0.5), "linear", antialiased=True),
+    }
+    for name, y in expected.items():
+        np.testing.assert_allclose(results[name], y.ravel(), rtol=2e-7, atol=1e-6, err_msg=name)
+    assert lines[1] == "Resource 'corners': " + ", ".join(f"{v:g}" for v in results["corners"])
+
+
+def test_unfold_fold_chain():
+    results, lines = run_logged(MODELS / "dml_unfold_fold.json")
+    image = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    args = ((3, 3), (1, 1), (1, 1), (1, 0), (1, 0))
+    columns = unfold_reference(image, *args)
+    assert columns[0, 0].tolist() == [0, 0, 0, 0, 1, 2, 5, 6, 7, 10, 11, 12, 15, 16, 17]  # the spec's row
+    np.testing.assert_array_equal(results["columns"], columns.ravel())
+    np.testing.assert_array_equal(results["folded"], fold_reference(columns, (5, 5), *args).ravel())
+    assert lines == ["Resource 'folded': " + ", ".join(f"{v:g}" for v in results["folded"])]
+
+
+def test_bindings_offsets_strides_and_typed_views():
+    results, lines = run_logged(MODELS / "dml_bindings.json")
+    storage = np.arange(12, dtype=np.float32)
+    # pad_edge reads a transposed 3x2 view at element offset 2: x[i, j] = storage[2 + i + 3 j]
+    x = np.array([[storage[2 + i + 3 * j] for j in range(2)] for i in range(3)])
+    np.testing.assert_array_equal(results["padded"], pad_reference(x, (0, 1), (0, 1), "edge").ravel())
+    # pad_bits binds FLOAT16 buffers as UINT16 and pads with the bits of 1.0
+    halves = np.array([0.5, -2, np.inf], np.float16)
+    expected_bits = pad_reference(halves.view(np.uint16), (1,), (1,), "constant", 0x3C00)
+    np.testing.assert_array_equal(results["halves_padded"].view(np.uint16), expected_bits)
+    assert lines[1] == "Resource 'halves_padded': 1, 0.5, -2, inf, 1"  # 5 values, not the padded 6
+    # pad_wrap reads storage[9:12] (its dispatchable's own binding) into every other element
+    interleaved = np.full(10, -1, np.float32)
+    interleaved[0:10:2] = pad_reference(storage[9:], (1,), (1,), "wrap")
+    np.testing.assert_array_equal(results["interleaved"], interleaved)
+    assert lines[2].splitlines()[:3] == ["Resource 'interleaved':", "[0] 11 (0x41300000)", "[1] -1 (0xBF800000)"]
+
+
+def test_every_supported_operator_has_a_model_file():
+    used = set()
+    for path in MODELS.glob("*.json"):
+        for spec in model_json(path.name)["dispatchables"].values():
+            used.add(spec["type"].upper().removeprefix("DML_OPERATOR_"))
+    assert used == set(dxdispatch.OPERATORS)
+
+
+def test_runs_start_from_the_initial_values_each_time():
+    model = dxdispatch.load(MODELS / "dml_unfold_fold.json")
+    first, second = model.run(), model.run()
+    np.testing.assert_array_equal(first["folded"], second["folded"])
+    first["folded"][:] = 0  # the returned arrays are copies
+    np.testing.assert_array_equal(model.run()["folded"], second["folded"])
+
+
+def test_descriptors_round_trip_through_models():
+    """A descriptor's to_dict() is a DxDispatch desc as it stands."""
+    desc = dmlops.ConvolutionDesc(dmlops.TensorDesc("float32", (1, 1, 3, 3)), dmlops.TensorDesc("float32", (1, 1, 2, 2)),
+                                  fused_activation="relu")
+    model = {
+        "resources": {
+            "x": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 9, "valueStart": -4, "valueDelta": 1}},
+            "w": {"initialValuesDataType": "FLOAT32", "initialValues": [0.5, 0.5, 0.5, 0.5]},
+            "y": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 4, "value": 0}},
+        },
+        "dispatchables": {"conv": {"type": "CONVOLUTION", "desc": desc.to_dict()}},
+        "commands": [{"type": "dispatch", "dispatchable": "conv",
+                      "bindings": {"InputTensor": "x", "FilterTensor": "w", "OutputTensor": "y"}}],
+    }
+    assert dxdispatch.load(model).dispatchables["conv"].desc == desc
+    np.testing.assert_array_equal(dxdispatch.run(model)["y"], [0, 0, 2, 4])
+
+
+# ---------------------------------------------------------------------------------------------
+# initialValues forms and buffer typing
+
+
+def running_sum(start, delta, count) -> np.ndarray:
+    values = [start]
+    for _ in range(count - 1):
+        values.append(values[-1] + delta)
+    return np.array(values, dtype=type(start))
+
+
+def single_buffer(spec: dict) -> np.ndarray:
+    return dxdispatch.run({"resources": {"b": spec}, "dispatchables": {}, "commands": []})["b"]
+
+
+@pytest.mark.parametrize("spec,expected", [
+    ({"initialValuesDataType": "FLOAT32", "initialValues": [1, "nan", "INF", "-inf", 2.5]},
+     np.array([1, np.nan, np.inf, -np.inf, 2.5], np.float32)),
+    ({"initialValuesDataType": "DML_TENSOR_DATA_TYPE_INT8", "initialValues": {"valueCount": 3, "value": -128}},
+     np.array([-128] * 3, np.int8)),
+    ({"initialValuesDataType": "UINT8", "initialValues": {"valueCount": 4, "valueStart": 254, "valueDelta": 1}},
+     np.array([254, 255, 0, 1], np.uint8)),  # wraps, as the running sum in uint8 does
+    ({"initialValuesDataType": "FLOAT16", "initialValues": {"valueCount": 3, "valueStart": 2048, "valueDelta": 1}},
+     np.array([2048, 2048, 2048], np.float16)),  # 2048 + 1 rounds back to 2048 in FLOAT16, every step
+    ({"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 11, "valueStart": 0, "valueDelta": 0.1}},
+     running_sum(np.float32(0), np.float32(0.1), 11)),  # 0.1 added in FLOAT32, not i * 0.1
+    ({"initialValuesDataType": "UINT64", "initialValues": [18446744073709551615]}, np.array([2**64 - 1], np.uint64)),
+    ({"initialValuesDataType": "INT16", "initialValues": [7], "sizeInBytes": 8, "initialValuesOffsetInBytes": 2},
+     np.array([0, 7, 0, 0], np.int16)),
+])
+def test_initial_values(spec, expected):
+    values = single_buffer(spec)
+    assert values.dtype == expected.dtype
+    np.testing.assert_array_equal(values, expected)
+
+
+def test_initial_values_from_files(tmp_path):
+    array = np.arange(6, dtype=np.int32).reshape(2, 3)
+    np.save(tmp_path / "a.npy", array)
+    (tmp_path / "b.dat").write_bytes(np.array([1.5, -2], "<f8").tobytes())
+    model = {"resources": {"a": {"initialValues": {"sourcePath": "a.npy"}},
+                           "b": {"initialValuesDataType": "FLOAT64", "initialValues": {"sourcePath": "b.dat"}}},
+             "dispatchables": {}, "commands": []}
+    (tmp_path / "m.json").write_text(json.dumps(model))
+    results = dxdispatch.run(tmp_path / "m.json")  # files resolve next to the model
+    np.testing.assert_array_equal(results["a"], array.ravel())
+    np.testing.assert_array_equal(results["b"], [1.5, -2])
+    np.testing.assert_array_equal(dxdispatch.load(model, base_dir=tmp_path).run()["a"], array.ravel())
+
+
+def test_comments_and_trailing_commas(tmp_path):
+    text = '{ // a "model"\n "resources": { "b": { "initialValuesDataType": "UINT8", /* 3 */ ' \
+           '"initialValues": [1, 2, 3,], }, }, "dispatchables": {}, "commands": [ { "type": "print", ' \
+           '"resource": "b" }, ], }'
+    (tmp_path / "m.json").write_text(text)
+    _, lines = run_logged(tmp_path / "m.json")
+    assert lines == ["Resource 'b': 1, 2, 3"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+
+
+def test_cli_runs_a_model_and_writes_its_files(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "dmlops", "run", str(MODELS / "dml_padding.json"), "--out",
+                             str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1].startswith("Resource 'constant': 9, 9, 9,")
+    assert (tmp_path / "padded" / "symmetric.npy").exists() and (tmp_path / "padded" / "constant.dat").exists()
+
+
+def test_cli_without_out_skips_write_file(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "dmlops", "run", str(MODELS / "dml_upsample_2d.json")],
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "writeFile 'upsampled.npy': skipped (no output directory)" in result.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_reports_errors_with_file_and_json_path(tmp_path):
+    model = model_json("dml_convolution.json")
+    model["dispatchables"]["conv"]["desc"]["Strides"] = [1, 1, 1]
+    (tmp_path / "bad.json").write_text(json.dumps(model))
+    result = subprocess.run([sys.executable, "-m", "dmlops", "run", str(tmp_path / "bad.json")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip() == (f"error: {tmp_path / 'bad.json'}: dispatchables.conv.desc.Strides: "
+                                     "expected 2 entries (DimensionCount is 2), got 3")
+
+
+# ---------------------------------------------------------------------------------------------
+# Malformed files: each error names the JSON path of the problem
+
+
+def mutated(name: str, edit) -> dict:
+    model = copy.deepcopy(model_json(name))
+    edit(model)
+    return model
+
+
+def conv_desc(m):
+    return m["dispatchables"]["conv"]["desc"]
+
+
+def conv_command(m):
+    return m["commands"][0]
+
+
+def bindings_desc(m, name="pad_edge"):
+    return m["dispatchables"][name]["desc"]
+
+
+def put(get, key, value):
+    def edit(m):
+        get(m)[key] = value
+    return edit
+
+
+def drop(get, key):
+    def edit(m):
+        del get(m)[key]
+    return edit
+
+
+def resource(name):
+    return lambda m: m["resources"][name]
+
+
+CONV_ERRORS = [
+    (put(conv_desc, "Strides", [1, 1, 1]), "dispatchables.conv.desc.Strides", "expected 2 entries (DimensionCount is 2), got 3"),
+    (put(conv_desc, "DimensionCount", 3), "dispatchables.conv.desc.Strides", "expected 3 entries (DimensionCount is 3), got 2"),
+    (put(conv_desc, "Strides", [1, "2"]), "dispatchables.conv.desc.Strides[1]", 'expected an integer, got "2"'),
+    (put(conv_desc, "Strides", [0, 1]), "dispatchables.conv.desc.Strides", "strides"),
+    (put(conv_desc, "GroupCount", 3), "dispatchables.conv.desc", "group_count 3 does not divide"),  # with InputTensor
+    (put(conv_desc, "GroupCount", -1), "dispatchables.conv.desc.GroupCount", "expected a non-negative integer, got -1"),
+    (put(conv_desc, "Mode", "DML_CONVOLUTION_MODE_SIDEWAYS"), "dispatchables.conv.desc.Mode", "unknown"),
+    (put(conv_desc, "Mode", 1), "dispatchables.conv.desc.Mode", "expected a DML_CONVOLUTION_MODE_* name, got 1"),
+    (put(conv_desc, "Bogus", 1), "dispatchables.conv.desc.Bogus", "unknown field; expected one of InputTensor"),
+    (drop(conv_desc, "FilterTensor"), "dispatchables.conv.desc.FilterTensor", "missing (DML_OPERATOR_CONVOLUTION requires it)"),
+    (put(conv_desc, "InputTensor", [1, 2, 5, 5]), "dispatchables.conv.desc.InputTensor", "expected a tensor desc object"),
+    (put(conv_desc, "InputTensor", {"DataType": "FLOAT33", "Sizes": [1, 2, 5, 5]}),
+     "dispatchables.conv.desc.InputTensor.DataType", "'FLOAT33' is not a DML_TENSOR_DATA_TYPE"),
+    (put(conv_desc, "InputTensor", {"DataType": "FLOAT32", "Sizes": [1, 2, 5, 5], "Strides": [50, 25, 5]}),
+     "dispatchables.conv.desc.InputTensor.Strides", "expected 4 entries (one per size), got 3"),
+    (put(conv_desc, "InputTensor", {"DataType": "FLOAT32"}), "dispatchables.conv.desc.InputTensor.Sizes", "missing"),
+    (put(conv_desc, "InputTensor", {"DataType": "FLOAT32", "Sizes": [1, 2, 0, 5]}),
+     "dispatchables.conv.desc.InputTensor", "TensorDesc"),
+    (put(conv_desc, "OutputTensor", {"DataType": "FLOAT32", "Sizes": [1, 4, 3, 4]}),
+     "dispatchables.conv.desc.OutputTensor", "output"),
+    (put(conv_desc, "FusedActivation", {"Type": "DML_OPERATOR_ACTIVATION_SPARKLE"}),
+     "dispatchables.conv.desc.FusedActivation", "SPARKLE"),
+    (put(conv_desc, "FusedActivation", {"Desc": {}}), "dispatchables.conv.desc.FusedActivation.Type", "missing"),
+    (put(lambda m: m["dispatchables"]["conv"], "type", "DML_OPERATOR_ELEMENT_WISE_ADD"), "dispatchables.conv.type",
+     "DML_OPERATOR_ELEMENT_WISE_ADD is not supported by dmlops; supported: DML_OPERATOR_PADDING,"),
+    (put(lambda m: m["dispatchables"]["conv"], "type", "hlsl"), "dispatchables.conv.type", "hlsl is not supported"),
+    (drop(lambda m: m["dispatchables"]["conv"], "desc"), "dispatchables.conv.desc", "missing"),
+    (put(conv_command, "dispatchable", "convolution"), "commands[0].dispatchable", "no dispatchable named 'convolution'"),
+    (drop(lambda m: conv_command(m)["bindings"], "BiasTensor"), "commands[0].bindings.BiasTensor",
+     "missing (conv binds InputTensor, FilterTensor, BiasTensor, OutputTensor)"),
+    (put(lambda m: conv_command(m)["bindings"], "ATensor", "input"), "commands[0].bindings.ATensor",
+     "conv binds InputTensor, FilterTensor, BiasTensor, OutputTensor"),
+    (put(lambda m: conv_command(m)["bindings"], "InputTensor", "inputs"), "commands[0].bindings.InputTensor",
+     "no resource named 'inputs'"),
+    (put(lambda m: conv_command(m)["bindings"], "InputTensor", {"name": "input", "elementOffset": 1}),
+     "commands[0].bindings.InputTensor", "InputTensor (FLOAT32 [1, 2, 5, 5]) needs 200 bytes from byte 4, but "
+                                         "resource 'input' has 200 bytes"),
+    (put(lambda m: conv_command(m)["bindings"], "InputTensor", {"name": "input", "elementCount": 51}),
+     "commands[0].bindings.InputTensor", "elements [0, 51) of 4 bytes run past the 200 bytes"),
+    (put(lambda m: conv_command(m)["bindings"], "InputTensor", {"resource": "input"}),
+     "commands[0].bindings.InputTensor.resource", "unknown field"),
+    (put(lambda m: conv_command(m)["bindings"], "FilterTensor", "bias"), "commands[0].bindings.FilterTensor",
+     "needs 144 bytes from byte 0, but resource 'bias' has 16 bytes"),
+    (put(conv_command, "type", "execute"), "commands[0].type", 'expected "dispatch", "print" or "writeFile", got "execute"'),
+    (drop(conv_command, "bindings"), "commands[0].bindings", "missing"),
+    (put(lambda m: m["commands"][1], "resource", "outptu"), "commands[1].resource", "no resource named 'outptu'"),
+    (put(lambda m: m["commands"][1], "verbose", 1), "commands[1].verbose", "expected true or false, got 1"),
+    (lambda m: m["commands"].append({"type": "writeFile", "resource": "output", "targetPath": "y.npy",
+                                     "dimensions": [6, 7]}),
+     "commands[2].dimensions", "[6, 7] holds 42 elements but resource 'output' has 36"),
+    (lambda m: m["commands"].append({"type": "writeFile", "resource": "output", "targetPath": "y.png"}),
+     "commands[2].targetPath", "image files are not supported"),
+    (put(resource("bias"), "initialValues", [1, 2, "x"]), "resources.bias.initialValues[2]",
+     'expected a FLOAT32 number or "nan", "inf", "-inf", got "x"'),
+    (put(resource("bias"), "initialValues", [1, 2, 1e39]), "resources.bias.initialValues[2]",
+     "1e+39 is out of range for FLOAT32"),
+    (put(resource("bias"), "initialValuesDataType", "INT4"), "resources.bias.initialValuesDataType",
+     "'INT4' is not a DML_TENSOR_DATA_TYPE"),
+    (put(resource("bias"), "initialValuesDataType", "f4"), "resources.bias.initialValuesDataType",
+     "'f4' is not a DML_TENSOR_DATA_TYPE"),  # DirectML names only, not numpy's
+    (put(resource("bias"), "initialValues", [10**400]), "resources.bias.initialValues[0]", "is out of range for FLOAT32"),
+    (put(resource("filter"), "initialValuesDataType", "INT8"), "resources.filter.initialValues.valueDelta",
+     "expected an integer of type INT8, got -0.0625"),
+    (lambda m: m["resources"]["output"].update(initialValuesDataType="UINT8", initialValues=[256]),
+     "resources.output.initialValues[0]", "256 is out of range for UINT8 [0, 255]"),
+    (drop(resource("bias"), "initialValuesDataType"), "resources.bias.initialValuesDataType",
+     "missing (mixed-type value lists are not supported)"),
+    (put(resource("bias"), "initialValues", {"valueCount": 4, "value": 0, "valueStart": 1}),
+     "resources.bias.initialValues", 'expected exactly one of {"value"}'),
+    (put(resource("bias"), "initialValues", {"valueCount": 4, "valueStart": 1}),
+     "resources.bias.initialValues.valueDelta", "missing"),
+    (put(resource("bias"), "initialValues", {"value": 1}), "resources.bias.initialValues.valueCount", "missing"),
+    (put(resource("bias"), "initialValues", {"valueCount": 0, "value": 1}), "resources.bias.initialValues", "no values"),
+    (put(resource("bias"), "initialValues", {"sourcePath": "missing.npy"}), "resources.bias.initialValues.sourcePath",
+     "cannot read"),
+    (put(resource("bias"), "initialValues", {"sourcePath": "dog.jpg"}), "resources.bias.initialValues.sourcePath",
+     "image files are not supported"),
+    (put(resource("bias"), "initialValues", "deferred"), "resources.bias.initialValues", "not supported"),
+    (put(resource("bias"), "sizeInBytes", 12), "resources.bias.sizeInBytes",
+     "12 bytes cannot hold the 16 bytes of initial values at offset 0"),
+    (put(resource("bias"), "type", "texture"), "resources.bias.type", 'only "buffer" resources exist'),
+    (put(resource("bias"), "initialValue", [1]), "resources.bias.initialValue", "unknown field"),
+    (drop(lambda m: m, "commands"), "model.commands", "missing"),
+    (put(lambda m: m, "resources", []), "resources", "expected an object, got []"),
+]
+
+
+@pytest.mark.parametrize("edit,path,message", CONV_ERRORS, ids=[f"{p}-{i}" for i, (_, p, _) in enumerate(CONV_ERRORS)])
+def test_malformed_model_errors_name_the_json_path(edit, path, message):
+    with pytest.raises(ModelError) as info:
+        dxdispatch.load(mutated("dml_convolution.json", edit), base_dir=MODELS)
+    assert info.value.path == path
+    assert str(info.value).startswith(f"{path}: ")
+    assert message in str(info.value)
+
+
+BINDING_ERRORS = [
+    (put(lambda m: m["dispatchables"]["pad_bits"]["desc"], "PaddingValue", {"Float32": 1}),
+     "dispatchables.pad_bits.desc.PaddingValue", 'must be a number or {"UInt16": ...}'),
+    (put(lambda m: m["dispatchables"]["pad_bits"]["desc"], "PaddingValue", 70000),
+     "dispatchables.pad_bits.desc.PaddingValue", "padding_value"),
+    (put(bindings_desc, "PaddingValueDataType", "INT32"), "dispatchables.pad_edge.desc.PaddingValueDataType",
+     "does not match"),
+    (put(bindings_desc, "StartPadding", [0]), "dispatchables.pad_edge.desc.StartPadding",
+     "expected 2 entries (DimensionCount is 2), got 1"),
+    (put(bindings_desc, "PaddingMode", "reflect"), "dispatchables.pad_edge.desc.PaddingMode", "reflection"),
+    (put(lambda m: m["dispatchables"]["pad_wrap"]["bindings"], "InputTensor", {"name": "storage", "elementOffset": 10}),
+     "commands[2].bindings.InputTensor", "needs 12 bytes from byte 40, but resource 'storage' has 48 bytes"),
+    (put(lambda m: m["dispatchables"]["pad_wrap"], "bindings", {"OutTensor": "storage"}),
+     "dispatchables.pad_wrap.bindings.OutTensor", "unknown field"),
+    (put(lambda m: m["commands"][2]["bindings"], "OutputTensor", {"name": "interleaved", "elementCount": 8}),
+     "commands[2].bindings.OutputTensor", "needs 36 bytes from byte 0, but resource 'interleaved' has 32 bytes"),
+    (put(lambda m: bindings_desc(m, "pad_bits")["InputTensor"], "Type", "DML_TENSOR_TYPE_INVALID"),
+     "dispatchables.pad_bits.desc.InputTensor.Type", "only buffer tensors exist"),
+]
+
+
+@pytest.mark.parametrize("edit,path,message", BINDING_ERRORS,
+                         ids=[f"{p}-{i}" for i, (_, p, _) in enumerate(BINDING_ERRORS)])
+def test_malformed_binding_errors_name_the_json_path(edit, path, message):
+    with pytest.raises(ModelError) as info:
+        dxdispatch.load(mutated("dml_bindings.json", edit))
+    assert info.value.path == path
+    assert message in str(info.value)
+
+
+def test_errors_at_dispatch_time_name_the_command():
+    # an output bound over its own input: valid JSON, refused by the kernel before it writes
+    model = model_json("dml_upsample_2d.json")
+    model["resources"]["input"]["sizeInBytes"] = 64
+    model["commands"][0]["bindings"]["OutputTensor"] = "input"
+    loaded = dxdispatch.load(model)
+    with pytest.raises(ModelError) as info:
+        loaded.run()
+    assert info.value.path == "commands[0]" and "upsample: Upsample2D" in str(info.value)
+    assert "overlap" in str(info.value)
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(ModelError, match="cannot read the model"):
+        dxdispatch.load(tmp_path / "absent.json")
+    (tmp_path / "broken.json").write_text('{"resources": {}\n "commands": []}')
+    with pytest.raises(ModelError) as info:
+        dxdispatch.load(tmp_path / "broken.json")
+    assert info.value.path == f"{tmp_path / 'broken.json'}:2:2" and "not valid JSON" in str(info.value)
+    (tmp_path / "wrong.npy").write_bytes(b"not numpy")
+    np.save(tmp_path / "complex.npy", np.zeros(2, np.complex64))
+    np.save(tmp_path / "ints.npy", np.zeros(2, np.int32))
+    for source, dtype, message in [("wrong.npy", None, "wrong.npy is not a valid .npy file"),
+                                   ("complex.npy", None, "holds complex64, not a DirectML data type"),
+                                   ("ints.npy", "FLOAT32", "ints.npy holds INT32 but initialValuesDataType is FLOAT32"),
+                                   ("raw.bin", None, "raw file raw.bin needs an initialValuesDataType")]:
+        spec = {"initialValues": {"sourcePath": source}}
+        if dtype:
+            spec["initialValuesDataType"] = dtype
+        with pytest.raises(ModelError) as info:
+            dxdispatch.load({"resources": {"r": spec}, "dispatchables": {}, "commands": []}, base_dir=tmp_path)
+        assert info.value.path == "resources.r.initialValues.sourcePath" and message in str(info.value)
