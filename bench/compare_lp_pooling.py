@@ -23,7 +23,7 @@ Fairness and checks:
   numpy formulation computed in float64, and torch against dmlops where torch means the same
   thing. torch's lp_pool takes x**p without |x|, so for odd p it is checked on |x| only
   (on signed inputs it returns negative values or NaN; the timing uses the signed input).
-- Timing schedule and load gauge: bench/benchlib.py.
+- Timing schedule, copy baseline and load gauge: bench/_harness.py.
 """
 from __future__ import annotations
 
@@ -39,11 +39,17 @@ from typing import Callable, Optional
 import numpy as np
 
 import dmlops
-from benchlib import (BLOCK_WARMUP_S, ROUNDS, Copier, cpu_jiffies, cpu_model, load_average, other_load, require,
-                      time_calls, torch)
 
-if torch is not None:
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import (BLOCK_WARMUP_S, ROUNDS, Copier, cpu_jiffies, cpu_model, load_average, other_load,  # noqa: E402
+                      require, time_calls)
+
+try:
+    import torch
     import torch.nn.functional as F
+except ImportError:  # the comparison still runs without torch; its columns say so
+    torch = None
+    F = None
 
 TARGET_CASE = "resnet-stem-p2"
 TARGET_THREADS = 2
@@ -158,7 +164,7 @@ def run_case(case: Case, threads: int, warmup: int, repeat: int, cold: bool) -> 
         except (RuntimeError, NotImplementedError) as e:  # e.g. a dtype torch's CPU pooling lacks
             torch_note = f"torch n/a: {str(e).splitlines()[0][:60]}"
 
-    copier = Copier(x.nbytes, threads)
+    copier = Copier(x.nbytes, threads, torch)
     fns["copy_numpy"] = copier.numpy
     if torch is not None:
         fns["copy_torch"] = copier.torch

@@ -52,19 +52,7 @@ void bind_lp_pooling(py::module_& m) {
         const TensorView in_view = view_of(x, op + ": input");
         const LpPoolingDesc desc = make_desc(op, TensorDesc{in_view.dtype, in_view.sizes, std::nullopt}, strides,
                                              window, start, end, dilations, p);
-        // Validate before allocating.
-        const TensorDesc out_desc = infer_output(desc);
-        const std::vector<py::ssize_t> shape(out_desc.sizes.begin(), out_desc.sizes.end());
-        py::array result = out.is_none() ? py::array(py::reinterpret_borrow<py::array>(x).dtype(), shape)
-                                         : py::reinterpret_borrow<py::array>(out);
-        const TensorView out_view = view_of(result, op + ": out", /*writable=*/true);
-        {
-          // Safe without the GIL: the views point into arrays this frame keeps alive, and
-          // execute() touches no Python object.
-          py::gil_scoped_release release;
-          execute(desc, in_view, out_view);
-        }
-        return result;
+        return execute_into(desc, x, in_view, out, op);
       },
       "Lp-pools x into out (allocated when None) and returns it.");
 }

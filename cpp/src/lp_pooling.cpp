@@ -47,11 +47,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
-#include "dmlops/core/simd.hpp"
+#include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
 #include "dmlops/core/window.hpp"
 
@@ -100,13 +101,6 @@ std::vector<WindowAxis> validate(const LpPoolingDesc& desc) {
                                   desc.start_padding, desc.end_padding});
 }
 
-template <class T>
-T load(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
 // How the values of a window combine. Both start from 0, which is neutral for sums of
 // non-negative terms and for the max of |x|; Max skips NaN (maxps semantics).
 struct Sum {
@@ -134,12 +128,13 @@ struct Identity {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Microkernels: the hot loops, each compiled for AVX2 and the baseline (core/simd.hpp).
+// Row kernels: the hot loops, each an always-inline body run through IsaKernel (core/cpu.hpp),
+// which compiles it for the baseline and for AVX2 and runs the one the CPU allows.
 
 // v[i] = fold(v[i], F(x0[i]), ..., F(x_{rows-1}[i])) for i < n and rows = 1, 2 or 3; with
 // kFirst, v[i] starts from 0 instead of its old value.
 template <class Fold, class F, bool kFirst, class A>
-DMLOPS_VECTOR_KERNEL void fold_rows(A* v, const A* x0, const A* x1, const A* x2, int rows, std::int64_t n) {
+[[gnu::always_inline]] inline void fold_rows(A* v, const A* x0, const A* x1, const A* x2, int rows, std::int64_t n) {
   if (rows == 1) {
     for (std::int64_t i = 0; i < n; ++i) v[i] = Fold::fold(kFirst ? A(0) : v[i], F::apply(x0[i]));
   } else if (rows == 2) {
@@ -156,8 +151,8 @@ DMLOPS_VECTOR_KERNEL void fold_rows(A* v, const A* x0, const A* x1, const A* x2,
 // 2 and 3 taps (the common pooling shapes) are compile-time, so the loop vectorises with plain
 // or deinterleaving loads; other shapes sweep one tap at a time.
 template <class Fold, int kStride, int kTaps, class A>
-DMLOPS_VECTOR_KERNEL void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation, std::int64_t taps, A* acc,
-                                    std::int64_t n) {
+[[gnu::always_inline]] inline void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation,
+                                             std::int64_t taps, A* acc, std::int64_t n) {
   const std::int64_t s = kStride ? kStride : stride;
   if constexpr (kTaps > 0) {
     for (std::int64_t k = 0; k < n; ++k) {
@@ -176,7 +171,7 @@ DMLOPS_VECTOR_KERNEL void fold_taps(const A* v, std::int64_t stride, std::int64_
 
 // y[j] = |x[j]|^p for j < n (p >= 3) by left-to-right binary powering, one pass per step.
 template <class A>
-DMLOPS_VECTOR_KERNEL void abs_powers(const A* x, A* y, std::int64_t n, std::uint64_t p) {
+[[gnu::always_inline]] inline void abs_powers(const A* x, A* y, std::int64_t n, std::uint64_t p) {
   for (std::int64_t j = 0; j < n; ++j) y[j] = std::abs(x[j]);
   for (int bit = std::bit_width(p) - 2; bit >= 0; --bit) {
     for (std::int64_t j = 0; j < n; ++j) y[j] *= y[j];
@@ -189,7 +184,7 @@ DMLOPS_VECTOR_KERNEL void abs_powers(const A* x, A* y, std::int64_t n, std::uint
 // Whether every y[k], k < n, is in [lo, hi] (NaN is not); with kSqrt, y[k] = sqrt(y[k]) too,
 // in the same pass.
 template <bool kSqrt, class A>
-DMLOPS_VECTOR_KERNEL bool all_within(A* y, std::int64_t n, A lo, A hi) {
+[[gnu::always_inline]] inline bool all_within(A* y, std::int64_t n, A lo, A hi) {
   unsigned outside = 0;
   for (std::int64_t k = 0; k < n; ++k) {
     outside |= !(y[k] >= lo) | !(y[k] <= hi);
@@ -211,8 +206,8 @@ A scaled_magnitude(A x, A m, A inverse_m) {
 
 // q[j] = scaled_magnitude(x[j*stride], m[j], inverse_m[j]), j < n.
 template <int kStride, class A>
-DMLOPS_VECTOR_KERNEL void scaled_magnitudes(A* q, const A* x, std::int64_t stride, const A* m, const A* inverse_m,
-                                            std::int64_t n) {
+[[gnu::always_inline]] inline void scaled_magnitudes(A* q, const A* x, std::int64_t stride, const A* m,
+                                                     const A* inverse_m, std::int64_t n) {
   const std::int64_t s = kStride ? kStride : stride;
   for (std::int64_t j = 0; j < n; ++j) q[j] = scaled_magnitude(x[j * s], m[j], inverse_m[j]);
 }
@@ -220,7 +215,7 @@ DMLOPS_VECTOR_KERNEL void scaled_magnitudes(A* q, const A* x, std::int64_t strid
 // sum[j] += q[j]^p for j < n (p >= 2) by left-to-right binary powering, one pass over the
 // (L1-resident) row per squaring and per set bit of p; power is scratch.
 template <class A>
-DMLOPS_VECTOR_KERNEL void add_powers(const A* q, A* power, A* sum, std::int64_t n, std::uint64_t p) {
+[[gnu::always_inline]] inline void add_powers(const A* q, A* power, A* sum, std::int64_t n, std::uint64_t p) {
   for (std::int64_t j = 0; j < n; ++j) power[j] = q[j];
   for (int bit = std::bit_width(p) - 2; bit >= 0; --bit) {
     for (std::int64_t j = 0; j < n; ++j) power[j] *= power[j];
@@ -237,9 +232,9 @@ template <class Fold, class A>
 void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation, std::int64_t taps, A* acc, std::int64_t n) {
   const auto with_stride = [&](auto fixed_stride) {
     constexpr int kStride = decltype(fixed_stride)::value;
-    if (taps == 2) return fold_taps<Fold, kStride, 2>(v, stride, dilation, taps, acc, n);
-    if (taps == 3) return fold_taps<Fold, kStride, 3>(v, stride, dilation, taps, acc, n);
-    fold_taps<Fold, kStride, 0>(v, stride, dilation, taps, acc, n);
+    if (taps == 2) return IsaKernel<&fold_taps<Fold, kStride, 2, A>>::run(v, stride, dilation, taps, acc, n);
+    if (taps == 3) return IsaKernel<&fold_taps<Fold, kStride, 3, A>>::run(v, stride, dilation, taps, acc, n);
+    IsaKernel<&fold_taps<Fold, kStride, 0, A>>::run(v, stride, dilation, taps, acc, n);
   };
   if (stride == 1) return with_stride(std::integral_constant<int, 1>{});
   if (stride == 2) return with_stride(std::integral_constant<int, 2>{});
@@ -248,9 +243,9 @@ void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation, std::int6
 
 template <class A>
 void scaled_magnitudes(A* q, const A* x, std::int64_t stride, const A* m, const A* inverse_m, std::int64_t n) {
-  if (stride == 1) return scaled_magnitudes<1>(q, x, stride, m, inverse_m, n);
-  if (stride == 2) return scaled_magnitudes<2>(q, x, stride, m, inverse_m, n);
-  scaled_magnitudes<0>(q, x, stride, m, inverse_m, n);
+  if (stride == 1) return IsaKernel<&scaled_magnitudes<1, A>>::run(q, x, stride, m, inverse_m, n);
+  if (stride == 2) return IsaKernel<&scaled_magnitudes<2, A>>::run(q, x, stride, m, inverse_m, n);
+  IsaKernel<&scaled_magnitudes<0, A>>::run(q, x, stride, m, inverse_m, n);
 }
 
 template <class A>
@@ -442,12 +437,12 @@ class LpPoolingKernel {
         x[g] = row_values(s, s.row_offsets[r + g], b.lo, n, g);
         if constexpr (std::is_same_v<F, Identity>) {  // fold |x|^p: raise the row first
           Acc* raised = s.powered.data() + g * span_;
-          abs_powers(x[g], raised, n, p_);
+          IsaKernel<&abs_powers<Acc>>::run(x[g], raised, n, p_);
           x[g] = raised;
         }
       }
-      if (r == 0) fold_rows<Fold, F, true>(s.v.data(), x[0], x[1], x[2], group, n);
-      else fold_rows<Fold, F, false>(s.v.data(), x[0], x[1], x[2], group, n);
+      if (r == 0) IsaKernel<&fold_rows<Fold, F, true, Acc>>::run(s.v.data(), x[0], x[1], x[2], group, n);
+      else IsaKernel<&fold_rows<Fold, F, false, Acc>>::run(s.v.data(), x[0], x[1], x[2], group, n);
     }
     return true;
   }
@@ -502,13 +497,13 @@ class LpPoolingKernel {
       // Roots and range test in one pass, on the roots: sqrt is monotonic, so this is the test
       // on the sums up to rounding at the bounds, where either answer is accurate.
       const Acc root_lo = std::sqrt(lo), root_hi = std::sqrt(hi);
-      if (!all_within<true>(y, count, root_lo, root_hi)) {
+      if (!IsaKernel<&all_within<true, Acc>>::run(y, count, root_lo, root_hi)) {
         for (std::int64_t k = 0; k < count; ++k) {
           if (!(y[k] >= root_lo && y[k] <= root_hi)) s.repairs.push_back(k);
         }
       }
     } else {
-      if (!all_within<false>(y, count, lo, hi)) {
+      if (!IsaKernel<&all_within<false, Acc>>::run(y, count, lo, hi)) {
         for (std::int64_t k = 0; k < count; ++k) {
           if (!(y[k] >= lo && y[k] <= hi)) s.repairs.push_back(k);
         }
@@ -545,7 +540,7 @@ class LpPoolingKernel {
       for (std::int64_t t = 0; t < row_.window && b.i0 < b.i1; ++t) {
         const std::int64_t k0 = b.i0 - b.o0, n = b.i1 - b.i0;
         scaled_magnitudes(s.quotient.data(), x + row_.input_index(b.i0, t), row_.stride, m + k0, inverse_m + k0, n);
-        add_powers(s.quotient.data(), s.power.data(), y + k0, n, p_);
+        IsaKernel<&add_powers<Acc>>::run(s.quotient.data(), s.power.data(), y + k0, n, p_);
       }
     }
     const Acc inverse_p = Acc(1) / static_cast<Acc>(p_);

@@ -23,7 +23,7 @@ import numpy as np
 from . import _core
 from ._args import as_array, check_out, int_tuple, integer
 from ._descriptor import Descriptor, Field
-from ._tensor import TensorDesc, array_dtype_name
+from ._tensor import TensorDesc
 
 
 def _per_axis(values: Optional[Sequence[int]], fill: int, spatial: int, what: str) -> tuple[int, ...]:
@@ -64,11 +64,7 @@ class _LpPoolingDescriptor(Descriptor):
         """Pool ``x`` (an array matching ``input``: same dtype and shape; any strides). Returns a
         new C-contiguous array, or ``out`` filled in place."""
         op = self.NAME
-        x = as_array(x, f"{op}: input")
-        if array_dtype_name(x, f"{op}: input dtype") != self.input.dtype:
-            raise TypeError(f"{op}: input has dtype {x.dtype} but the descriptor says {self.input.dtype}")
-        if x.shape != self.input.sizes:
-            raise ValueError(f"{op}: input has shape {x.shape} but the descriptor says {self.input.sizes}")
+        x = self._input_array(x)
         check_out(out, x.dtype, f"{op}: out")
         return _core.lp_pooling(op, x, out, self.strides, self.window_size, self.start_padding, self.end_padding,
                                 self._values.get("dilations"), self.p)

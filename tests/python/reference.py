@@ -308,6 +308,9 @@ def convolution_reference(x, w, b=None, *, strides=None, dilations=None, start_p
         y = y + np.asarray(b, dtype=np.float64).reshape((1, -1) + (1,) * D)
     if activation is not None:
         y = activation_reference(activation[0], activation[1], y)
+    return y
+
+
 def lp_pooling_reference(x: np.ndarray, window, strides, start, end, dilations, p: int) -> np.ndarray:
     """Spec section 4 in float64: pad |x| explicitly with zeros, then for every output position
     take its (dilated) window and compute (sum |x|^p)^(1/p).
