@@ -228,8 +228,10 @@ template <class A>
 
 // ---------------------------------------------------------------------------------------------
 
+// The dispatchers pick a compile-time variant; inlined, so that a call costs one IsaKernel call.
 template <class Fold, class A>
-void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation, std::int64_t taps, A* acc, std::int64_t n) {
+[[gnu::always_inline]] inline void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation, std::int64_t taps,
+                                             A* acc, std::int64_t n) {
   const auto with_stride = [&](auto fixed_stride) {
     constexpr int kStride = decltype(fixed_stride)::value;
     if (taps == 2) return IsaKernel<&fold_taps<Fold, kStride, 2, A>>::run(v, stride, dilation, taps, acc, n);
@@ -242,7 +244,8 @@ void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation, std::int6
 }
 
 template <class A>
-void scaled_magnitudes(A* q, const A* x, std::int64_t stride, const A* m, const A* inverse_m, std::int64_t n) {
+[[gnu::always_inline]] inline void scaled_magnitudes(A* q, const A* x, std::int64_t stride, const A* m,
+                                                     const A* inverse_m, std::int64_t n) {
   if (stride == 1) return IsaKernel<&scaled_magnitudes<1, A>>::run(q, x, stride, m, inverse_m, n);
   if (stride == 2) return IsaKernel<&scaled_magnitudes<2, A>>::run(q, x, stride, m, inverse_m, n);
   IsaKernel<&scaled_magnitudes<0, A>>::run(q, x, stride, m, inverse_m, n);

@@ -34,7 +34,8 @@ struct IsaKernel;
 
 template <class R, class... Args, R (*kBody)(Args...)>
 struct IsaKernel<kBody> {
-  static R run(Args... args) {
+  // Inlined at the call site: a guard test and one indirect call, like a call through an ifunc.
+  [[gnu::always_inline]] static R run(Args... args) {
     static R (*const chosen)(Args...) = avx2_enabled() ? avx2 : baseline;
     return chosen(args...);
   }
