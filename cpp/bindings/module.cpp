@@ -14,6 +14,7 @@ void bind_padding(py::module_& m);
 void bind_unfold(py::module_& m);
 void bind_resample(py::module_& m);
 void bind_convolution(py::module_& m);
+void bind_lp_pooling(py::module_& m);
 }  // namespace dmlops::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -55,4 +56,5 @@ PYBIND11_MODULE(_core, m) {
   bind_unfold(m);
   bind_resample(m);
   bind_convolution(m);
+  bind_lp_pooling(m);
 }

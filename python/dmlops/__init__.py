@@ -9,6 +9,7 @@ from ._activation import Activation
 from ._tensor import DTYPES, TensorDesc, calc_buffer_tensor_size
 from ._threads import _check_environment, get_num_threads, set_num_threads
 from .convolution import ConvolutionDesc, convolution
+from .lp_pooling import LpPooling1Desc, LpPoolingDesc, lp_pooling
 from .padding import Padding1Desc, PaddingDesc, pad
 from .unfold import FoldDesc, UnfoldDesc, fold, unfold
 from . import dxdispatch
@@ -22,6 +23,8 @@ __all__ = [
     "ConvolutionDesc",
     "DTYPES",
     "FoldDesc",
+    "LpPooling1Desc",
+    "LpPoolingDesc",
     "Padding1Desc",
     "PaddingDesc",
     "Resample1Desc",
@@ -36,6 +39,7 @@ __all__ = [
     "dxdispatch",
     "fold",
     "get_num_threads",
+    "lp_pooling",
     "pad",
     "resample",
     "set_num_threads",

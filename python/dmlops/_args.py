@@ -58,6 +58,14 @@ def flag(value: Any, what: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
     return bool(value)
+def integer(value: Any, what: str) -> int:
+    """A Python or numpy integer (not bool) as a Python int."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, not bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
 
 
 def number(value: Any, what: str) -> Number:

@@ -49,17 +49,17 @@ from ._activation import Activation
 from ._descriptor import Descriptor, Field
 from ._tensor import DTYPES, TensorDesc, dtype_name
 from .convolution import ConvolutionDesc
+from .lp_pooling import LpPooling1Desc, LpPoolingDesc
 from .padding import Padding1Desc, PaddingDesc
 from .resample import Resample1Desc, Resample2Desc, Resample3Desc, ResampleDesc, Upsample2DDesc
 from .unfold import FoldDesc, UnfoldDesc
 
 #: DML_OPERATOR_<name> -> descriptor class. The tensors a dispatch binds, and their binding
-#: names, are the class's ``tensor`` fields; supporting another operator is one entry here
-#: (LP_POOLING and LP_POOLING1: add LpPoolingDesc and LpPooling1Desc).
+#: names, are the class's ``tensor`` fields; supporting another operator is one entry here.
 OPERATORS: dict[str, type[Descriptor]] = {
     cls.OPERATOR: cls
     for cls in (PaddingDesc, Padding1Desc, ConvolutionDesc, Upsample2DDesc, ResampleDesc, Resample1Desc,
-                Resample2Desc, Resample3Desc, UnfoldDesc, FoldDesc)
+                Resample2Desc, Resample3Desc, UnfoldDesc, FoldDesc, LpPoolingDesc, LpPooling1Desc)
 }
 
 _OPERATOR_PREFIX = "DML_OPERATOR_"

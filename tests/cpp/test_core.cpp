@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -423,6 +424,35 @@ TEST(Cpu, Avx2SwitchFollowsEnvironment) {
   EXPECT_EQ(avx2_enabled(), __builtin_cpu_supports("avx2") && !disabled);
 }
 
+// A loop body for IsaKernel: products, a sum, a square root and a division, over specials too.
+template <class A>
+[[gnu::always_inline]] inline void isa_test_body(const A* x, const A* y, A* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = std::sqrt(std::abs(x[i] * y[i] + x[i])) / (y[i] - A(0.5));
+}
+
+template <class A, class Bits>
+void expect_isa_kernel_matches_the_body() {
+  std::uint64_t state = 11;
+  std::vector<A> x(1003), y(1003), direct(1003), dispatched(1003);
+  for (std::size_t i = 0; i < x.size(); ++i) {  // random bit patterns: NaN, inf, subnormals, every exponent
+    const Bits a = static_cast<Bits>(testing::splitmix64(state)), b = static_cast<Bits>(testing::splitmix64(state));
+    std::memcpy(&x[i], &a, sizeof(A));
+    std::memcpy(&y[i], &b, sizeof(A));
+  }
+  for (std::int64_t n : {0, 1, 7, 8, 9, 1003}) {
+    isa_test_body(x.data(), y.data(), direct.data(), n);
+    IsaKernel<&isa_test_body<A>>::run(x.data(), y.data(), dispatched.data(), n);
+    EXPECT_EQ(std::memcmp(direct.data(), dispatched.data(), static_cast<std::size_t>(n) * sizeof(A)), 0) << "n " << n;
+  }
+}
+
+TEST(Cpu, IsaKernelGivesTheBodysBits) {
+  // The AVX2 copy here unless DMLOPS_DISABLE_AVX2 is set (CTest runs both): the same bits as
+  // the body compiled for the baseline.
+  expect_isa_kernel_matches_the_body<float, std::uint32_t>();
+  expect_isa_kernel_matches_the_body<double, std::uint64_t>();
+}
+
 TEST(Half, F16cSwitchFollowsEnvironment) {
   const char* env = std::getenv("DMLOPS_DISABLE_F16C");
   const bool disabled = env != nullptr && env[0] != '\0' && env[0] != '0';
@@ -727,6 +757,24 @@ TEST_F(ParallelFor, CoversEveryIndexExactlyOnce) {
           EXPECT_EQ(runners, std::set<std::thread::id>{caller});
         }
       }
+    }
+  }
+}
+
+TEST_F(ParallelFor, BackToBackAndSpacedCallsBothComplete) {
+  // Calls in quick succession find the workers still polling for work; calls after a pause
+  // longer than the polling time find them blocked and must wake them. Both must run every
+  // chunk, whichever thread gets it, and return only when all have finished.
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    for (int call = 0; call < 200; ++call) {
+      if (call % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(threads));
+      parallel_for(0, threads, 1, [&](std::int64_t b, std::int64_t e) {
+        if (call % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));  // outlasts the poll
+        for (std::int64_t i = b; i < e; ++i) ++hits[static_cast<std::size_t>(i)];
+      });
+      for (int i = 0; i < threads; ++i) ASSERT_EQ(hits[static_cast<std::size_t>(i)].load(), 1) << "call " << call;
     }
   }
 }

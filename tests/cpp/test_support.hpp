@@ -1,5 +1,13 @@
 // Helpers shared by the GoogleTest files: reproducible random bits, a thread-count guard,
-// exception messages, and float16/32/64 elements read and written as double.
+// exception messages, float16/32/64 elements read and written as double, and StridedBuffer, a
+// tensor laid out in memory the way numpy views can be:
+//
+//   StridedBuffer b(DataType::Float32, sizes, Layout{}.order({1, 0}).negate(0b01).steps({1, 2}));
+//   b.view()      // TensorView of the tensor
+//   b.element(i)  // address of element i
+//
+// Unused bytes between the elements hold a sentinel, so a tester can check that a kernel wrote
+// nothing outside its output (written_outside()).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,12 +15,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/tensor.hpp"
 
 namespace dmlops::testing {
 
@@ -86,5 +99,90 @@ inline void store_float(DataType dtype, std::byte* p, double v) {
     default: std::memcpy(p, &v, 8); break;
   }
 }
+
+struct Layout {
+  std::vector<int> order_;      // memory order of the axes, outermost first (empty: row-major)
+  std::uint32_t negate_ = 0;    // axes walked backwards (negative strides)
+  std::uint32_t broadcast_ = 0; // axes with stride 0 (one stored element repeated)
+  Dims steps_;                  // every steps[a]-th element along axis a (empty: all 1)
+  std::int64_t misalign_ = 0;   // bytes past an aligned address where the buffer starts
+
+  Layout& order(std::vector<int> v) { order_ = std::move(v); return *this; }
+  Layout& negate(std::uint32_t axes) { negate_ = axes; return *this; }
+  Layout& broadcast(std::uint32_t axes) { broadcast_ = axes; return *this; }
+  Layout& steps(Dims v) { steps_ = v; return *this; }
+  Layout& misalign(std::int64_t bytes) { misalign_ = bytes; return *this; }
+};
+
+class StridedBuffer {
+ public:
+  static constexpr std::byte kSentinel{0xa5};
+
+  StridedBuffer(DataType dtype, const Dims& sizes, const Layout& layout = {})
+      : dtype_(dtype), sizes_(sizes), elem_(static_cast<std::int64_t>(element_size(dtype))) {
+    const int rank = sizes.size();
+    std::vector<int> order = layout.order_;
+    if (order.empty()) {
+      order.resize(static_cast<std::size_t>(rank));
+      std::iota(order.begin(), order.end(), 0);
+    }
+    const Dims steps = layout.steps_.empty() ? Dims::filled(rank, 1) : layout.steps_;
+    strides_ = Dims::filled(rank, 0);
+    std::int64_t extent = 1;  // elements
+    for (int k = rank - 1; k >= 0; --k) {
+      const int a = order[static_cast<std::size_t>(k)];
+      if ((layout.broadcast_ >> a) & 1u) continue;
+      strides_[a] = steps[a] * extent;
+      extent *= sizes[a] * steps[a];
+    }
+    std::int64_t origin = 0;  // element [0, ..., 0], counted from the buffer start
+    for (int a = 0; a < rank; ++a) {
+      if ((layout.negate_ >> a) & 1u) {
+        origin += (sizes[a] - 1) * strides_[a];
+        strides_[a] = -strides_[a];
+      }
+    }
+    bytes_.assign(static_cast<std::size_t>(extent * elem_ + layout.misalign_), kSentinel);
+    origin_ = layout.misalign_ + origin * elem_;
+    for (std::int64_t& s : strides_) s *= elem_;
+  }
+
+  DataType dtype() const { return dtype_; }
+  const Dims& sizes() const { return sizes_; }
+  const Dims& byte_strides() const { return strides_; }
+  TensorView view() { return TensorView{dtype_, sizes_, strides_, data()}; }
+  std::byte* data() { return bytes_.data() + origin_; }
+  std::byte* element(const Dims& index) {
+    std::int64_t offset = 0;
+    for (int a = 0; a < index.size(); ++a) offset += index[a] * strides_[a];
+    return data() + offset;
+  }
+  const std::vector<std::byte>& bytes() const { return bytes_; }
+
+  // Number of bytes outside every element that no longer hold the sentinel.
+  std::int64_t written_outside() {
+    std::vector<bool> inside(bytes_.size(), false);
+    const std::int64_t total = sizes_.product();
+    Dims index = Dims::filled(sizes_.size(), 0);
+    for (std::int64_t flat = 0; flat < total; ++flat) {
+      const auto first = static_cast<std::size_t>(element(index) - bytes_.data());
+      for (std::int64_t b = 0; b < elem_; ++b) inside[first + static_cast<std::size_t>(b)] = true;
+      for (int a = sizes_.size() - 1; a >= 0; --a) {
+        if (++index[a] < sizes_[a]) break;
+        index[a] = 0;
+      }
+    }
+    std::int64_t stray = 0;
+    for (std::size_t i = 0; i < bytes_.size(); ++i) stray += !inside[i] && bytes_[i] != kSentinel;
+    return stray;
+  }
+
+ private:
+  DataType dtype_;
+  Dims sizes_, strides_;
+  std::int64_t elem_;
+  std::vector<std::byte> bytes_;
+  std::int64_t origin_ = 0;
+};
 
 }  // namespace dmlops::testing

@@ -309,3 +309,28 @@ def convolution_reference(x, w, b=None, *, strides=None, dilations=None, start_p
     if activation is not None:
         y = activation_reference(activation[0], activation[1], y)
     return y
+
+
+def lp_pooling_reference(x: np.ndarray, window, strides, start, end, dilations, p: int) -> np.ndarray:
+    """Spec section 4 in float64: pad |x| explicitly with zeros, then for every output position
+    take its (dilated) window and compute (sum |x|^p)^(1/p).
+
+    Written as m * (sum (|x|/m)^p)^(1/p) with m = the window's largest |x| -- the same number,
+    but float64 cannot hold |x|^p for large p (1e20**30). NaN anywhere in a window gives NaN;
+    otherwise inf gives inf; an all-zero window gives 0.
+    """
+    spatial = x.ndim - 2
+    magnitude = np.abs(x.astype(np.float64))
+    padded = np.pad(magnitude, [(0, 0), (0, 0)] + [(s, e) for s, e in zip(start, end)])
+    extent = [(window[d] - 1) * dilations[d] + 1 for d in range(spatial)]
+    out_shape = [(padded.shape[2 + d] - extent[d]) // strides[d] + 1 for d in range(spatial)]
+    y = np.empty(x.shape[:2] + tuple(out_shape), dtype=np.float64)
+    for o in np.ndindex(*out_shape):
+        taps = tuple(slice(o[d] * strides[d], o[d] * strides[d] + extent[d], dilations[d]) for d in range(spatial))
+        w = padded[(slice(None), slice(None)) + taps].reshape(x.shape[0], x.shape[1], -1)
+        m = w.max(axis=-1)  # NaN if any tap is NaN
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            scaled = m * np.sum((w / m[..., None]) ** p, axis=-1) ** (1.0 / p)
+        finite_nonzero = np.isfinite(m) & (m > 0)
+        y[(slice(None), slice(None)) + o] = np.where(finite_nonzero, scaled, m)  # m: 0, inf or NaN
+    return y

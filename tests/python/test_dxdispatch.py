@@ -16,8 +16,8 @@ import pytest
 import dmlops
 from dmlops import dxdispatch
 from dmlops.dxdispatch import ModelError
-from reference import (activation_reference, convolution_reference, fold_reference, pad_reference,
-                       resample_reference, unfold_reference)
+from reference import (activation_reference, convolution_reference, fold_reference, lp_pooling_reference,
+                       pad_reference, resample_reference, unfold_reference)
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "dxdispatch"
 
@@ -100,6 +100,17 @@ def test_unfold_fold_chain():
     np.testing.assert_array_equal(results["columns"], columns.ravel())
     np.testing.assert_array_equal(results["folded"], fold_reference(columns, (5, 5), *args).ravel())
     assert lines == ["Resource 'folded': " + ", ".join(f"{v:g}" for v in results["folded"])]
+
+
+def test_lp_pooling_model():
+    results, lines = run_logged(MODELS / "dml_lp_pooling.json")
+    x = (np.arange(16, dtype=np.float32) - 7.5).reshape(1, 1, 4, 4)
+    p3 = lp_pooling_reference(x, (2, 2), (2, 2), (1, 0), (1, 0), (1, 1), 3)
+    p2 = lp_pooling_reference(x, (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 2)
+    assert (p3 > 0).all()  # |x|: the negative half of the input gives positive norms too
+    np.testing.assert_allclose(results["p3"], p3.ravel(), rtol=(4 + 4) * 2.0**-24)
+    np.testing.assert_allclose(results["p2"], p2.ravel(), rtol=(9 + 4) * 2.0**-24)
+    assert lines == ["Resource 'p3': " + ", ".join(f"{v:g}" for v in results["p3"])]
 
 
 def test_bindings_offsets_strides_and_typed_views():

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -16,8 +17,39 @@
 
 #include "dmlops/core/error.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace dmlops {
 namespace {
+
+// How long a thread polls before it blocks, when it waits for the next job (a worker) or for
+// the workers to finish (the caller). Waking a blocked thread costs tens of microseconds on
+// virtual machines (the idle vCPU must be woken too): as long as a whole small kernel, so a
+// second thread would not pay off for sub-millisecond calls. A brief poll catches the next
+// call of a loop, or a worker finishing, while awake; it is bounded so that an idle process
+// stops using CPU at once.
+constexpr auto kSpinTime = std::chrono::microseconds(200);
+
+// Polls `ready` for up to kSpinTime; returns whether it became true. Pauses between polls, and
+// yields now and then so that a spinning thread does not hold back the others when there are
+// more threads than CPUs.
+template <class Ready>
+bool spin_until(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (unsigned i = 1;; ++i) {
+    if (ready()) return true;
+    if (i % 16 == 0) {
+      if (std::chrono::steady_clock::now() > deadline) return ready();
+      std::this_thread::yield();
+    } else {
+#if defined(__x86_64__) || defined(__i386__)
+      _mm_pause();
+#endif
+    }
+  }
+}
 
 // True on a thread while it runs a chunk: a nested parallel_for then runs inline.
 thread_local bool t_inside_chunk = false;
@@ -30,7 +62,7 @@ class ThreadPool {
   ~ThreadPool() {
     {
       std::lock_guard lock(mutex_);
-      stop_ = true;
+      stop_.store(true);
     }
     wake_.notify_all();
     for (auto& w : workers_) w.join();
@@ -48,13 +80,17 @@ class ThreadPool {
       next_chunk_.store(0);
       failed_.store(false);
       error_ = nullptr;
-      checked_in_ = 0;
-      ++generation_;
+      checked_in_.store(0);
+      generation_.fetch_add(1);  // publishes the job to workers polling without the mutex
     }
     wake_.notify_all();
     run_chunks();
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return checked_in_ == static_cast<int>(workers_.size()); });
+    const int workers = static_cast<int>(workers_.size());
+    if (!spin_until([&] { return checked_in_.load() == workers; })) {
+      std::unique_lock lock(mutex_);
+      done_.wait(lock, [&] { return checked_in_.load() == workers; });
+    }
+    std::lock_guard lock(mutex_);  // orders the workers' last writes (error_) before reading them
     fn_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }
@@ -62,17 +98,18 @@ class ThreadPool {
  private:
   void worker_loop() {
     std::uint64_t seen = 0;
+    const auto job_or_stop = [&] { return stop_.load() || generation_.load() != seen; };
     for (;;) {
-      {
+      if (!spin_until(job_or_stop)) {
         std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
+        wake_.wait(lock, job_or_stop);
       }
+      if (stop_.load()) return;
+      seen = generation_.load();
       run_chunks();
       {
         std::lock_guard lock(mutex_);
-        ++checked_in_;
+        checked_in_.fetch_add(1);
       }
       done_.notify_one();
     }
@@ -97,9 +134,11 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  std::uint64_t generation_ = 0;
-  bool stop_ = false;
-  int checked_in_ = 0;
+  // Written under mutex_ (so that blocking waits cannot miss a change), read with or without it
+  // (by polling threads): atomics, sequentially consistent.
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> checked_in_{0};
   // The current job; written under mutex_ before generation_ changes, read by the workers after.
   const RangeFn* fn_ = nullptr;
   std::int64_t begin_ = 0, end_ = 0, chunks_ = 0;

@@ -19,4 +19,30 @@ bool avx2_fma_enabled();
 // The CPU has F16C (and AVX) and DMLOPS_DISABLE_F16C is unset (or "0").
 bool f16c_enabled();
 
+// IsaKernel<&body>::run(args...): the two-variant pattern above without hand-written wrappers.
+// `body` is a hot loop written once as a [[gnu::always_inline]] inline function; IsaKernel
+// instantiates a baseline and a target("avx2") wrapper around it (the body is inlined into
+// each and vectorised for that ISA) and calls the one avx2_enabled() picks, chosen once:
+//
+//   template <class A>
+//   [[gnu::always_inline]] inline void add_rows(A* acc, const A* x, std::int64_t n) { ... }
+//   IsaKernel<&add_rows<float>>::run(acc, x, n);
+//
+// Like the other AVX2 variants it has no FMA, so both give the same bits.
+template <auto kBody>
+struct IsaKernel;
+
+template <class R, class... Args, R (*kBody)(Args...)>
+struct IsaKernel<kBody> {
+  // Inlined at the call site: a guard test and one indirect call, like a call through an ifunc.
+  [[gnu::always_inline]] static R run(Args... args) {
+    static R (*const chosen)(Args...) = avx2_enabled() ? avx2 : baseline;
+    return chosen(args...);
+  }
+
+ private:
+  static R baseline(Args... args) { return kBody(args...); }
+  __attribute__((target("avx2"))) static R avx2(Args... args) { return kBody(args...); }
+};
+
 }  // namespace dmlops

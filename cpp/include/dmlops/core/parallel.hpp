@@ -10,6 +10,8 @@
 // - Calls from several threads at once are safe: one of them gets the pool, the others run
 //   their range inline on their own thread. A parallel_for inside a chunk runs inline.
 // - After fork() the child drops the parent's pool and makes its own on first use.
+// - Threads waiting for work poll for up to 200 microseconds before they block (see
+//   kSpinTime in parallel.cpp): calls in a loop find the workers awake.
 #pragma once
 
 #include <cstdint>

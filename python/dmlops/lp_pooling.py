@@ -1,0 +1,196 @@
+"""Lp pooling: ``dmlops.lp_pooling``, ``LpPooling1Desc`` (DML_LP_POOLING1_OPERATOR_DESC) and
+``LpPoolingDesc`` (DML_LP_POOLING_OPERATOR_DESC). Spec: shared/spec/operators.md section 4.
+
+Each output is the p-norm of its window, ``(sum |x|^p)^(1/p)``, over the taps that land inside
+the input (padded taps contribute 0). Windows have a size, a stride, asymmetric start/end
+padding and (LpPooling1) a dilation per spatial axis; the output size on an axis is
+``(in + start + end - ((window - 1) * dilation + 1)) // stride + 1``.
+
+How this differs from ``torch.nn.functional.lp_pool2d``:
+
+- ``|x|``: odd p and negative inputs give the norm (PyTorch returns negative values or NaN);
+- padding and dilations (PyTorch has neither) and 1-D, 2-D and 3-D windows;
+- no overflow for large p where the norm is finite (PyTorch's ``x**p`` overflows first);
+- p is an integer >= 1 (DirectML's UINT P).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from . import _core
+from ._args import as_array, check_out, int_tuple, integer
+from ._descriptor import Descriptor, Field
+from ._tensor import TensorDesc
+
+
+def _per_axis(values: Optional[Sequence[int]], fill: int, spatial: int, what: str) -> tuple[int, ...]:
+    """A per-spatial-axis array, or ``fill`` on every axis when None."""
+    return (fill,) * max(spatial, 0) if values is None else int_tuple(values, what)
+
+
+class _LpPoolingDescriptor(Descriptor):
+    HAS_DILATIONS: bool  # LpPooling1 has a Dilations member; LpPooling does not
+
+    def _setup(self, input: TensorDesc, window_size: Sequence[int], strides: Optional[Sequence[int]],
+               start_padding: Optional[Sequence[int]], end_padding: Optional[Sequence[int]],
+               dilations: Optional[Sequence[int]], p: int, output: Optional[TensorDesc]) -> None:
+        op = self.NAME
+        if not isinstance(input, TensorDesc):
+            raise TypeError(f"{op}: input must be a dmlops.TensorDesc, not {type(input).__name__}")
+        if output is not None and not isinstance(output, TensorDesc):
+            raise TypeError(f"{op}: output must be a dmlops.TensorDesc, not {type(output).__name__}")
+        spatial = input.rank - 2
+        values = {
+            "input": input,
+            "strides": _per_axis(strides, 1, spatial, f"{op}: strides"),
+            "window_size": int_tuple(window_size, f"{op}: window_size"),
+            "start_padding": _per_axis(start_padding, 0, spatial, f"{op}: start_padding"),
+            "end_padding": _per_axis(end_padding, 0, spatial, f"{op}: end_padding"),
+            "p": integer(p, f"{op}: p"),
+        }
+        if self.HAS_DILATIONS:
+            values["dilations"] = _per_axis(dilations, 1, spatial, f"{op}: dilations")
+        out_spec = None if output is None else (output.dtype, output.sizes, output.strides)
+        sizes = _core.lp_pooling_infer(op, (input.dtype, input.sizes, input.strides), out_spec, values["strides"],
+                                       values["window_size"], values["start_padding"], values["end_padding"],
+                                       values.get("dilations"), values["p"])
+        values["output"] = output if output is not None else TensorDesc(input.dtype, sizes)
+        self._values = values
+
+    def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Pool ``x`` (an array matching ``input``: same dtype and shape; any strides). Returns a
+        new C-contiguous array, or ``out`` filled in place."""
+        op = self.NAME
+        x = self._input_array(x)
+        check_out(out, x.dtype, f"{op}: out")
+        return _core.lp_pooling(op, x, out, self.strides, self.window_size, self.start_padding, self.end_padding,
+                                self._values.get("dilations"), self.p)
+
+
+class LpPooling1Desc(_LpPoolingDescriptor):
+    """DML_LP_POOLING1_OPERATOR_DESC: Lp pooling with dilated windows.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        ``{N, C, H, W}`` or ``{N, C, D, H, W}`` (``{N, C, W}`` as a dmlops extension); float32,
+        float16 or float64 (float64 is a dmlops extension).
+    window_size : sequence of int
+        Taps per spatial axis (>= 1).
+    strides, dilations : sequence of int, optional
+        Per spatial axis (>= 1); default 1.
+    start_padding, end_padding : sequence of int, optional
+        Zeros added before / after each spatial axis (>= 0); default 0.
+    p : int
+        The norm's exponent, 1 to 2**32 - 1 (DirectML's UINT P).
+    output : TensorDesc, optional
+        Checked against the inferred output when given.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> d = dmlops.LpPooling1Desc(dmlops.TensorDesc("float32", (1, 1, 4, 4)), window_size=(2, 2),
+    ...                           strides=(2, 2), p=1)
+    >>> d.output.sizes
+    (1, 1, 2, 2)
+    >>> d(np.ones((1, 1, 4, 4), np.float32))[0, 0]
+    array([[4., 4.],
+           [4., 4.]], dtype=float32)
+    """
+
+    NAME = "LpPooling1"
+    OPERATOR = "LP_POOLING1"
+    HAS_DILATIONS = True
+    FIELDS = (
+        Field("input", "InputTensor", "tensor"),
+        Field("output", "OutputTensor", "tensor"),
+        Field("strides", "Strides", "dims"),
+        Field("window_size", "WindowSize", "dims"),
+        Field("start_padding", "StartPadding", "dims"),
+        Field("end_padding", "EndPadding", "dims"),
+        Field("dilations", "Dilations", "dims"),
+        Field("p", "P", "uint"),
+    )
+
+    def __init__(self, input: TensorDesc, *, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
+                 start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
+                 dilations: Optional[Sequence[int]] = None, p: int = 2, output: Optional[TensorDesc] = None):
+        self._setup(input, window_size, strides, start_padding, end_padding, dilations, p, output)
+
+
+class LpPoolingDesc(_LpPoolingDescriptor):
+    """DML_LP_POOLING_OPERATOR_DESC: as :class:`LpPooling1Desc` without dilations."""
+
+    NAME = "LpPooling"
+    OPERATOR = "LP_POOLING"
+    HAS_DILATIONS = False
+    FIELDS = (
+        Field("input", "InputTensor", "tensor"),
+        Field("output", "OutputTensor", "tensor"),
+        Field("strides", "Strides", "dims"),
+        Field("window_size", "WindowSize", "dims"),
+        Field("start_padding", "StartPadding", "dims"),
+        Field("end_padding", "EndPadding", "dims"),
+        Field("p", "P", "uint"),
+    )
+
+    def __init__(self, input: TensorDesc, *, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
+                 start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
+                 p: int = 2, output: Optional[TensorDesc] = None):
+        self._setup(input, window_size, strides, start_padding, end_padding, None, p, output)
+
+
+def lp_pooling(x: np.ndarray, window_size: Sequence[int], *, strides: Optional[Sequence[int]] = None,
+               start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
+               dilations: Optional[Sequence[int]] = None, p: int = 2,
+               out: Optional[np.ndarray] = None) -> np.ndarray:
+    """Lp pooling with DirectML LP_POOLING1 semantics: ``y = (sum |x|^p)^(1/p)`` per window.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``(N, C, H, W)`` or ``(N, C, D, H, W)`` (``(N, C, W)`` as a dmlops extension); float32,
+        float16 (accumulated in float32, rounded once) or float64; any strides, read in place.
+    window_size : sequence of int
+        Taps per spatial axis (>= 1).
+    strides, dilations : sequence of int, optional
+        Per spatial axis (>= 1); default 1. The dilated window spans
+        ``(window - 1) * dilation + 1`` input elements.
+    start_padding, end_padding : sequence of int, optional
+        Zeros added before / after each spatial axis (>= 0); default 0. Padded taps
+        contribute nothing to the norm.
+    p : int
+        1 to 2**32 - 1. p = 1 sums ``|x|``; p = 2 is the Euclidean norm. Large p approach the
+        window's max ``|x|`` without overflowing.
+    out : numpy.ndarray, optional
+        Written in place: exact output shape and dtype, writable, any strides, no overlap with
+        ``x``. Untouched when the call is rejected.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``out``, or a new C-contiguous array of shape ``(N, C, out...)``.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> x = np.array([[[3.0, -4.0, 0.0, 12.0, -5.0]]])
+    >>> dmlops.lp_pooling(x, (2,), strides=(2,), end_padding=(1,))
+    array([[[ 5., 12.,  5.]]])
+    >>> dmlops.lp_pooling(x, (2,), dilations=(3,), p=1)
+    array([[[15.,  9.]]])
+    """
+    op = "LpPooling1"
+    x = as_array(x, f"{op}: input")
+    spatial = x.ndim - 2
+    window = int_tuple(window_size, f"{op}: window_size")
+    strides = _per_axis(strides, 1, spatial, f"{op}: strides")
+    start = _per_axis(start_padding, 0, spatial, f"{op}: start_padding")
+    end = _per_axis(end_padding, 0, spatial, f"{op}: end_padding")
+    dilations = None if dilations is None else int_tuple(dilations, f"{op}: dilations")
+    p = integer(p, f"{op}: p")
+    check_out(out, x.dtype, f"{op}: out")
+    return _core.lp_pooling(op, x, out, strides, window, start, end, dilations, p)
