@@ -37,7 +37,7 @@ namespace {
 constexpr const char* kOp = "Convolution";
 constexpr std::string_view kModeNames[] = {"convolution", "cross_correlation"};
 constexpr std::string_view kDirectionNames[] = {"forward", "backward"};
-constexpr std::int64_t kPanelBytes = 256 * 1024;   // an im2col / input panel stays in L2
+constexpr std::int64_t kPanelBytes = 512 * 1024;   // an im2col / input panel stays in L2
 constexpr std::int64_t kPlaneBytes = 1024 * 1024;  // a backward task's accumulator planes
 constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not worth a thread
 
@@ -208,8 +208,10 @@ void load_run(const std::byte* src, std::int64_t step, std::int64_t n, Acc* dst)
     if (step == sizeof(Half) && aligned(src, alignof(Half)))
       return half_to_float(reinterpret_cast<const Half*>(src), dst, static_cast<std::size_t>(n));
   } else {
+    // An inline loop, not memcpy: the packing copies pieces of at most one micro-panel width,
+    // where a library call costs more than the copy.
     if (step == sizeof(T)) {
-      std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+      for (std::int64_t j = 0; j < n; ++j) dst[j] = load_value<T, Acc>(src + j * std::int64_t{sizeof(T)});
       return;
     }
   }
@@ -232,6 +234,28 @@ void store_run(const Acc* src, std::int64_t n, std::byte* dst, std::int64_t step
     }
     for (std::int64_t j = 0; j < n; ++j) std::memcpy(dst + j * step, src + j, sizeof(T));
   }
+}
+
+// Row k, columns [j, j + n) of a packed GEMM B panel with K rows: n values of T read every `step`
+// bytes from src, or zeros.
+template <class T, class Acc>
+void pack_run(Acc* panel, std::int64_t K, std::int64_t k, std::int64_t j, const std::byte* src, std::int64_t step,
+              std::int64_t n) {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  pack_gemm_b_run(panel, K, k, j, n, [&](Acc* dst, std::int64_t first, std::int64_t count) {
+    if constexpr (std::is_same_v<T, Acc>) {
+      if (count == NR && step == sizeof(T)) {  // a whole micro-panel row: a fixed-size copy, inlined
+        std::memcpy(dst, src + first * step, NR * sizeof(T));
+        return;
+      }
+    }
+    load_run<T, Acc>(src + first * step, step, count, dst);
+  });
+}
+
+template <class Acc>
+void pack_zeros(Acc* panel, std::int64_t K, std::int64_t k, std::int64_t j, std::int64_t n) {
+  pack_gemm_b_run(panel, K, k, j, n, [](Acc* dst, std::int64_t, std::int64_t count) { std::fill_n(dst, count, Acc(0)); });
 }
 
 // Positions [p0, p0 + count) of a spatial plane (row-major over `sizes`, byte strides `strides`)
@@ -357,17 +381,17 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       for (std::int64_t c = 0; c < g.in_per_group; ++c) {
         const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * g.in_per_group + c) * v.in.byte_strides[1];
         for (std::int64_t t = 0; t < taps; ++t) {
-          Acc* row = panel.data() + (c * taps + t) * width;
+          const std::int64_t k = c * taps + t;
           walker.walk_span(
               tap.index[t], p0, p0 + count, in_strides, /*base_offset=*/0,
-              [&](std::int64_t col, std::int64_t n_pad) { std::fill_n(row + (col - p0), n_pad, Acc(0)); },
+              [&](std::int64_t col, std::int64_t n_pad) { pack_zeros(panel.data(), K, k, col - p0, n_pad); },
               [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t n_in) {
-                load_run<T, Acc>(plane + offset, step, n_in, row + (col - p0));
+                pack_run<T>(panel.data(), K, k, col - p0, plane + offset, step, n_in);
               });
-          std::fill(row + count, row + width, Acc(0));
+          pack_zeros(panel.data(), K, k, count, width - count);
         }
       }
-      gemm_packed(M_pad, width, K, packed.data() + grp * M_pad * K, panel.data(), width, result.data(), width);
+      gemm_packed(M_pad, width, K, packed.data() + grp * M_pad * K, panel.data(), result.data(), width);
       for (std::int64_t i = 0; i < M; ++i) {
         const std::int64_t oc = grp * M + i;
         finish_row<T, Acc>(result.data() + i * width, count, bias_of<T, Acc>(v, oc), desc.fused_activation,
@@ -439,13 +463,12 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         const std::int64_t count = std::min(block, positions - p0), width = round_up(count, NR);
         for (std::int64_t ic = 0; ic < K; ++ic) {
           const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * K + ic) * v.in.byte_strides[1];
-          Acc* row = panel.data() + ic * width;
           for_each_run(g.in_spatial, in_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
-            load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row + first);
+            pack_run<T>(panel.data(), K, ic, first, plane + offset, in_strides[g.D - 1], len);
           });
-          std::fill(row + count, row + width, Acc(0));
+          pack_zeros(panel.data(), K, ic, count, width - count);
         }
-        gemm_packed(M_pad, width, K, packed.data(), panel.data(), width, result.data(), width);
+        gemm_packed(M_pad, width, K, packed.data(), panel.data(), result.data(), width);
         for (std::int64_t oc = 0; oc < ocs; ++oc) {
           for (std::int64_t t = 0; t < taps; ++t) {
             const Acc* cols = result.data() + (oc * taps + t) * width;

@@ -1616,7 +1616,7 @@ TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
 }
 
 // gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
-// sizes), K from 1 up; both element types. The micro-kernel writes whole tiles, so C has
+// sizes), K from 1 up and across K blocks; B packed run by run; both element types. The micro-kernel writes whole tiles, so C has
 // round_up(M, kGemmRows) rows; only the first M are compared.
 template <class Acc>
 void check_gemm() {
@@ -1625,16 +1625,22 @@ void check_gemm() {
   std::uniform_real_distribution<double> value(-1.0, 1.0);
   for (std::int64_t M : {1, 5, 6, 7, 13}) {
     for (std::int64_t N : {NR, 2 * NR, 5 * NR}) {
-      for (std::int64_t K : {1, 2, 9, 70}) {
+      for (std::int64_t K : {std::int64_t{1}, std::int64_t{2}, std::int64_t{9}, std::int64_t{70}, kGemmDepth, kGemmDepth + 3, 2 * kGemmDepth + 1}) {
         std::vector<Acc> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * (N + 3)));
         for (Acc& v : a) v = static_cast<Acc>(value(rng));
         for (Acc& v : b) v = static_cast<Acc>(value(rng));
         std::vector<Acc> packed(static_cast<std::size_t>(round_up(M, kGemmRows) * K));
         pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[static_cast<std::size_t>(i * K + k)]; },
                     packed.data());
+        std::vector<Acc> b_packed(static_cast<std::size_t>(K * N));
+        for (std::int64_t k = 0; k < K; ++k) {
+          pack_gemm_b_run(b_packed.data(), K, k, 0, N, [&](Acc* dst, std::int64_t first, std::int64_t count) {
+            std::copy_n(b.data() + k * (N + 3) + first, count, dst);
+          });
+        }
         const std::int64_t ldc = N + 1;
         std::vector<Acc> c(static_cast<std::size_t>(round_up(M, kGemmRows) * ldc));
-        gemm_packed(round_up(M, kGemmRows), N, K, packed.data(), b.data(), N + 3, c.data(), ldc);
+        gemm_packed(round_up(M, kGemmRows), N, K, packed.data(), b_packed.data(), c.data(), ldc);
         for (std::int64_t i = 0; i < M; ++i) {
           for (std::int64_t j = 0; j < N; ++j) {
             double exact = 0, magnitude = 0;

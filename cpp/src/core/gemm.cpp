@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "dmlops/core/cpu.hpp"
 
 namespace dmlops {
@@ -10,11 +12,17 @@ namespace {
 constexpr int R = static_cast<int>(kGemmRows);
 
 // One R x NR tile, portable: the compiler vectorises the j loops.
+// Each tile sums K rows; with `accumulate` it adds to C (the sums of the earlier K blocks).
 template <class Acc>
-void tile_portable(std::int64_t K, const Acc* a, const Acc* b, std::int64_t ldb, Acc* c, std::int64_t ldc) {
+void tile_portable(std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int64_t ldc, bool accumulate) {
   constexpr int NR = static_cast<int>(gemm_columns<Acc>());
   Acc acc[R][NR] = {};
-  for (std::int64_t k = 0; k < K; ++k, a += R, b += ldb) {
+  if (accumulate) {
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < NR; ++j) acc[r][j] = c[r * ldc + j];
+    }
+  }
+  for (std::int64_t k = 0; k < K; ++k, a += R, b += NR) {
     for (int r = 0; r < R; ++r) {
       const Acc ar = a[r];
       for (int j = 0; j < NR; ++j) acc[r][j] += ar * b[j];
@@ -27,10 +35,18 @@ void tile_portable(std::int64_t K, const Acc* a, const Acc* b, std::int64_t ldb,
 
 // The 6 x 16 float tile in twelve registers: per k, two loads of B, six broadcasts of A, twelve FMAs.
 __attribute__((target("avx2,fma"))) void tile_f32_avx2(std::int64_t K, const float* a, const float* b,
-                                                       std::int64_t ldb, float* c, std::int64_t ldc) {
+                                                       float* c, std::int64_t ldc, bool accumulate) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (std::int64_t k = 0; k < K; ++k, a += R, b += ldb) {
+  if (accumulate) {
+    c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
+    c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
+    c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+    c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+    c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
+    c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+  }
+  for (std::int64_t k = 0; k < K; ++k, a += R, b += 2 * 8) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
     __m256 x = _mm256_broadcast_ss(a + 0);
     c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
@@ -54,10 +70,18 @@ __attribute__((target("avx2,fma"))) void tile_f32_avx2(std::int64_t K, const flo
 
 // The 6 x 8 double tile, same shape of loop.
 __attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const double* a, const double* b,
-                                                       std::int64_t ldb, double* c, std::int64_t ldc) {
+                                                       double* c, std::int64_t ldc, bool accumulate) {
   __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256d c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (std::int64_t k = 0; k < K; ++k, a += R, b += ldb) {
+  if (accumulate) {
+    c00 = _mm256_loadu_pd(c), c01 = _mm256_loadu_pd(c + 4);
+    c10 = _mm256_loadu_pd(c + ldc), c11 = _mm256_loadu_pd(c + ldc + 4);
+    c20 = _mm256_loadu_pd(c + 2 * ldc), c21 = _mm256_loadu_pd(c + 2 * ldc + 4);
+    c30 = _mm256_loadu_pd(c + 3 * ldc), c31 = _mm256_loadu_pd(c + 3 * ldc + 4);
+    c40 = _mm256_loadu_pd(c + 4 * ldc), c41 = _mm256_loadu_pd(c + 4 * ldc + 4);
+    c50 = _mm256_loadu_pd(c + 5 * ldc), c51 = _mm256_loadu_pd(c + 5 * ldc + 4);
+  }
+  for (std::int64_t k = 0; k < K; ++k, a += R, b += 2 * 4) {
     const __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4);
     __m256d x = _mm256_broadcast_sd(a + 0);
     c00 = _mm256_fmadd_pd(x, b0, c00), c01 = _mm256_fmadd_pd(x, b1, c01);
@@ -80,27 +104,33 @@ __attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const dou
 }
 
 template <class Acc, class Tile>
-void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const Acc* b, std::int64_t ldb, Acc* c,
-           std::int64_t ldc, Tile tile) {
+void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int64_t ldc,
+           Tile tile) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
-  // Column blocks outside: one K x NR slice of B is reused from cache by every row panel.
-  for (std::int64_t j = 0; j < N; j += NR) {
-    for (std::int64_t p = 0; p < M; p += kGemmRows) tile(K, a + p * K, b + j, ldb, c + p * ldc + j, ldc);
+  for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
+    const std::int64_t depth = std::min(kGemmDepth, K - k0);
+    // Micro-panels of B outside: each K block of one stays in L1 while every panel of A
+    // (the whole K block of A stays in L2) passes over it.
+    for (std::int64_t j = 0; j < N; j += NR) {
+      const Acc* b_block = b + j * K + k0 * NR;
+      for (std::int64_t p = 0; p < M; p += kGemmRows)
+        tile(depth, a + p * K + k0 * kGemmRows, b_block, c + p * ldc + j, ldc, k0 > 0);
+    }
   }
 }
 
 }  // namespace
 
-void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const float* b, std::int64_t ldb,
-                 float* c, std::int64_t ldc) {
-  if (avx2_fma_enabled()) return drive(M, N, K, a, b, ldb, c, ldc, tile_f32_avx2);
-  drive(M, N, K, a, b, ldb, c, ldc, tile_portable<float>);
+void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const float* b, float* c,
+                 std::int64_t ldc) {
+  if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2);
+  drive(M, N, K, a, b, c, ldc, tile_portable<float>);
 }
 
-void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a, const double* b, std::int64_t ldb,
-                 double* c, std::int64_t ldc) {
-  if (avx2_fma_enabled()) return drive(M, N, K, a, b, ldb, c, ldc, tile_f64_avx2);
-  drive(M, N, K, a, b, ldb, c, ldc, tile_portable<double>);
+void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a, const double* b, double* c,
+                 std::int64_t ldc) {
+  if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f64_avx2);
+  drive(M, N, K, a, b, c, ldc, tile_portable<double>);
 }
 
 }  // namespace dmlops
