@@ -54,7 +54,7 @@ void BM_Resnet3x3_F32(benchmark::State& s) { run(s, DataType::Float32, {1, 64, 5
 void BM_Resnet3x3_F16(benchmark::State& s) { run(s, DataType::Float16, {1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, 1, kForward); }
 void BM_Resnet3x3_F64(benchmark::State& s) { run(s, DataType::Float64, {1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, 1, kForward); }
 void BM_Resnet1x1_F32(benchmark::State& s) { run(s, DataType::Float32, {1, 256, 56, 56}, {64, 256, 1, 1}, 1, 0, 1, kForward); }
-void BM_Depthwise3x3_F32(benchmark::State& s) { run(s, DataType::Float32, {1, 64, 56, 56}, {64, 1, 3, 3}, 1, 1, 64, kForward); }
+void BM_Depthwise3x3_F32(benchmark::State& s) { run(s, DataType::Float32, {1, 144, 56, 56}, {144, 1, 3, 3}, 1, 1, 144, kForward); }
 void BM_Transposed4x4s2_F32(benchmark::State& s) {
   run(s, DataType::Float32, {1, 64, 28, 28}, {64, 32, 4, 4}, 2, 1, 1, dmlops::ConvolutionDirection::Backward);
 }

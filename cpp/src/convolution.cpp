@@ -403,6 +403,114 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// FORWARD, one input channel per group (depthwise, with any channel multiplier): no GEMM, whose
+// 6-row tiles would be mostly padding. Per (n, input channel) task the input plane is copied once
+// into a zero-padded scratch covering every tap of every output, its last axis split into
+// `stride` phases (phase q holds padded columns q, q + stride, ...), so that for any tap the
+// outputs of one output row read consecutive values. Each output row is then a
+// weighted_row_sum over one shifted source row per tap, summed in increasing tap order.
+
+template <class T>
+void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  using Acc = typename AccumulatorOf<T>::type;
+  const int D = g.D, last = D - 1;
+  std::vector<WindowAxis> axes(static_cast<std::size_t>(D));
+  for (int a = 0; a < D; ++a)
+    axes[a] = WindowAxis{g.in_spatial[a], g.kernel[a], g.strides[a], g.dilations[a], g.start[a], g.end[a]};
+  const BlockWalker walker(std::move(axes));
+  const Taps tap(walker, v.filter);
+  const std::int64_t taps = walker.tap_count();
+  const bool flip = desc.mode == ConvolutionMode::Convolution;
+
+  // Padded extent per axis: what the taps of every output reach, from padded index 0 (input
+  // index -start).
+  Dims padded = Dims::filled(D, 0);
+  for (int a = 0; a < D; ++a) padded[a] = (g.out_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1;
+  const std::int64_t phases = g.strides[last], phase_len = ceil_div(padded[last], phases);
+  const std::int64_t row_len = phases * phase_len;  // one padded row, phase after phase
+  Dims row_strides = Dims::filled(D, row_len);      // in elements; the last entry is unused
+  for (int a = D - 3; a >= 0; --a) row_strides[a] = row_strides[a + 1] * padded[a + 1];
+  const std::int64_t padded_rows = D == 1 ? 1 : row_strides[0] / row_len * padded[0];
+  const std::int64_t out_width = g.out_spatial[last], out_rows = g.out_spatial.product() / out_width;
+
+  // Where tap t of output (0, ..., 0) reads in the scratch.
+  std::vector<std::int64_t> tap_offset;
+  for (std::int64_t t = 0; t < taps; ++t) {
+    const Dims& index = tap.index[static_cast<std::size_t>(t)];
+    const std::int64_t x = index[last] * g.dilations[last];
+    std::int64_t offset = x % phases * phase_len + x / phases;
+    for (int a = 0; a < last; ++a) offset += index[a] * g.dilations[a] * row_strides[a];
+    tap_offset.push_back(offset);
+  }
+
+  const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
+  const auto* in_base = static_cast<const std::byte*>(v.in.data);
+  const auto* w = static_cast<const std::byte*>(v.filter.data);
+  auto* out_base = static_cast<std::byte*>(v.out.data);
+  const std::int64_t multiplier = g.out_per_group, tasks = g.batch * g.in_channels;
+  const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * out_rows * out_width));
+  parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<Acc> plane = scratch<Acc>(padded_rows * row_len), line = scratch<Acc>(padded[last]);
+    std::vector<Acc> weights = scratch<Acc>(taps), result = scratch<Acc>(out_rows * out_width);
+    std::vector<const Acc*> sources(static_cast<std::size_t>(taps));
+    Dims index = Dims::filled(D, 0);
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t n = task / g.in_channels, c = task % g.in_channels;
+      const std::byte* src = in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1];
+      // The padded, phase-split copy of the input plane.
+      const std::int64_t lo = std::min(g.start[last], padded[last]);
+      const std::int64_t hi = std::clamp(g.start[last] + g.in_spatial[last], lo, padded[last]);
+      for (std::int64_t r = 0; r < padded_rows; ++r) {
+        Acc* dst = plane.data() + r * row_len;
+        std::int64_t rest = r, offset = 0;
+        bool inside = hi > lo;
+        for (int a = last - 1; a >= 0; --a) {
+          const std::int64_t i = rest % padded[a] - g.start[a];
+          rest /= padded[a];
+          inside = inside && i >= 0 && i < g.in_spatial[a];
+          offset += i * in_strides[a];
+        }
+        if (!inside) {
+          std::fill_n(dst, row_len, Acc(0));
+          continue;
+        }
+        Acc* target = phases == 1 ? dst : line.data();
+        std::fill_n(target, lo, Acc(0));
+        load_run<T, Acc>(src + offset + (lo - g.start[last]) * in_strides[last], in_strides[last], hi - lo, target + lo);
+        std::fill(target + hi, target + padded[last], Acc(0));
+        if (phases > 1) {
+          std::fill_n(dst, row_len, Acc(0));
+          for (std::int64_t q = 0; q < phases; ++q) {
+            for (std::int64_t i = 0; i * phases + q < padded[last]; ++i) dst[q * phase_len + i] = line[i * phases + q];
+          }
+        }
+      }
+      for (std::int64_t m = 0; m < multiplier; ++m) {
+        const std::int64_t oc = c * multiplier + m;
+        for (std::int64_t t = 0; t < taps; ++t)
+          weights[t] = load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, flip));
+        const Acc bias = bias_of<T, Acc>(v, oc);
+        // Output rows in order: `index` counts them over the outer axes, `base` follows in the scratch.
+        std::fill(index.begin(), index.end(), 0);
+        std::int64_t base = 0;
+        for (std::int64_t row = 0; row < out_rows; ++row) {
+          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + base + tap_offset[t];
+          weighted_row_sum(taps, sources.data(), weights.data(), out_width, result.data() + row * out_width);
+          for (int a = last - 1; a >= 0; --a) {
+            base += g.strides[a] * row_strides[a];
+            if (++index[a] < g.out_spatial[a]) break;
+            base -= index[a] * g.strides[a] * row_strides[a];
+            index[a] = 0;
+          }
+        }
+        finish_row<T, Acc>(result.data(), out_rows * out_width, bias, desc.fused_activation,
+                           out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1], g.out_spatial, out_strides, 0);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // BACKWARD
 
 template <class T>
@@ -531,7 +639,9 @@ void execute(const ConvolutionDesc& desc, const TensorView& in, const TensorView
   visit_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>) {
-      if (desc.direction == ConvolutionDirection::Forward) {
+      if (desc.direction == ConvolutionDirection::Forward && g.in_per_group == 1) {
+        forward_depthwise<T>(desc, g, views);
+      } else if (desc.direction == ConvolutionDirection::Forward) {
         forward<T>(desc, g, views);
       } else {
         backward<T>(desc, g, views);

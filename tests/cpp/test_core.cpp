@@ -1659,6 +1659,45 @@ void check_gemm() {
   }
 }
 
+// weighted_row_sum against double sums: every vector tail (n around 8 and 32), several tap
+// counts, rows at odd offsets of one buffer (unaligned, overlapping like a convolution's taps).
+template <class Acc>
+void check_weighted_row_sum() {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  std::vector<Acc> source(200);
+  for (Acc& v : source) v = static_cast<Acc>(value(rng));
+  for (std::int64_t taps : {1, 3, 9}) {
+    std::vector<Acc> weights(static_cast<std::size_t>(taps));
+    std::vector<const Acc*> rows;
+    for (std::int64_t t = 0; t < taps; ++t) {
+      weights[static_cast<std::size_t>(t)] = static_cast<Acc>(value(rng));
+      rows.push_back(source.data() + 1 + 5 * t);
+    }
+    for (std::int64_t n : {0, 1, 7, 8, 9, 31, 32, 33, 70, 150}) {
+      std::vector<Acc> out(static_cast<std::size_t>(n) + 1, Acc(42));
+      weighted_row_sum(taps, rows.data(), weights.data(), n, out.data());
+      for (std::int64_t j = 0; j < n; ++j) {
+        double exact = 0, magnitude = 0;
+        for (std::int64_t t = 0; t < taps; ++t) {
+          const double term = double(weights[static_cast<std::size_t>(t)]) * double(rows[static_cast<std::size_t>(t)][j]);
+          exact += term;
+          magnitude += std::abs(term);
+        }
+        ASSERT_NEAR(double(out[static_cast<std::size_t>(j)]), exact,
+                    2 * (taps + 1) * std::numeric_limits<Acc>::epsilon() * magnitude + 1e-300)
+            << "taps " << taps << " n " << n << " at " << j;
+      }
+      EXPECT_EQ(out[static_cast<std::size_t>(n)], Acc(42)) << "wrote past n = " << n;
+    }
+  }
+}
+
+TEST(Gemm, WeightedRowSumMatchesPlainLoops) {
+  check_weighted_row_sum<float>();
+  check_weighted_row_sum<double>();
+}
+
 TEST(Gemm, PackedProductMatchesPlainLoops) {
   check_gemm<float>();
   check_gemm<double>();

@@ -119,7 +119,58 @@ void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const A
   }
 }
 
+template <class Acc>
+void weighted_row_sum_portable(std::int64_t taps, const Acc* const* rows, const Acc* weights, std::int64_t n, Acc* out) {
+  std::fill_n(out, n, Acc(0));
+  for (std::int64_t t = 0; t < taps; ++t) {
+    const Acc w = weights[t], *row = rows[t];
+    for (std::int64_t j = 0; j < n; ++j) out[j] += w * row[j];
+  }
+}
+
+// Four registers of outputs at a time, summed over every tap before they are stored.
+__attribute__((target("avx2,fma"))) void weighted_row_sum_avx2(std::int64_t taps, const float* const* rows,
+                                                               const float* weights, std::int64_t n, float* out) {
+  std::int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (std::int64_t t = 0; t < taps; ++t) {
+      const __m256 w = _mm256_broadcast_ss(weights + t);
+      const float* row = rows[t] + j;
+      s0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row), s0);
+      s1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8), s1);
+      s2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 16), s2);
+      s3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 24), s3);
+    }
+    _mm256_storeu_ps(out + j, s0), _mm256_storeu_ps(out + j + 8, s1);
+    _mm256_storeu_ps(out + j + 16, s2), _mm256_storeu_ps(out + j + 24, s3);
+  }
+  for (; j + 8 <= n; j += 8) {
+    __m256 s = _mm256_setzero_ps();
+    for (std::int64_t t = 0; t < taps; ++t) s = _mm256_fmadd_ps(_mm256_broadcast_ss(weights + t), _mm256_loadu_ps(rows[t] + j), s);
+    _mm256_storeu_ps(out + j, s);
+  }
+  if (j < n) {  // the last 1..7 outputs: masked loads never touch memory past a row's end
+    alignas(32) static constexpr std::int32_t kLanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLanes + 8 - (n - j)));
+    __m256 s = _mm256_setzero_ps();
+    for (std::int64_t t = 0; t < taps; ++t)
+      s = _mm256_fmadd_ps(_mm256_broadcast_ss(weights + t), _mm256_maskload_ps(rows[t] + j, mask), s);
+    _mm256_maskstore_ps(out + j, mask, s);
+  }
+}
+
 }  // namespace
+
+void weighted_row_sum(std::int64_t taps, const float* const* rows, const float* weights, std::int64_t n, float* out) {
+  if (avx2_fma_enabled()) return weighted_row_sum_avx2(taps, rows, weights, n, out);
+  weighted_row_sum_portable(taps, rows, weights, n, out);
+}
+
+void weighted_row_sum(std::int64_t taps, const double* const* rows, const double* weights, std::int64_t n,
+                      double* out) {
+  weighted_row_sum_portable(taps, rows, weights, n, out);
+}
 
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const float* b, float* c,
                  std::int64_t ldc) {
