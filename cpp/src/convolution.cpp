@@ -263,6 +263,9 @@ void pack_zeros(Acc* panel, std::int64_t K, std::int64_t k, std::int64_t j, std:
 template <class Fn>
 void for_each_run(const Dims& sizes, const Dims& strides, std::int64_t p0, std::int64_t count, Fn&& fn) {
   const int D = sizes.size();
+  bool dense = true;  // one run for the whole plane
+  for (int a = 0; a + 1 < D; ++a) dense = dense && strides[a] == strides[a + 1] * sizes[a + 1];
+  if (dense) return fn(p0 * strides[D - 1], 0, count);
   Dims index = Dims::filled(D, 0);
   for (int a = D - 1; a >= 0; --a) {
     index[a] = p0 % sizes[a];
@@ -443,6 +446,20 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
     tap_offset.push_back(offset);
   }
 
+  // Phase q's entry i holds input column i * phases + q - start: the entries [first, stop) that
+  // are inside the input.
+  std::vector<std::pair<std::int64_t, std::int64_t>> phase_inputs;
+  for (std::int64_t q = 0; q < phases; ++q) {
+    const std::int64_t first = std::min(phase_len, std::max<std::int64_t>(0, ceil_div(g.start[last] - q, phases)));
+    phase_inputs.emplace_back(first, std::clamp(ceil_div(g.in_spatial[last] + g.start[last] - q, phases), first, phase_len));
+  }
+  // With unit strides, output (o..., x) reads tap t at scratch offset sum(o * row_strides) + x +
+  // tap_offset[t]: the whole plane is one weighted_row_sum over flat_length scratch positions,
+  // whose columns past out_width (reading the padding) are dropped.
+  const bool unit_strides = std::all_of(g.strides.begin(), g.strides.end(), [](std::int64_t s) { return s == 1; });
+  std::int64_t flat_length = out_width;
+  for (int a = 0; a < last; ++a) flat_length += (g.out_spatial[a] - 1) * row_strides[a];
+
   const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
   const auto* w = static_cast<const std::byte*>(v.filter.data);
@@ -450,39 +467,34 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
   const std::int64_t multiplier = g.out_per_group, tasks = g.batch * g.in_channels;
   const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * out_rows * out_width));
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<Acc> plane = scratch<Acc>(padded_rows * row_len), line = scratch<Acc>(padded[last]);
+    std::vector<Acc> plane = scratch<Acc>(padded_rows * row_len);
     std::vector<Acc> weights = scratch<Acc>(taps), result = scratch<Acc>(out_rows * out_width);
+    std::vector<Acc> wide = scratch<Acc>(unit_strides ? flat_length : 0);
     std::vector<const Acc*> sources(static_cast<std::size_t>(taps));
-    Dims index = Dims::filled(D, 0);
+    Dims index = Dims::filled(D, 0), padded_index = Dims::filled(D, 0);
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / g.in_channels, c = task % g.in_channels;
       const std::byte* src = in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1];
-      // The padded, phase-split copy of the input plane.
-      const std::int64_t lo = std::min(g.start[last], padded[last]);
-      const std::int64_t hi = std::clamp(g.start[last] + g.in_spatial[last], lo, padded[last]);
+      // The padded, phase-split copy of the input plane, row by row (`padded_index` counts the
+      // rows over the outer axes): phase q of a row reads every phases-th input value. Only the
+      // entries inside the input are written: the padding is the same for every channel and
+      // stays zero from the scratch's creation.
+      std::fill(padded_index.begin(), padded_index.end(), 0);
       for (std::int64_t r = 0; r < padded_rows; ++r) {
         Acc* dst = plane.data() + r * row_len;
-        std::int64_t rest = r, offset = 0;
-        bool inside = hi > lo;
-        for (int a = last - 1; a >= 0; --a) {
-          const std::int64_t i = rest % padded[a] - g.start[a];
-          rest /= padded[a];
+        std::int64_t offset = 0;
+        bool inside = true;
+        for (int a = 0; a < last; ++a) {
+          const std::int64_t i = padded_index[a] - g.start[a];
           inside = inside && i >= 0 && i < g.in_spatial[a];
           offset += i * in_strides[a];
         }
-        if (!inside) {
-          std::fill_n(dst, row_len, Acc(0));
-          continue;
-        }
-        Acc* target = phases == 1 ? dst : line.data();
-        std::fill_n(target, lo, Acc(0));
-        load_run<T, Acc>(src + offset + (lo - g.start[last]) * in_strides[last], in_strides[last], hi - lo, target + lo);
-        std::fill(target + hi, target + padded[last], Acc(0));
-        if (phases > 1) {
-          std::fill_n(dst, row_len, Acc(0));
-          for (std::int64_t q = 0; q < phases; ++q) {
-            for (std::int64_t i = 0; i * phases + q < padded[last]; ++i) dst[q * phase_len + i] = line[i * phases + q];
-          }
+        for (int a = last - 1; a >= 0 && ++padded_index[a] == padded[a]; --a) padded_index[a] = 0;
+        if (!inside) continue;  // zeros since the scratch was made
+        for (std::int64_t q = 0; q < phases; ++q, dst += phase_len) {
+          const auto [first, stop] = phase_inputs[q];
+          load_run<T, Acc>(src + offset + (first * phases + q - g.start[last]) * in_strides[last],
+                           phases * in_strides[last], stop - first, dst + first);
         }
       }
       for (std::int64_t m = 0; m < multiplier; ++m) {
@@ -490,12 +502,20 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
         for (std::int64_t t = 0; t < taps; ++t)
           weights[t] = load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, flip));
         const Acc bias = bias_of<T, Acc>(v, oc);
+        if (unit_strides) {  // every output row at once, as one long row (see above)
+          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + tap_offset[t];
+          weighted_row_sum(taps, sources.data(), weights.data(), flat_length, wide.data());
+        }
         // Output rows in order: `index` counts them over the outer axes, `base` follows in the scratch.
         std::fill(index.begin(), index.end(), 0);
         std::int64_t base = 0;
         for (std::int64_t row = 0; row < out_rows; ++row) {
-          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + base + tap_offset[t];
-          weighted_row_sum(taps, sources.data(), weights.data(), out_width, result.data() + row * out_width);
+          if (unit_strides) {
+            std::copy_n(wide.data() + base, out_width, result.data() + row * out_width);
+          } else {
+            for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + base + tap_offset[t];
+            weighted_row_sum(taps, sources.data(), weights.data(), out_width, result.data() + row * out_width);
+          }
           for (int a = last - 1; a >= 0; --a) {
             base += g.strides[a] * row_strides[a];
             if (++index[a] < g.out_spatial[a]) break;
