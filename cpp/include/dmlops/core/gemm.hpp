@@ -16,8 +16,10 @@
 // increasing k, whatever the caller's split of M or N: results do not depend on the thread count.
 //
 // Micro-kernels: 6 x 16 floats / 6 x 8 doubles in twelve AVX2 registers with FMA, chosen at
-// run time by avx2_fma_enabled(); the portable fallback computes the same tiles with separate
-// multiplies and adds, so its last bits may differ from the FMA kernel's.
+// run time by avx2_fma_enabled(); with avx512_enabled(), 6 x 32 floats (two micro-panels) in
+// twelve AVX-512 registers, the same FMA chains, so the same bits as AVX2. The portable fallback
+// computes the same tiles with separate multiplies and adds, so its last bits may differ from
+// the FMA kernels'.
 #pragma once
 
 #include <algorithm>
