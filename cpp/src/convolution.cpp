@@ -236,28 +236,6 @@ void store_run(const Acc* src, std::int64_t n, std::byte* dst, std::int64_t step
   }
 }
 
-// Row k, columns [j, j + n) of a packed GEMM B panel with K rows: n values of T read every `step`
-// bytes from src, or zeros.
-template <class T, class Acc>
-void pack_run(Acc* panel, std::int64_t K, std::int64_t k, std::int64_t j, const std::byte* src, std::int64_t step,
-              std::int64_t n) {
-  constexpr std::int64_t NR = gemm_columns<Acc>();
-  pack_gemm_b_run(panel, K, k, j, n, [&](Acc* dst, std::int64_t first, std::int64_t count) {
-    if constexpr (std::is_same_v<T, Acc>) {
-      if (count == NR && step == sizeof(T)) {  // a whole micro-panel row: a fixed-size copy, inlined
-        std::memcpy(dst, src + first * step, NR * sizeof(T));
-        return;
-      }
-    }
-    load_run<T, Acc>(src + first * step, step, count, dst);
-  });
-}
-
-template <class Acc>
-void pack_zeros(Acc* panel, std::int64_t K, std::int64_t k, std::int64_t j, std::int64_t n) {
-  pack_gemm_b_run(panel, K, k, j, n, [](Acc* dst, std::int64_t, std::int64_t count) { std::fill_n(dst, count, Acc(0)); });
-}
-
 // Positions [p0, p0 + count) of a spatial plane (row-major over `sizes`, byte strides `strides`)
 // as runs along the last axis: fn(byte offset, first index in the range, run length).
 template <class Fn>
@@ -376,7 +354,8 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
   auto* out_base = static_cast<std::byte*>(v.out.data);
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<Acc> panel = scratch<Acc>(K * block), result = scratch<Acc>(M_pad * block);
+    // `row`: one row of B before packing.
+    std::vector<Acc> panel = scratch<Acc>(K * block), result = scratch<Acc>(M_pad * block), row = scratch<Acc>(block);
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / (g.groups * blocks), grp = task / blocks % g.groups;
       const std::int64_t p0 = task % blocks * block, count = std::min(block, positions - p0);
@@ -384,14 +363,14 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       for (std::int64_t c = 0; c < g.in_per_group; ++c) {
         const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * g.in_per_group + c) * v.in.byte_strides[1];
         for (std::int64_t t = 0; t < taps; ++t) {
-          const std::int64_t k = c * taps + t;
           walker.walk_span(
               tap.index[t], p0, p0 + count, in_strides, /*base_offset=*/0,
-              [&](std::int64_t col, std::int64_t n_pad) { pack_zeros(panel.data(), K, k, col - p0, n_pad); },
+              [&](std::int64_t col, std::int64_t n_pad) { std::fill_n(row.data() + (col - p0), n_pad, Acc(0)); },
               [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t n_in) {
-                pack_run<T>(panel.data(), K, k, col - p0, plane + offset, step, n_in);
+                load_run<T, Acc>(plane + offset, step, n_in, row.data() + (col - p0));
               });
-          pack_zeros(panel.data(), K, k, count, width - count);
+          std::fill(row.data() + count, row.data() + width, Acc(0));
+          pack_gemm_b_row(panel.data(), K, c * taps + t, row.data(), width);
         }
       }
       gemm_packed(M_pad, width, K, packed.data() + grp * M_pad * K, panel.data(), result.data(), width);
@@ -574,6 +553,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     const std::int64_t M_max = round_up(per_task * taps, kGemmRows);
     std::vector<Acc> packed = scratch<Acc>(M_max * K), panel = scratch<Acc>(K * block);
     std::vector<Acc> result = scratch<Acc>(M_max * block), sums = scratch<Acc>(per_task * out_positions);
+    std::vector<Acc> row = scratch<Acc>(block);
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / (g.groups * chunks), grp = task / chunks % g.groups;
       const std::int64_t oc0 = task % chunks * per_task, ocs = std::min(per_task, g.out_per_group - oc0);
@@ -592,9 +572,10 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         for (std::int64_t ic = 0; ic < K; ++ic) {
           const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * K + ic) * v.in.byte_strides[1];
           for_each_run(g.in_spatial, in_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
-            pack_run<T>(panel.data(), K, ic, first, plane + offset, in_strides[g.D - 1], len);
+            load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row.data() + first);
           });
-          pack_zeros(panel.data(), K, ic, count, width - count);
+          std::fill(row.data() + count, row.data() + width, Acc(0));
+          pack_gemm_b_row(panel.data(), K, ic, row.data(), width);
         }
         gemm_packed(M_pad, width, K, packed.data(), panel.data(), result.data(), width);
         for (std::int64_t oc = 0; oc < ocs; ++oc) {

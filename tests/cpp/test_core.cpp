@@ -1616,7 +1616,7 @@ TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
 }
 
 // gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
-// sizes), K from 1 up and across K blocks; B packed run by run; both element types. The micro-kernel writes whole tiles, so C has
+// sizes), K from 1 up and across K blocks; B packed row by row; both element types. The micro-kernel writes whole tiles, so C has
 // round_up(M, kGemmRows) rows; only the first M are compared.
 template <class Acc>
 void check_gemm() {
@@ -1633,11 +1633,7 @@ void check_gemm() {
         pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[static_cast<std::size_t>(i * K + k)]; },
                     packed.data());
         std::vector<Acc> b_packed(static_cast<std::size_t>(K * N));
-        for (std::int64_t k = 0; k < K; ++k) {
-          pack_gemm_b_run(b_packed.data(), K, k, 0, N, [&](Acc* dst, std::int64_t first, std::int64_t count) {
-            std::copy_n(b.data() + k * (N + 3) + first, count, dst);
-          });
-        }
+        for (std::int64_t k = 0; k < K; ++k) pack_gemm_b_row(b_packed.data(), K, k, b.data() + k * (N + 3), N);
         const std::int64_t ldc = N + 1;
         std::vector<Acc> c(static_cast<std::size_t>(round_up(M, kGemmRows) * ldc));
         gemm_packed(round_up(M, kGemmRows), N, K, packed.data(), b_packed.data(), c.data(), ldc);

@@ -6,7 +6,7 @@
 // Both operands are packed in the order the micro-kernel reads them:
 // - A in panels of kGemmRows rows (pack_gemm_a): panel p holds rows p*R .. p*R+R-1 column by
 //   column (K groups of R values; rows past M are zero).
-// - B in micro-panels of NR = gemm_columns<Acc>() columns (gemm_b_offset / pack_gemm_b_run):
+// - B in micro-panels of NR = gemm_columns<Acc>() columns (gemm_b_offset / pack_gemm_b_row):
 //   micro-panel q holds columns q*NR .. q*NR+NR-1 row by row (K groups of NR values), so one
 //   micro-panel is one contiguous stream. N is a multiple of NR (the caller zero-fills the tail).
 // C receives whole tiles: it needs round_up(M, kGemmRows) rows of ldc >= N.
@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace dmlops {
 
@@ -56,16 +57,12 @@ constexpr std::int64_t gemm_b_offset(std::int64_t K, std::int64_t k, std::int64_
   return j / NR * K * NR + k * NR + j % NR;
 }
 
-// Fills row k, columns [j, j + n) of a packed B through fill(destination, first, count): the
-// run is cut where it crosses a micro-panel, `first` counts from j.
-template <class Acc, class Fill>
-void pack_gemm_b_run(Acc* b, std::int64_t K, std::int64_t k, std::int64_t j, std::int64_t n, Fill&& fill) {
+// Copies `row` (N values, N a multiple of NR) into row k of a packed B with K rows: callers
+// build a row contiguously (in L1), then move it in whole micro-panel pieces.
+template <class Acc>
+void pack_gemm_b_row(Acc* b, std::int64_t K, std::int64_t k, const Acc* row, std::int64_t N) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
-  for (std::int64_t done = 0; done < n;) {
-    const std::int64_t col = j + done, piece = std::min(n - done, NR - col % NR);
-    fill(b + gemm_b_offset<Acc>(K, k, col), done, piece);
-    done += piece;
-  }
+  for (std::int64_t j = 0; j < N; j += NR) std::memcpy(b + gemm_b_offset<Acc>(K, k, j), row + j, NR * sizeof(Acc));
 }
 
 // C = A * B over whole tiles (see above): M rows (padded to kGemmRows), N columns (a multiple
