@@ -37,7 +37,10 @@ namespace {
 constexpr const char* kOp = "Convolution";
 constexpr std::string_view kModeNames[] = {"convolution", "cross_correlation"};
 constexpr std::string_view kDirectionNames[] = {"forward", "backward"};
-constexpr std::int64_t kPanelBytes = 512 * 1024;   // an im2col / input panel stays in L2
+constexpr std::int64_t kPanelBytes = 2048 * 1024;  // a forward im2col panel (streamed once per K block)
+constexpr std::int64_t kBackwardPanelBytes = 256 * 1024;  // a backward input panel stays in L2
+constexpr std::int64_t kMinBlock = 128;          // forward positions per task, at least
+constexpr std::int64_t kMinChannelBlock = 48;    // output channels per forward task, at least
 constexpr std::int64_t kPlaneBytes = 1024 * 1024;  // a backward task's accumulator planes
 constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not worth a thread
 
@@ -331,51 +334,77 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
   const Taps tap(walker, v.filter);
-  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'].
+  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'] (pack_gemm_a's layout,
+  // written panel by panel in parallel: a large layer's filter is megabytes).
   const auto* w = static_cast<const std::byte*>(v.filter.data);
   std::vector<Acc> packed = scratch<Acc>(g.groups * M_pad * K);
-  for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-    pack_gemm_a(M, K,
-                [&](std::int64_t i, std::int64_t k) {
-                  const std::int64_t c = k / taps, t = k % taps;
-                  return load_value<T, Acc>(w + (grp * M + i) * v.filter.byte_strides[0] + c * v.filter.byte_strides[1] +
-                                            tap.filter(t, flip));
-                },
-                packed.data() + grp * M_pad * K);
-  }
+  const std::int64_t panels = M_pad / kGemmRows;
+  parallel_for(0, g.groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t grp = task / panels, p = task % panels * kGemmRows;
+      Acc* dst = packed.data() + (grp * M_pad + p) * K;
+      for (std::int64_t c = 0; c < g.in_per_group; ++c) {
+        for (std::int64_t t = 0; t < taps; ++t) {
+          const std::byte* column = w + (grp * M + p) * v.filter.byte_strides[0] + c * v.filter.byte_strides[1] + tap.filter(t, flip);
+          for (std::int64_t r = 0; r < kGemmRows; ++r)
+            *dst++ = p + r < M ? load_value<T, Acc>(column + r * v.filter.byte_strides[0]) : Acc(0);
+        }
+      }
+    }
+  });
 
-  // Position blocks: NR-multiples whose im2col panel fits kPanelBytes.
-  const std::int64_t fit = std::max<std::int64_t>(NR, kPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))) / NR * NR);
-  const std::int64_t block = std::min(fit, round_up(positions, NR));
-  const std::int64_t blocks = ceil_div(positions, block), tasks = g.batch * g.groups * blocks;
-  const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, M * K * block));
+  // Position blocks: NR-multiples whose im2col panel fits kPanelBytes (at least kMinBlock
+  // positions, so that A, streamed once per task, is reused), of about equal sizes.
+  const std::int64_t fit = std::max(kMinBlock, kPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))));
+  const std::int64_t blocks = ceil_div(positions, fit);
+  const std::int64_t block = round_up(ceil_div(positions, blocks), NR);
+  // Output-channel blocks (multiples of kGemmRows) only when (batch, group, position block)
+  // tasks are too few for the threads: then each channel block packs B again. The blocks change
+  // which tile computes an element, never its sum, so the results do not depend on them.
+  const std::int64_t outer = g.batch * g.groups * blocks, threads = num_threads();
+  std::int64_t channel_blocks = 1;
+  if (outer < 2 * threads)
+    channel_blocks = std::min(ceil_div(2 * threads, outer), std::max<std::int64_t>(1, M_pad / kMinChannelBlock));
+  const std::int64_t channel_block = round_up(ceil_div(M, channel_blocks), kGemmRows);
+  channel_blocks = ceil_div(M, channel_block);
+  const std::int64_t tasks = outer * channel_blocks;
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * channel_block * K * block));
 
   const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
   auto* out_base = static_cast<std::byte*>(v.out.data);
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    // `row`: one row of B before packing.
-    std::vector<Acc> panel = scratch<Acc>(K * block), result = scratch<Acc>(M_pad * block), row = scratch<Acc>(block);
+    // `row`: one row of B before packing. Consecutive tasks of one position block (channel
+    // blocks vary fastest) reuse the packed panel.
+    std::vector<Acc> panel = scratch<Acc>(K * block), result = scratch<Acc>(channel_block * block), row = scratch<Acc>(block);
+    std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
-      const std::int64_t n = task / (g.groups * blocks), grp = task / blocks % g.groups;
-      const std::int64_t p0 = task % blocks * block, count = std::min(block, positions - p0);
+      const std::int64_t position_task = task / channel_blocks, m0 = task % channel_blocks * channel_block;
+      const std::int64_t n = position_task / (g.groups * blocks), grp = position_task / blocks % g.groups;
+      const std::int64_t p0 = position_task % blocks * block, count = std::min(block, positions - p0);
       const std::int64_t width = round_up(count, NR);
-      for (std::int64_t c = 0; c < g.in_per_group; ++c) {
-        const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * g.in_per_group + c) * v.in.byte_strides[1];
-        for (std::int64_t t = 0; t < taps; ++t) {
-          walker.walk_span(
-              tap.index[t], p0, p0 + count, in_strides, /*base_offset=*/0,
-              [&](std::int64_t col, std::int64_t n_pad) { std::fill_n(row.data() + (col - p0), n_pad, Acc(0)); },
-              [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t n_in) {
-                load_run<T, Acc>(plane + offset, step, n_in, row.data() + (col - p0));
-              });
-          std::fill(row.data() + count, row.data() + width, Acc(0));
-          pack_gemm_b_row(panel.data(), K, c * taps + t, row.data(), width);
+      if (packed_for != position_task) {
+        packed_for = position_task;
+        for (std::int64_t c = 0; c < g.in_per_group; ++c) {
+          const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * g.in_per_group + c) * v.in.byte_strides[1];
+          for (std::int64_t t = 0; t < taps; ++t) {
+            walker.walk_span(
+                tap.index[t], p0, p0 + count, in_strides, /*base_offset=*/0,
+                [&](std::int64_t col, std::int64_t n_pad) { std::fill_n(row.data() + (col - p0), n_pad, Acc(0)); },
+                [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t n_in) {
+                  load_run<T, Acc>(plane + offset, step, n_in, row.data() + (col - p0));
+                });
+            std::fill(row.data() + count, row.data() + width, Acc(0));
+            pack_gemm_b_row(panel.data(), K, c * taps + t, row.data(), width);
+          }
         }
       }
-      gemm_packed(M_pad, width, K, packed.data() + grp * M_pad * K, panel.data(), result.data(), width);
-      for (std::int64_t i = 0; i < M; ++i) {
-        const std::int64_t oc = grp * M + i;
+      const std::int64_t rows = std::min(channel_block, M - m0);
+      gemm_packed(round_up(rows, kGemmRows), width, K, packed.data() + (grp * M_pad + m0) * K, panel.data(),
+                  result.data(), width);
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const std::int64_t oc = grp * M + m0 + i;
         finish_row<T, Acc>(result.data() + i * width, count, bias_of<T, Acc>(v, oc), desc.fused_activation,
                            out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1], g.out_spatial,
                            out_strides, p0);
@@ -539,7 +568,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   per_task = std::max<std::int64_t>(1, std::min(per_task, ceil_div(g.batch * g.groups * g.out_per_group,
                                                                     4 * static_cast<std::int64_t>(num_threads()))));
   const std::int64_t chunks = ceil_div(g.out_per_group, per_task), tasks = g.batch * g.groups * chunks;
-  const std::int64_t fit = std::max<std::int64_t>(NR, kPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))) / NR * NR);
+  const std::int64_t fit = std::max<std::int64_t>(NR, kBackwardPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))) / NR * NR);
   const std::int64_t block = std::min(fit, round_up(positions, NR));
   const std::int64_t grain =
       std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, per_task * taps * K * positions));
