@@ -2,8 +2,8 @@
 //
 // FORWARD, per (n, group) and per block of output positions: pack the block's im2col panel
 //   B[ic' * taps + t][p] = x[n, g*ICg + ic', position read by tap t of output position p]
-// (an implicit im2col walked with BlockWalker::walk_span, zeros for the padding, converted to
-// the accumulation type), multiply by the packed filter A[oc'][ic' * taps + t] (flipped while
+// (an implicit im2col: pieces of rows of the input's padded planes, made once per call in the
+// accumulation type, zeros for the padding), multiply by the packed filter A[oc'][ic' * taps + t] (flipped while
 // packing in convolution mode), add the bias, apply the activation and store the rows into the
 // strided output. Tasks are (n, group, position block): disjoint outputs, whole reductions.
 //
@@ -18,6 +18,7 @@
 #include "dmlops/ops/convolution.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -37,7 +38,7 @@ namespace {
 constexpr const char* kOp = "Convolution";
 constexpr std::string_view kModeNames[] = {"convolution", "cross_correlation"};
 constexpr std::string_view kDirectionNames[] = {"forward", "backward"};
-constexpr std::int64_t kPanelBytes = 2048 * 1024;  // a forward im2col panel (streamed once per K block)
+constexpr std::int64_t kPanelBytes = 768 * 1024;   // a forward im2col panel: with A's K block, about L2
 constexpr std::int64_t kBackwardPanelBytes = 256 * 1024;  // a backward input panel stays in L2
 constexpr std::int64_t kMinBlock = 128;          // forward positions per task, at least
 constexpr std::int64_t kMinChannelBlock = 48;    // output channels per forward task, at least
@@ -319,16 +320,93 @@ Acc bias_of(const Views& v, std::int64_t oc) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The forward kernels read the input through padded planes: per input channel, a copy covering
+// every tap of every output (padded index 0 is input index -start, zeros outside the input), in
+// the accumulation type, its last axis split into `stride` phases (phase q holds padded columns
+// q, q + stride, ...). Then for any tap the outputs of one output row read consecutive values:
+// output row r, column x, tap t is plane[row_base[r] + tap_offset[t] + x].
+
+// The forward window over the input: its blocks are the output positions.
+BlockWalker forward_walker(const Geometry& g) {
+  std::vector<WindowAxis> axes(static_cast<std::size_t>(g.D));
+  for (int a = 0; a < g.D; ++a)
+    axes[a] = WindowAxis{g.in_spatial[a], g.kernel[a], g.strides[a], g.dilations[a], g.start[a], g.end[a]};
+  return BlockWalker(std::move(axes));
+}
+
+struct PaddedPlane {
+  int last = 0;
+  Dims padded, row_strides;  // row_strides in elements, over the outer axes
+  std::int64_t phases = 1, phase_len = 0, row_len = 0, rows = 1, size = 0;
+  std::int64_t out_width = 0;
+  std::vector<std::int64_t> tap_offset, row_base;
+  std::vector<std::pair<std::int64_t, std::int64_t>> phase_inputs;  // phase entries [first, stop) inside the input
+
+  PaddedPlane(const Geometry& g, const Taps& tap) : last(g.D - 1) {
+    for (int a = 0; a < g.D; ++a)
+      padded.push_back((g.out_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1);
+    phases = g.strides[last];
+    phase_len = ceil_div(padded[last], phases);
+    row_len = phases * phase_len;
+    row_strides = Dims::filled(g.D, row_len);
+    for (int a = last - 2; a >= 0; --a) row_strides[a] = row_strides[a + 1] * padded[a + 1];
+    for (int a = 0; a < last; ++a) rows *= padded[a];
+    size = rows * row_len;
+    for (const Dims& index : tap.index) {
+      const std::int64_t x = index[last] * g.dilations[last];
+      std::int64_t offset = x % phases * phase_len + x / phases;
+      for (int a = 0; a < last; ++a) offset += index[a] * g.dilations[a] * row_strides[a];
+      tap_offset.push_back(offset);
+    }
+    out_width = g.out_spatial[last];
+    const std::int64_t out_rows = g.out_spatial.product() / out_width;
+    Dims index = Dims::filled(g.D, 0);
+    for (std::int64_t r = 0; r < out_rows; ++r) {
+      std::int64_t base = 0;
+      for (int a = 0; a < last; ++a) base += index[a] * g.strides[a] * row_strides[a];
+      row_base.push_back(base);
+      for (int a = last - 1; a >= 0 && ++index[a] == g.out_spatial[a]; --a) index[a] = 0;
+    }
+    // Phase q's entry i holds input column i * phases + q - start.
+    for (std::int64_t q = 0; q < phases; ++q) {
+      const std::int64_t first = std::min(phase_len, std::max<std::int64_t>(0, ceil_div(g.start[last] - q, phases)));
+      phase_inputs.emplace_back(first, std::clamp(ceil_div(g.in_spatial[last] + g.start[last] - q, phases), first, phase_len));
+    }
+  }
+
+  // Writes the entries inside the input of channel plane `src` (spatial byte strides
+  // `in_strides`) into `dst`; the padding entries are the same for every channel: the caller
+  // zeroes them once, when it makes the scratch.
+  template <class T, class Acc>
+  void fill(const Geometry& g, const std::byte* src, const Dims& in_strides, Acc* dst) const {
+    Dims index = Dims::filled(g.D, 0);  // the padded row, over the outer axes
+    for (std::int64_t r = 0; r < rows; ++r, dst += row_len) {
+      std::int64_t offset = 0;
+      bool inside = true;
+      for (int a = 0; a < last; ++a) {
+        const std::int64_t i = index[a] - g.start[a];
+        inside = inside && i >= 0 && i < g.in_spatial[a];
+        offset += i * in_strides[a];
+      }
+      for (int a = last - 1; a >= 0 && ++index[a] == padded[a]; --a) index[a] = 0;
+      if (!inside) continue;
+      for (std::int64_t q = 0; q < phases; ++q) {
+        const auto [first, stop] = phase_inputs[static_cast<std::size_t>(q)];
+        load_run<T, Acc>(src + offset + (first * phases + q - g.start[last]) * in_strides[last],
+                         phases * in_strides[last], stop - first, dst + q * phase_len + first);
+      }
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
 // FORWARD
 
 template <class T>
 void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   using Acc = typename AccumulatorOf<T>::type;
   constexpr std::int64_t NR = gemm_columns<Acc>();
-  std::vector<WindowAxis> axes(static_cast<std::size_t>(g.D));
-  for (int a = 0; a < g.D; ++a)
-    axes[a] = WindowAxis{g.in_spatial[a], g.kernel[a], g.strides[a], g.dilations[a], g.start[a], g.end[a]};
-  const BlockWalker walker(std::move(axes));
+  const BlockWalker walker = forward_walker(g);
   const std::int64_t taps = walker.tap_count(), positions = walker.block_count();
   const std::int64_t K = g.in_per_group * taps, M = g.out_per_group, M_pad = round_up(M, kGemmRows);
   const bool flip = desc.mode == ConvolutionMode::Convolution;
@@ -374,9 +452,22 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
   auto* out_base = static_cast<std::byte*>(v.out.data);
+
+  // Every input channel once into a padded plane (converted to Acc once, not once per tap).
+  const PaddedPlane pad(g, tap);
+  std::vector<Acc> planes = scratch<Acc>(checked_product(g.batch * g.in_channels, pad.size, "padded input"));
+  parallel_for(0, g.batch * g.in_channels, std::max<std::int64_t>(1, (1 << 14) / pad.size), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::byte* src = in_base + i / g.in_channels * v.in.byte_strides[0] + i % g.in_channels * v.in.byte_strides[1];
+      pad.fill<T>(g, src, in_strides, planes.data() + i * pad.size);
+    }
+  });
+
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     // `row`: one row of B before packing. Consecutive tasks of one position block (channel
-    // blocks vary fastest) reuse the packed panel.
+    // blocks vary fastest) reuse the packed panel. A block's positions are pieces of output
+    // rows: (column in the block, plane offset, length).
+    std::vector<std::array<std::int64_t, 3>> pieces;
     std::vector<Acc> panel = scratch<Acc>(K * block), result = scratch<Acc>(channel_block * block), row = scratch<Acc>(block);
     std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
@@ -386,16 +477,21 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       const std::int64_t width = round_up(count, NR);
       if (packed_for != position_task) {
         packed_for = position_task;
+        pieces.clear();
+        for (std::int64_t col = 0; col < count;) {
+          const std::int64_t r = (p0 + col) / pad.out_width, x = (p0 + col) % pad.out_width;
+          const std::int64_t len = std::min(pad.out_width - x, count - col);
+          pieces.push_back({col, pad.row_base[r] + x, len});
+          col += len;
+        }
+        std::fill(row.data() + count, row.data() + width, Acc(0));
         for (std::int64_t c = 0; c < g.in_per_group; ++c) {
-          const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * g.in_per_group + c) * v.in.byte_strides[1];
+          const Acc* plane = planes.data() + (n * g.in_channels + grp * g.in_per_group + c) * pad.size;
           for (std::int64_t t = 0; t < taps; ++t) {
-            walker.walk_span(
-                tap.index[t], p0, p0 + count, in_strides, /*base_offset=*/0,
-                [&](std::int64_t col, std::int64_t n_pad) { std::fill_n(row.data() + (col - p0), n_pad, Acc(0)); },
-                [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t n_in) {
-                  load_run<T, Acc>(plane + offset, step, n_in, row.data() + (col - p0));
-                });
-            std::fill(row.data() + count, row.data() + width, Acc(0));
+            const Acc* src = plane + pad.tap_offset[t];
+            for (const auto& [col, offset, len] : pieces) {
+              for (std::int64_t j = 0; j < len; ++j) row[col + j] = src[offset + j];
+            }
             pack_gemm_b_row(panel.data(), K, c * taps + t, row.data(), width);
           }
         }
@@ -416,57 +512,24 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 // ---------------------------------------------------------------------------------------------
 // FORWARD, one input channel per group (depthwise, with any channel multiplier): no GEMM, whose
 // 6-row tiles would be mostly padding. Per (n, input channel) task the input plane is copied once
-// into a zero-padded scratch covering every tap of every output, its last axis split into
-// `stride` phases (phase q holds padded columns q, q + stride, ...), so that for any tap the
-// outputs of one output row read consecutive values. Each output row is then a
-// weighted_row_sum over one shifted source row per tap, summed in increasing tap order.
+// into a PaddedPlane; each output row is then a weighted_row_sum over one shifted source row per
+// tap, summed in increasing tap order.
 
 template <class T>
 void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   using Acc = typename AccumulatorOf<T>::type;
-  const int D = g.D, last = D - 1;
-  std::vector<WindowAxis> axes(static_cast<std::size_t>(D));
-  for (int a = 0; a < D; ++a)
-    axes[a] = WindowAxis{g.in_spatial[a], g.kernel[a], g.strides[a], g.dilations[a], g.start[a], g.end[a]};
-  const BlockWalker walker(std::move(axes));
+  const BlockWalker walker = forward_walker(g);
   const Taps tap(walker, v.filter);
   const std::int64_t taps = walker.tap_count();
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
-  // Padded extent per axis: what the taps of every output reach, from padded index 0 (input
-  // index -start).
-  Dims padded = Dims::filled(D, 0);
-  for (int a = 0; a < D; ++a) padded[a] = (g.out_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1;
-  const std::int64_t phases = g.strides[last], phase_len = ceil_div(padded[last], phases);
-  const std::int64_t row_len = phases * phase_len;  // one padded row, phase after phase
-  Dims row_strides = Dims::filled(D, row_len);      // in elements; the last entry is unused
-  for (int a = D - 3; a >= 0; --a) row_strides[a] = row_strides[a + 1] * padded[a + 1];
-  const std::int64_t padded_rows = D == 1 ? 1 : row_strides[0] / row_len * padded[0];
-  const std::int64_t out_width = g.out_spatial[last], out_rows = g.out_spatial.product() / out_width;
-
-  // Where tap t of output (0, ..., 0) reads in the scratch.
-  std::vector<std::int64_t> tap_offset;
-  for (std::int64_t t = 0; t < taps; ++t) {
-    const Dims& index = tap.index[static_cast<std::size_t>(t)];
-    const std::int64_t x = index[last] * g.dilations[last];
-    std::int64_t offset = x % phases * phase_len + x / phases;
-    for (int a = 0; a < last; ++a) offset += index[a] * g.dilations[a] * row_strides[a];
-    tap_offset.push_back(offset);
-  }
-
-  // Phase q's entry i holds input column i * phases + q - start: the entries [first, stop) that
-  // are inside the input.
-  std::vector<std::pair<std::int64_t, std::int64_t>> phase_inputs;
-  for (std::int64_t q = 0; q < phases; ++q) {
-    const std::int64_t first = std::min(phase_len, std::max<std::int64_t>(0, ceil_div(g.start[last] - q, phases)));
-    phase_inputs.emplace_back(first, std::clamp(ceil_div(g.in_spatial[last] + g.start[last] - q, phases), first, phase_len));
-  }
-  // With unit strides, output (o..., x) reads tap t at scratch offset sum(o * row_strides) + x +
-  // tap_offset[t]: the whole plane is one weighted_row_sum over flat_length scratch positions,
-  // whose columns past out_width (reading the padding) are dropped.
+  const PaddedPlane pad(g, tap);
+  const std::int64_t out_width = pad.out_width, out_rows = std::ssize(pad.row_base);
+  // With unit strides, output row r starts at row_base[r] and the rows follow each other in the
+  // plane: the whole plane is one weighted_row_sum over flat_length plane positions, whose
+  // columns past out_width (reading the padding) are dropped.
   const bool unit_strides = std::all_of(g.strides.begin(), g.strides.end(), [](std::int64_t s) { return s == 1; });
-  std::int64_t flat_length = out_width;
-  for (int a = 0; a < last; ++a) flat_length += (g.out_spatial[a] - 1) * row_strides[a];
+  const std::int64_t flat_length = pad.row_base.back() + out_width;
 
   const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
@@ -475,60 +538,29 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
   const std::int64_t multiplier = g.out_per_group, tasks = g.batch * g.in_channels;
   const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * out_rows * out_width));
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<Acc> plane = scratch<Acc>(padded_rows * row_len);
+    std::vector<Acc> plane = scratch<Acc>(pad.size);  // zero: see PaddedPlane::fill
     std::vector<Acc> weights = scratch<Acc>(taps), result = scratch<Acc>(out_rows * out_width);
     std::vector<Acc> wide = scratch<Acc>(unit_strides ? flat_length : 0);
     std::vector<const Acc*> sources(static_cast<std::size_t>(taps));
-    Dims index = Dims::filled(D, 0), padded_index = Dims::filled(D, 0);
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / g.in_channels, c = task % g.in_channels;
-      const std::byte* src = in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1];
-      // The padded, phase-split copy of the input plane, row by row (`padded_index` counts the
-      // rows over the outer axes): phase q of a row reads every phases-th input value. Only the
-      // entries inside the input are written: the padding is the same for every channel and
-      // stays zero from the scratch's creation.
-      std::fill(padded_index.begin(), padded_index.end(), 0);
-      for (std::int64_t r = 0; r < padded_rows; ++r) {
-        Acc* dst = plane.data() + r * row_len;
-        std::int64_t offset = 0;
-        bool inside = true;
-        for (int a = 0; a < last; ++a) {
-          const std::int64_t i = padded_index[a] - g.start[a];
-          inside = inside && i >= 0 && i < g.in_spatial[a];
-          offset += i * in_strides[a];
-        }
-        for (int a = last - 1; a >= 0 && ++padded_index[a] == padded[a]; --a) padded_index[a] = 0;
-        if (!inside) continue;  // zeros since the scratch was made
-        for (std::int64_t q = 0; q < phases; ++q, dst += phase_len) {
-          const auto [first, stop] = phase_inputs[q];
-          load_run<T, Acc>(src + offset + (first * phases + q - g.start[last]) * in_strides[last],
-                           phases * in_strides[last], stop - first, dst + first);
-        }
-      }
+      pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1], in_strides, plane.data());
       for (std::int64_t m = 0; m < multiplier; ++m) {
         const std::int64_t oc = c * multiplier + m;
         for (std::int64_t t = 0; t < taps; ++t)
           weights[t] = load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, flip));
         const Acc bias = bias_of<T, Acc>(v, oc);
         if (unit_strides) {  // every output row at once, as one long row (see above)
-          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + tap_offset[t];
+          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + pad.tap_offset[t];
           weighted_row_sum(taps, sources.data(), weights.data(), flat_length, wide.data());
         }
-        // Output rows in order: `index` counts them over the outer axes, `base` follows in the scratch.
-        std::fill(index.begin(), index.end(), 0);
-        std::int64_t base = 0;
         for (std::int64_t row = 0; row < out_rows; ++row) {
+          const std::int64_t base = pad.row_base[row];
           if (unit_strides) {
             std::copy_n(wide.data() + base, out_width, result.data() + row * out_width);
           } else {
-            for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + base + tap_offset[t];
+            for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + base + pad.tap_offset[t];
             weighted_row_sum(taps, sources.data(), weights.data(), out_width, result.data() + row * out_width);
-          }
-          for (int a = last - 1; a >= 0; --a) {
-            base += g.strides[a] * row_strides[a];
-            if (++index[a] < g.out_spatial[a]) break;
-            base -= index[a] * g.strides[a] * row_strides[a];
-            index[a] = 0;
           }
         }
         finish_row<T, Acc>(result.data(), out_rows * out_width, bias, desc.fused_activation,
