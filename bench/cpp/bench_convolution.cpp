@@ -28,8 +28,9 @@ void run(benchmark::State& state, DataType dtype, Dims x_sizes, Dims w_sizes, st
   desc.input = {dtype, x_sizes, std::nullopt};
   desc.filter = {dtype, w_sizes, std::nullopt};
   desc.direction = direction;
-  desc.strides = {stride, stride};
-  desc.start_padding = desc.end_padding = {padding, padding};
+  const int spatial = static_cast<int>(x_sizes.size()) - 2;
+  desc.strides = Dims::filled(spatial, stride);
+  desc.start_padding = desc.end_padding = Dims::filled(spatial, padding);
   desc.group_count = groups;
   const Dims y_sizes = dmlops::infer_output(desc).sizes;
   Buffer x(static_cast<std::size_t>(bytes_of(dtype, x_sizes))), w(static_cast<std::size_t>(bytes_of(dtype, w_sizes)));

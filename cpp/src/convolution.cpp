@@ -453,15 +453,31 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
   auto* out_base = static_cast<std::byte*>(v.out.data);
 
-  // Every input channel once into a padded plane (converted to Acc once, not once per tap).
+  // Every input channel once into a padded plane (converted to Acc once, not once per tap),
+  // unless the input planes already are their own padded planes (no padding, unit last-axis
+  // stride, dense planes of Acc: e.g. a 1x1 convolution of a contiguous float input, then a
+  // plain GEMM on the input).
   const PaddedPlane pad(g, tap);
-  std::vector<Acc> planes = scratch<Acc>(checked_product(g.batch * g.in_channels, pad.size, "padded input"));
-  parallel_for(0, g.batch * g.in_channels, std::max<std::int64_t>(1, (1 << 14) / pad.size), [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) {
-      const std::byte* src = in_base + i / g.in_channels * v.in.byte_strides[0] + i % g.in_channels * v.in.byte_strides[1];
-      pad.fill<T>(g, src, in_strides, planes.data() + i * pad.size);
-    }
-  });
+  bool direct = std::is_same_v<T, Acc> && pad.phases == 1 && pad.padded == g.in_spatial && pad.size == g.in_spatial.product() &&
+                aligned(in_base, alignof(Acc)) && v.in.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0 &&
+                v.in.byte_strides[1] % std::int64_t{sizeof(Acc)} == 0;
+  for (int a = 0; a < g.D; ++a) {
+    direct = direct && g.start[a] == 0 &&
+             in_strides[a] == (a == g.D - 1 ? std::int64_t{sizeof(Acc)} : in_strides[a + 1] * g.in_spatial[a + 1]);
+  }
+  std::vector<Acc> planes = scratch<Acc>(direct ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input"));
+  const auto plane_of = [&](std::int64_t n, std::int64_t c) -> const Acc* {
+    if (direct) return reinterpret_cast<const Acc*>(in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1]);
+    return planes.data() + (n * g.in_channels + c) * pad.size;
+  };
+  if (!direct) {
+    parallel_for(0, g.batch * g.in_channels, std::max<std::int64_t>(1, (1 << 14) / pad.size), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        const std::byte* src = in_base + i / g.in_channels * v.in.byte_strides[0] + i % g.in_channels * v.in.byte_strides[1];
+        pad.fill<T>(g, src, in_strides, planes.data() + i * pad.size);
+      }
+    });
+  }
 
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     // `row`: one row of B before packing. Consecutive tasks of one position block (channel
@@ -486,7 +502,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         }
         std::fill(row.data() + count, row.data() + width, Acc(0));
         for (std::int64_t c = 0; c < g.in_per_group; ++c) {
-          const Acc* plane = planes.data() + (n * g.in_channels + grp * g.in_per_group + c) * pad.size;
+          const Acc* plane = plane_of(n, grp * g.in_per_group + c);
           for (std::int64_t t = 0; t < taps; ++t) {
             const Acc* src = plane + pad.tap_offset[t];
             for (const auto& [col, offset, len] : pieces) {

@@ -278,6 +278,27 @@ TEST(Convolution, DepthwiseWideRowsMatchTheReference) {
   }
 }
 
+// Unpadded forward layers whose input planes serve as the padded planes in place (1x1, 3x3
+// without padding; float32 / float64, dense planes) and the same layers on channels-last inputs
+// and float16, which are copied; N > 1 and groups so the per-(n, channel) plane addresses vary.
+TEST(Convolution, UnpaddedInputsReadInPlaceMatchTheReference) {
+  std::mt19937 rng(77);
+  for (DataType dtype : {DataType::Float32, DataType::Float64, DataType::Float16}) {
+    for (std::int64_t k : {1, 3}) {
+      for (bool channels_last : {false, true}) {
+        Case c;
+        c.x_sizes = {2, 12, 9, 37};
+        c.w_sizes = {10, 6, k, k};
+        c.desc.group_count = 2;
+        c.bias = true;
+        if (channels_last) c.x_order = c.out_order = {0, 2, 3, 1};
+        run_case(c, dtype, rng, std::string(name(dtype)) + " k " + std::to_string(k) + (channels_last ? " nhwc" : ""));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 TEST(Convolution, ThreadCountsGiveIdenticalBits) {
   std::mt19937 rng(5);
   for (ConvolutionDirection direction : {ConvolutionDirection::Forward, ConvolutionDirection::Backward}) {
