@@ -412,22 +412,24 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
   const Taps tap(walker, v.filter);
-  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'] (pack_gemm_a's layout,
-  // written panel by panel in parallel: a large layer's filter is megabytes).
+  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'], packed panel by panel in
+  // parallel (a large layer's filter is megabytes), from the columns' byte offsets.
   const auto* w = static_cast<const std::byte*>(v.filter.data);
+  std::vector<std::int64_t> column_offset;
+  for (std::int64_t c = 0; c < g.in_per_group; ++c) {
+    for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * v.filter.byte_strides[1] + tap.filter(t, flip));
+  }
   std::vector<Acc> packed = scratch<Acc>(g.groups * M_pad * K);
   const std::int64_t panels = M_pad / kGemmRows;
   parallel_for(0, g.groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t grp = task / panels, p = task % panels * kGemmRows;
-      Acc* dst = packed.data() + (grp * M_pad + p) * K;
-      for (std::int64_t c = 0; c < g.in_per_group; ++c) {
-        for (std::int64_t t = 0; t < taps; ++t) {
-          const std::byte* column = w + (grp * M + p) * v.filter.byte_strides[0] + c * v.filter.byte_strides[1] + tap.filter(t, flip);
-          for (std::int64_t r = 0; r < kGemmRows; ++r)
-            *dst++ = p + r < M ? load_value<T, Acc>(column + r * v.filter.byte_strides[0]) : Acc(0);
-        }
-      }
+      const std::byte* rows = w + (grp * M + p) * v.filter.byte_strides[0];
+      pack_gemm_a(std::min(kGemmRows, M - p), K,
+                  [&](std::int64_t r, std::int64_t k) {
+                    return load_value<T, Acc>(rows + r * v.filter.byte_strides[0] + column_offset[k]);
+                  },
+                  packed.data() + (grp * M_pad + p) * K);
     }
   });
 
@@ -631,16 +633,19 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     std::vector<Acc> packed = scratch<Acc>(M_max * K), panel = scratch<Acc>(K * block);
     std::vector<Acc> result = scratch<Acc>(M_max * block), sums = scratch<Acc>(per_task * out_positions);
     std::vector<Acc> row = scratch<Acc>(block);
+    std::vector<std::int64_t> row_offset(static_cast<std::size_t>(M_max));
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / (g.groups * chunks), grp = task / chunks % g.groups;
       const std::int64_t oc0 = task % chunks * per_task, ocs = std::min(per_task, g.out_per_group - oc0);
       const std::int64_t M = ocs * taps, M_pad = round_up(M, kGemmRows);
-      // A: row (oc', t), column ic holds W[ic, oc0 + oc', t'].
+      // A: row (oc', t), column ic holds W[ic, oc0 + oc', t'] (the rows' byte offsets first: no
+      // division per element).
+      for (std::int64_t r = 0; r < M; ++r)
+        row_offset[r] = (oc0 + r / taps) * v.filter.byte_strides[1] + tap.filter(r % taps, flip);
+      const std::byte* group_filter = w + grp * K * v.filter.byte_strides[0];
       pack_gemm_a(M, K,
                   [&](std::int64_t r, std::int64_t ic) {
-                    const std::int64_t oc = oc0 + r / taps, t = r % taps;
-                    return load_value<T, Acc>(w + (grp * K + ic) * v.filter.byte_strides[0] + oc * v.filter.byte_strides[1] +
-                                              tap.filter(t, flip));
+                    return load_value<T, Acc>(group_filter + ic * v.filter.byte_strides[0] + row_offset[r]);
                   },
                   packed.data());
       std::fill_n(sums.data(), ocs * out_positions, Acc(0));
