@@ -3,9 +3,11 @@
 // FORWARD, per (n, group) and per block of output positions: pack the block's im2col panel
 //   B[ic' * taps + t][p] = x[n, g*ICg + ic', position read by tap t of output position p]
 // (an implicit im2col: pieces of rows of the input's padded planes, made once per call in the
-// accumulation type, zeros for the padding), multiply by the packed filter A[oc'][ic' * taps + t] (flipped while
-// packing in convolution mode), add the bias, apply the activation and store the rows into the
-// strided output. Tasks are (n, group, position block): disjoint outputs, whole reductions.
+// accumulation type, or the input itself when it needs no padding), multiply by the packed
+// filter A[oc'][ic' * taps + t] (flipped while packing in convolution mode), add the bias, apply
+// the activation and store the rows into the strided output. Tasks are (n, group, position
+// block, output-channel block): disjoint outputs, whole reductions. With one input channel per
+// group (depthwise) the GEMM is replaced by a direct weighted sum of shifted rows.
 //
 // BACKWARD is the adjoint, done without multiplying zeros: per (n, group, block of output
 // channels), C[oc' * taps + t][i] = sum_ic W[ic, oc', t'] * x[n, ic, i] is one GEMM over the
