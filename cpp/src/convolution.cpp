@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -284,9 +285,17 @@ void finish_row(Acc* row, std::int64_t count, Acc bias, const std::optional<Fuse
   });
 }
 
+// Zero-filled scratch (for buffers whose untouched entries must read as zeros).
 template <class Acc>
 std::vector<Acc> scratch(std::int64_t n) {
   return std::vector<Acc>(static_cast<std::size_t>(n));
+}
+
+// Scratch that the caller writes in full before reading: not zero-filled, which for a
+// megabyte-sized packed filter or panel would cost as much as packing it.
+template <class Acc>
+std::unique_ptr<Acc[]> unfilled_scratch(std::int64_t n) {
+  return std::unique_ptr<Acc[]>(new Acc[static_cast<std::size_t>(n)]);
 }
 
 // Every window tap's multi-index and the byte offset of that tap within one filter plane.
@@ -421,7 +430,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   for (std::int64_t c = 0; c < g.in_per_group; ++c) {
     for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * v.filter.byte_strides[1] + tap.filter(t, flip));
   }
-  std::vector<Acc> packed = scratch<Acc>(g.groups * M_pad * K);
+  const std::unique_ptr<Acc[]> packed = unfilled_scratch<Acc>(g.groups * M_pad * K);
   const std::int64_t panels = M_pad / kGemmRows;
   parallel_for(0, g.groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t task = begin; task < end; ++task) {
@@ -431,7 +440,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                   [&](std::int64_t r, std::int64_t k) {
                     return load_value<T, Acc>(rows + r * v.filter.byte_strides[0] + column_offset[k]);
                   },
-                  packed.data() + (grp * M_pad + p) * K);
+                  packed.get() + (grp * M_pad + p) * K);
     }
   });
 
@@ -488,7 +497,8 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     // blocks vary fastest) reuse the packed panel. A block's positions are pieces of output
     // rows: (column in the block, plane offset, length).
     std::vector<std::array<std::int64_t, 3>> pieces;
-    std::vector<Acc> panel = scratch<Acc>(K * block), result = scratch<Acc>(channel_block * block), row = scratch<Acc>(block);
+    const std::unique_ptr<Acc[]> panel = unfilled_scratch<Acc>(K * block), result = unfilled_scratch<Acc>(channel_block * block);
+    std::vector<Acc> row = scratch<Acc>(block);
     std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t position_task = task / channel_blocks, m0 = task % channel_blocks * channel_block;
@@ -512,16 +522,16 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
             for (const auto& [col, offset, len] : pieces) {
               for (std::int64_t j = 0; j < len; ++j) row[col + j] = src[offset + j];
             }
-            pack_gemm_b_row(panel.data(), K, c * taps + t, row.data(), width);
+            pack_gemm_b_row(panel.get(), K, c * taps + t, row.data(), width);
           }
         }
       }
       const std::int64_t rows = std::min(channel_block, M - m0);
-      gemm_packed(round_up(rows, kGemmRows), width, K, packed.data() + (grp * M_pad + m0) * K, panel.data(),
-                  result.data(), width);
+      gemm_packed(round_up(rows, kGemmRows), width, K, packed.get() + (grp * M_pad + m0) * K, panel.get(),
+                  result.get(), width);
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t oc = grp * M + m0 + i;
-        finish_row<T, Acc>(result.data() + i * width, count, bias_of<T, Acc>(v, oc), desc.fused_activation,
+        finish_row<T, Acc>(result.get() + i * width, count, bias_of<T, Acc>(v, oc), desc.fused_activation,
                            out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1], g.out_spatial,
                            out_strides, p0);
       }
@@ -632,8 +642,9 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   auto* out_base = static_cast<std::byte*>(v.out.data);
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const std::int64_t M_max = round_up(per_task * taps, kGemmRows);
-    std::vector<Acc> packed = scratch<Acc>(M_max * K), panel = scratch<Acc>(K * block);
-    std::vector<Acc> result = scratch<Acc>(M_max * block), sums = scratch<Acc>(per_task * out_positions);
+    const std::unique_ptr<Acc[]> packed = unfilled_scratch<Acc>(M_max * K), panel = unfilled_scratch<Acc>(K * block);
+    const std::unique_ptr<Acc[]> result = unfilled_scratch<Acc>(M_max * block);
+    std::vector<Acc> sums = scratch<Acc>(per_task * out_positions);
     std::vector<Acc> row = scratch<Acc>(block);
     std::vector<std::int64_t> row_offset(static_cast<std::size_t>(M_max));
     for (std::int64_t task = begin; task < end; ++task) {
@@ -649,7 +660,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                   [&](std::int64_t r, std::int64_t ic) {
                     return load_value<T, Acc>(group_filter + ic * v.filter.byte_strides[0] + row_offset[r]);
                   },
-                  packed.data());
+                  packed.get());
       std::fill_n(sums.data(), ocs * out_positions, Acc(0));
       for (std::int64_t p0 = 0; p0 < positions; p0 += block) {
         const std::int64_t count = std::min(block, positions - p0), width = round_up(count, NR);
@@ -659,12 +670,12 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
             load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row.data() + first);
           });
           std::fill(row.data() + count, row.data() + width, Acc(0));
-          pack_gemm_b_row(panel.data(), K, ic, row.data(), width);
+          pack_gemm_b_row(panel.get(), K, ic, row.data(), width);
         }
-        gemm_packed(M_pad, width, K, packed.data(), panel.data(), result.data(), width);
+        gemm_packed(M_pad, width, K, packed.get(), panel.get(), result.get(), width);
         for (std::int64_t oc = 0; oc < ocs; ++oc) {
           for (std::int64_t t = 0; t < taps; ++t) {
-            const Acc* cols = result.data() + (oc * taps + t) * width;
+            const Acc* cols = result.get() + (oc * taps + t) * width;
             walker.walk_span(
                 tap.index[t], p0, p0 + count, acc_strides, /*base_offset=*/oc * out_positions,
                 [](std::int64_t, std::int64_t) {},  // outside the output: dropped
