@@ -7,7 +7,11 @@ The cases are issue 4's layer list: the 3x3 ResNet-50 layers (stride 1 and 2), t
 layers, MobileNet-v2 depthwise 3x3 layers, a transposed 4x4 stride-2 layer, a 3-D 3x3x3 layer,
 float16 versions of the big 3x3 layers (torch's figure beside ours; "n/a" if it refuses),
 batch 8 and a channels-last input view. GFLOP/s counts 2 x multiply-adds of the direct formula;
-"% peak" divides by --peak GFLOP/s per thread (the issue's 90 for one core's float32 FMA).
+"% peak" divides by --peak GFLOP/s per thread (the issue's 90 for one core's float32 FMA; the
+Zen 5 this was tuned on measures ~120 with AVX2 FMA and ~237 with AVX-512 FMA per core).
+At 2 threads on a 2-core machine the libraries disturb each other (torch's OpenMP workers and
+dmlops' pool compete for the same cores between blocks): for scaling figures, also time each
+library alone.
 
 Fairness rules (those of bench/compare.py):
 - dmlops, numpy and torch allocate their output on every call; dmlops with a preallocated
