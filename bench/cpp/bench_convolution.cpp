@@ -1,8 +1,8 @@
-// Convolution throughput: the ResNet layers of bench/compare_conv.py, forward and transposed,
-// float32 (and float16 / float64 for the 3x3 layer). The counter is FLOP/s of the direct
+// Convolution throughput: issue 4's layers (those of bench/compare_conv.py), forward and
+// transposed, float32 (and float16 / float64 for 3x3 layers). The counter is FLOP/s of the direct
 // formula (2 x multiply-adds), so layers of different shapes compare.
 //
-//   dmlops_bench_convolution --benchmark_min_time=0.2 --benchmark_filter=Resnet3x3
+//   dmlops_bench_convolution --benchmark_min_time=0.2 --benchmark_filter=Resnet3x3/F32_64at56
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -28,8 +28,9 @@ void run(benchmark::State& state, DataType dtype, Dims x_sizes, Dims w_sizes, st
   desc.input = {dtype, x_sizes, std::nullopt};
   desc.filter = {dtype, w_sizes, std::nullopt};
   desc.direction = direction;
-  desc.strides = {stride, stride};
-  desc.start_padding = desc.end_padding = {padding, padding};
+  const int spatial = static_cast<int>(x_sizes.size()) - 2;
+  desc.strides = Dims::filled(spatial, stride);
+  desc.start_padding = desc.end_padding = Dims::filled(spatial, padding);
   desc.group_count = groups;
   const Dims y_sizes = dmlops::infer_output(desc).sizes;
   Buffer x(static_cast<std::size_t>(bytes_of(dtype, x_sizes))), w(static_cast<std::size_t>(bytes_of(dtype, w_sizes)));
@@ -41,7 +42,7 @@ void run(benchmark::State& state, DataType dtype, Dims x_sizes, Dims w_sizes, st
     benchmark::ClobberMemory();
   }
   const bool forward = direction == dmlops::ConvolutionDirection::Forward;
-  const double reduction = static_cast<double>(w_sizes[1] * w_sizes[2] * w_sizes[3]);
+  const double reduction = static_cast<double>(w_sizes.product() / w_sizes[0]);
   const double flops = 2.0 * reduction *
                        static_cast<double>(forward ? y_sizes.product() : x_sizes.product());
   state.counters["FLOP/s"] = benchmark::Counter(flops * static_cast<double>(state.iterations()),
@@ -49,22 +50,43 @@ void run(benchmark::State& state, DataType dtype, Dims x_sizes, Dims w_sizes, st
 }
 
 constexpr auto kForward = dmlops::ConvolutionDirection::Forward;
+constexpr auto kBackward = dmlops::ConvolutionDirection::Backward;
+constexpr auto kF32 = DataType::Float32;
 
-void BM_Resnet3x3_F32(benchmark::State& s) { run(s, DataType::Float32, {1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, 1, kForward); }
-void BM_Resnet3x3_F16(benchmark::State& s) { run(s, DataType::Float16, {1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, 1, kForward); }
-void BM_Resnet3x3_F64(benchmark::State& s) { run(s, DataType::Float64, {1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, 1, kForward); }
-void BM_Resnet1x1_F32(benchmark::State& s) { run(s, DataType::Float32, {1, 256, 56, 56}, {64, 256, 1, 1}, 1, 0, 1, kForward); }
-void BM_Depthwise3x3_F32(benchmark::State& s) { run(s, DataType::Float32, {1, 64, 56, 56}, {64, 1, 3, 3}, 1, 1, 64, kForward); }
-void BM_Transposed4x4s2_F32(benchmark::State& s) {
-  run(s, DataType::Float32, {1, 64, 28, 28}, {64, 32, 4, 4}, 2, 1, 1, dmlops::ConvolutionDirection::Backward);
+// Issue 4's layers. 3x3 ResNet-50: C -> C at S x S, stride 1 or 2 (then the input is 2S).
+void Resnet3x3(benchmark::State& s, DataType dtype, std::int64_t c, std::int64_t size, std::int64_t stride,
+               std::int64_t batch = 1) {
+  run(s, dtype, {batch, c, size, size}, {c, c, 3, 3}, stride, 1, 1, kForward);
+}
+void Pointwise(benchmark::State& s, std::int64_t c_in, std::int64_t c_out, std::int64_t size, std::int64_t stride) {
+  run(s, kF32, {1, c_in, size, size}, {c_out, c_in, 1, 1}, stride, 0, 1, kForward);
+}
+void Depthwise(benchmark::State& s, std::int64_t c, std::int64_t size, std::int64_t stride) {
+  run(s, kF32, {1, c, size, size}, {c, 1, 3, 3}, stride, 1, c, kForward);
 }
 
-#define DMLOPS_CONV_BENCH(fn) BENCHMARK(fn)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond)
-DMLOPS_CONV_BENCH(BM_Resnet3x3_F32);
-DMLOPS_CONV_BENCH(BM_Resnet3x3_F16);
-DMLOPS_CONV_BENCH(BM_Resnet3x3_F64);
-DMLOPS_CONV_BENCH(BM_Resnet1x1_F32);
-DMLOPS_CONV_BENCH(BM_Depthwise3x3_F32);
-DMLOPS_CONV_BENCH(BM_Transposed4x4s2_F32);
+#define DMLOPS_CONV_BENCH(...) \
+  BENCHMARK_CAPTURE(__VA_ARGS__)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond)
+DMLOPS_CONV_BENCH(Resnet3x3, F32_64at56, kF32, 64, 56, 1);
+DMLOPS_CONV_BENCH(Resnet3x3, F32_128at28, kF32, 128, 28, 1);
+DMLOPS_CONV_BENCH(Resnet3x3, F32_256at14, kF32, 256, 14, 1);
+DMLOPS_CONV_BENCH(Resnet3x3, F32_512at7, kF32, 512, 7, 1);
+DMLOPS_CONV_BENCH(Resnet3x3, F32_s2_128at56, kF32, 128, 56, 2);
+DMLOPS_CONV_BENCH(Resnet3x3, F32_s2_256at28, kF32, 256, 28, 2);
+DMLOPS_CONV_BENCH(Resnet3x3, F32_s2_512at14, kF32, 512, 14, 2);
+DMLOPS_CONV_BENCH(Resnet3x3, F32_batch8_128at28, kF32, 128, 28, 1, 8);
+DMLOPS_CONV_BENCH(Resnet3x3, F16_64at56, DataType::Float16, 64, 56, 1);
+DMLOPS_CONV_BENCH(Resnet3x3, F16_128at28, DataType::Float16, 128, 28, 1);
+DMLOPS_CONV_BENCH(Resnet3x3, F64_64at56, DataType::Float64, 64, 56, 1);
+DMLOPS_CONV_BENCH(Pointwise, 64to256at56, 64, 256, 56, 1);
+DMLOPS_CONV_BENCH(Pointwise, 256to64at56, 256, 64, 56, 1);
+DMLOPS_CONV_BENCH(Pointwise, 1024to256at14, 1024, 256, 14, 1);
+DMLOPS_CONV_BENCH(Pointwise, s2_512to1024at28, 512, 1024, 28, 2);
+DMLOPS_CONV_BENCH(Depthwise, 144at56, 144, 56, 1);
+DMLOPS_CONV_BENCH(Depthwise, s2_144at56, 144, 56, 2);
+DMLOPS_CONV_BENCH(Depthwise, 576at14, 576, 14, 1);
+DMLOPS_CONV_BENCH(Depthwise, s2_576at14, 576, 14, 2);
+DMLOPS_CONV_BENCH(run, Transposed4x4s2_256to128at16, kF32, {1, 256, 16, 16}, {256, 128, 4, 4}, 2, 1, 1, kBackward);
+DMLOPS_CONV_BENCH(run, Conv3d_32at16, kF32, {1, 32, 16, 16, 16}, {32, 32, 3, 3, 3}, 1, 1, 1, kForward);
 
 }  // namespace

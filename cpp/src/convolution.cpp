@@ -2,10 +2,12 @@
 //
 // FORWARD, per (n, group) and per block of output positions: pack the block's im2col panel
 //   B[ic' * taps + t][p] = x[n, g*ICg + ic', position read by tap t of output position p]
-// (an implicit im2col walked with BlockWalker::walk_span, zeros for the padding, converted to
-// the accumulation type), multiply by the packed filter A[oc'][ic' * taps + t] (flipped while
-// packing in convolution mode), add the bias, apply the activation and store the rows into the
-// strided output. Tasks are (n, group, position block): disjoint outputs, whole reductions.
+// (an implicit im2col: pieces of rows of the input's padded planes, made once per call in the
+// accumulation type, or the input itself when it needs no padding), multiply by the packed
+// filter A[oc'][ic' * taps + t] (flipped while packing in convolution mode), add the bias, apply
+// the activation and store the rows into the strided output. Tasks are (n, group, position
+// block, output-channel block): disjoint outputs, whole reductions. With one input channel per
+// group (depthwise) the GEMM is replaced by a direct weighted sum of shifted rows.
 //
 // BACKWARD is the adjoint, done without multiplying zeros: per (n, group, block of output
 // channels), C[oc' * taps + t][i] = sum_ic W[ic, oc', t'] * x[n, ic, i] is one GEMM over the
@@ -18,7 +20,9 @@
 #include "dmlops/ops/convolution.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -37,7 +41,10 @@ namespace {
 constexpr const char* kOp = "Convolution";
 constexpr std::string_view kModeNames[] = {"convolution", "cross_correlation"};
 constexpr std::string_view kDirectionNames[] = {"forward", "backward"};
-constexpr std::int64_t kPanelBytes = 256 * 1024;   // an im2col / input panel stays in L2
+constexpr std::int64_t kPanelBytes = 768 * 1024;   // a forward im2col panel: with A's K block, about L2
+constexpr std::int64_t kBackwardPanelBytes = 256 * 1024;  // a backward input panel stays in L2
+constexpr std::int64_t kMinBlock = 128;          // forward positions per task, at least
+constexpr std::int64_t kMinChannelBlock = 48;    // output channels per forward task, at least
 constexpr std::int64_t kPlaneBytes = 1024 * 1024;  // a backward task's accumulator planes
 constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not worth a thread
 
@@ -208,8 +215,10 @@ void load_run(const std::byte* src, std::int64_t step, std::int64_t n, Acc* dst)
     if (step == sizeof(Half) && aligned(src, alignof(Half)))
       return half_to_float(reinterpret_cast<const Half*>(src), dst, static_cast<std::size_t>(n));
   } else {
+    // An inline loop, not memcpy: the packing copies pieces of at most one micro-panel width,
+    // where a library call costs more than the copy.
     if (step == sizeof(T)) {
-      std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+      for (std::int64_t j = 0; j < n; ++j) dst[j] = load_value<T, Acc>(src + j * std::int64_t{sizeof(T)});
       return;
     }
   }
@@ -239,6 +248,9 @@ void store_run(const Acc* src, std::int64_t n, std::byte* dst, std::int64_t step
 template <class Fn>
 void for_each_run(const Dims& sizes, const Dims& strides, std::int64_t p0, std::int64_t count, Fn&& fn) {
   const int D = sizes.size();
+  bool dense = true;  // one run for the whole plane
+  for (int a = 0; a + 1 < D; ++a) dense = dense && strides[a] == strides[a + 1] * sizes[a + 1];
+  if (dense) return fn(p0 * strides[D - 1], 0, count);
   Dims index = Dims::filled(D, 0);
   for (int a = D - 1; a >= 0; --a) {
     index[a] = p0 % sizes[a];
@@ -273,9 +285,17 @@ void finish_row(Acc* row, std::int64_t count, Acc bias, const std::optional<Fuse
   });
 }
 
+// Zero-filled scratch (for buffers whose untouched entries must read as zeros).
 template <class Acc>
 std::vector<Acc> scratch(std::int64_t n) {
   return std::vector<Acc>(static_cast<std::size_t>(n));
+}
+
+// Scratch that the caller writes in full before reading: not zero-filled, which for a
+// megabyte-sized packed filter or panel would cost as much as packing it.
+template <class Acc>
+std::unique_ptr<Acc[]> unfilled_scratch(std::int64_t n) {
+  return std::unique_ptr<Acc[]>(new Acc[static_cast<std::size_t>(n)]);
 }
 
 // Every window tap's multi-index and the byte offset of that tap within one filter plane.
@@ -311,68 +331,270 @@ Acc bias_of(const Views& v, std::int64_t oc) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The forward kernels read the input through padded planes: per input channel, a copy covering
+// every tap of every output (padded index 0 is input index -start, zeros outside the input), in
+// the accumulation type, its last axis split into `stride` phases (phase q holds padded columns
+// q, q + stride, ...). Then for any tap the outputs of one output row read consecutive values:
+// output row r, column x, tap t is plane[row_base[r] + tap_offset[t] + x].
+
+// The forward window over the input: its blocks are the output positions.
+BlockWalker forward_walker(const Geometry& g) {
+  std::vector<WindowAxis> axes(static_cast<std::size_t>(g.D));
+  for (int a = 0; a < g.D; ++a)
+    axes[a] = WindowAxis{g.in_spatial[a], g.kernel[a], g.strides[a], g.dilations[a], g.start[a], g.end[a]};
+  return BlockWalker(std::move(axes));
+}
+
+struct PaddedPlane {
+  int last = 0;
+  Dims padded, row_strides;  // row_strides in elements, over the outer axes
+  std::int64_t phases = 1, phase_len = 0, row_len = 0, rows = 1, size = 0;
+  std::int64_t out_width = 0;
+  std::vector<std::int64_t> tap_offset, row_base;
+  std::vector<std::pair<std::int64_t, std::int64_t>> phase_inputs;  // phase entries [first, stop) inside the input
+
+  PaddedPlane(const Geometry& g, const Taps& tap) : last(g.D - 1) {
+    for (int a = 0; a < g.D; ++a)
+      padded.push_back((g.out_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1);
+    phases = g.strides[last];
+    phase_len = ceil_div(padded[last], phases);
+    row_len = phases * phase_len;
+    row_strides = Dims::filled(g.D, row_len);
+    for (int a = last - 2; a >= 0; --a) row_strides[a] = row_strides[a + 1] * padded[a + 1];
+    for (int a = 0; a < last; ++a) rows *= padded[a];
+    size = rows * row_len;
+    for (const Dims& index : tap.index) {
+      const std::int64_t x = index[last] * g.dilations[last];
+      std::int64_t offset = x % phases * phase_len + x / phases;
+      for (int a = 0; a < last; ++a) offset += index[a] * g.dilations[a] * row_strides[a];
+      tap_offset.push_back(offset);
+    }
+    out_width = g.out_spatial[last];
+    const std::int64_t out_rows = g.out_spatial.product() / out_width;
+    Dims index = Dims::filled(g.D, 0);
+    for (std::int64_t r = 0; r < out_rows; ++r) {
+      std::int64_t base = 0;
+      for (int a = 0; a < last; ++a) base += index[a] * g.strides[a] * row_strides[a];
+      row_base.push_back(base);
+      for (int a = last - 1; a >= 0 && ++index[a] == g.out_spatial[a]; --a) index[a] = 0;
+    }
+    // Phase q's entry i holds input column i * phases + q - start.
+    for (std::int64_t q = 0; q < phases; ++q) {
+      const std::int64_t first = std::min(phase_len, std::max<std::int64_t>(0, ceil_div(g.start[last] - q, phases)));
+      phase_inputs.emplace_back(first, std::clamp(ceil_div(g.in_spatial[last] + g.start[last] - q, phases), first, phase_len));
+    }
+  }
+
+  // Writes the entries inside the input of channel plane `src` (spatial byte strides
+  // `in_strides`) into `dst`; the padding entries are the same for every channel: the caller
+  // zeroes them once, when it makes the scratch.
+  template <class T, class Acc>
+  void fill(const Geometry& g, const std::byte* src, const Dims& in_strides, Acc* dst) const {
+    Dims index = Dims::filled(g.D, 0);  // the padded row, over the outer axes
+    for (std::int64_t r = 0; r < rows; ++r, dst += row_len) {
+      std::int64_t offset = 0;
+      bool inside = true;
+      for (int a = 0; a < last; ++a) {
+        const std::int64_t i = index[a] - g.start[a];
+        inside = inside && i >= 0 && i < g.in_spatial[a];
+        offset += i * in_strides[a];
+      }
+      for (int a = last - 1; a >= 0 && ++index[a] == padded[a]; --a) index[a] = 0;
+      if (!inside) continue;
+      for (std::int64_t q = 0; q < phases; ++q) {
+        const auto [first, stop] = phase_inputs[static_cast<std::size_t>(q)];
+        load_run<T, Acc>(src + offset + (first * phases + q - g.start[last]) * in_strides[last],
+                         phases * in_strides[last], stop - first, dst + q * phase_len + first);
+      }
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
 // FORWARD
 
 template <class T>
 void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   using Acc = typename AccumulatorOf<T>::type;
   constexpr std::int64_t NR = gemm_columns<Acc>();
-  std::vector<WindowAxis> axes(static_cast<std::size_t>(g.D));
-  for (int a = 0; a < g.D; ++a)
-    axes[a] = WindowAxis{g.in_spatial[a], g.kernel[a], g.strides[a], g.dilations[a], g.start[a], g.end[a]};
-  const BlockWalker walker(std::move(axes));
+  const BlockWalker walker = forward_walker(g);
   const std::int64_t taps = walker.tap_count(), positions = walker.block_count();
   const std::int64_t K = g.in_per_group * taps, M = g.out_per_group, M_pad = round_up(M, kGemmRows);
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
   const Taps tap(walker, v.filter);
-  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'].
+  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'], packed panel by panel in
+  // parallel (a large layer's filter is megabytes), from the columns' byte offsets.
   const auto* w = static_cast<const std::byte*>(v.filter.data);
-  std::vector<Acc> packed = scratch<Acc>(g.groups * M_pad * K);
-  for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-    pack_gemm_a(M, K,
-                [&](std::int64_t i, std::int64_t k) {
-                  const std::int64_t c = k / taps, t = k % taps;
-                  return load_value<T, Acc>(w + (grp * M + i) * v.filter.byte_strides[0] + c * v.filter.byte_strides[1] +
-                                            tap.filter(t, flip));
-                },
-                packed.data() + grp * M_pad * K);
+  std::vector<std::int64_t> column_offset;
+  for (std::int64_t c = 0; c < g.in_per_group; ++c) {
+    for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * v.filter.byte_strides[1] + tap.filter(t, flip));
   }
+  const std::unique_ptr<Acc[]> packed = unfilled_scratch<Acc>(g.groups * M_pad * K);
+  const std::int64_t panels = M_pad / kGemmRows;
+  parallel_for(0, g.groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t grp = task / panels, p = task % panels * kGemmRows;
+      const std::byte* rows = w + (grp * M + p) * v.filter.byte_strides[0];
+      pack_gemm_a(std::min(kGemmRows, M - p), K,
+                  [&](std::int64_t r, std::int64_t k) {
+                    return load_value<T, Acc>(rows + r * v.filter.byte_strides[0] + column_offset[k]);
+                  },
+                  packed.get() + (grp * M_pad + p) * K);
+    }
+  });
 
-  // Position blocks: NR-multiples whose im2col panel fits kPanelBytes.
-  const std::int64_t fit = std::max<std::int64_t>(NR, kPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))) / NR * NR);
-  const std::int64_t block = std::min(fit, round_up(positions, NR));
-  const std::int64_t blocks = ceil_div(positions, block), tasks = g.batch * g.groups * blocks;
-  const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, M * K * block));
+  // Position blocks: NR-multiples whose im2col panel fits kPanelBytes (at least kMinBlock
+  // positions, so that A, streamed once per task, is reused), of about equal sizes.
+  const std::int64_t fit = std::max(kMinBlock, kPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))));
+  const std::int64_t blocks = ceil_div(positions, fit);
+  const std::int64_t block = round_up(ceil_div(positions, blocks), NR);
+  // Output-channel blocks (multiples of kGemmRows) only when (batch, group, position block)
+  // tasks are too few for the threads: then each channel block packs B again. The blocks change
+  // which tile computes an element, never its sum, so the results do not depend on them.
+  const std::int64_t outer = g.batch * g.groups * blocks, threads = num_threads();
+  std::int64_t channel_blocks = 1;
+  if (outer < 2 * threads)
+    channel_blocks = std::min(ceil_div(2 * threads, outer), std::max<std::int64_t>(1, M_pad / kMinChannelBlock));
+  const std::int64_t channel_block = round_up(ceil_div(M, channel_blocks), kGemmRows);
+  channel_blocks = ceil_div(M, channel_block);
+  const std::int64_t tasks = outer * channel_blocks;
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * channel_block * K * block));
 
   const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
   auto* out_base = static_cast<std::byte*>(v.out.data);
+
+  // Every input channel once into a padded plane (converted to Acc once, not once per tap),
+  // unless the input planes already are their own padded planes (no padding, unit last-axis
+  // stride, dense planes of Acc: e.g. a 1x1 convolution of a contiguous float input, then a
+  // plain GEMM on the input).
+  const PaddedPlane pad(g, tap);
+  bool direct = std::is_same_v<T, Acc> && pad.phases == 1 && pad.padded == g.in_spatial && pad.size == g.in_spatial.product() &&
+                aligned(in_base, alignof(Acc)) && v.in.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0 &&
+                v.in.byte_strides[1] % std::int64_t{sizeof(Acc)} == 0;
+  for (int a = 0; a < g.D; ++a) {
+    direct = direct && g.start[a] == 0 &&
+             in_strides[a] == (a == g.D - 1 ? std::int64_t{sizeof(Acc)} : in_strides[a + 1] * g.in_spatial[a + 1]);
+  }
+  std::vector<Acc> planes = scratch<Acc>(direct ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input"));
+  const auto plane_of = [&](std::int64_t n, std::int64_t c) -> const Acc* {
+    if (direct) return reinterpret_cast<const Acc*>(in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1]);
+    return planes.data() + (n * g.in_channels + c) * pad.size;
+  };
+  if (!direct) {
+    parallel_for(0, g.batch * g.in_channels, std::max<std::int64_t>(1, (1 << 14) / pad.size), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        const std::byte* src = in_base + i / g.in_channels * v.in.byte_strides[0] + i % g.in_channels * v.in.byte_strides[1];
+        pad.fill<T>(g, src, in_strides, planes.data() + i * pad.size);
+      }
+    });
+  }
+
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<Acc> panel = scratch<Acc>(K * block), result = scratch<Acc>(M_pad * block);
+    // `row`: one row of B before packing. Consecutive tasks of one position block (channel
+    // blocks vary fastest) reuse the packed panel. A block's positions are pieces of output
+    // rows: (column in the block, plane offset, length).
+    std::vector<std::array<std::int64_t, 3>> pieces;
+    const std::unique_ptr<Acc[]> panel = unfilled_scratch<Acc>(K * block), result = unfilled_scratch<Acc>(channel_block * block);
+    std::vector<Acc> row = scratch<Acc>(block);
+    std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
-      const std::int64_t n = task / (g.groups * blocks), grp = task / blocks % g.groups;
-      const std::int64_t p0 = task % blocks * block, count = std::min(block, positions - p0);
+      const std::int64_t position_task = task / channel_blocks, m0 = task % channel_blocks * channel_block;
+      const std::int64_t n = position_task / (g.groups * blocks), grp = position_task / blocks % g.groups;
+      const std::int64_t p0 = position_task % blocks * block, count = std::min(block, positions - p0);
       const std::int64_t width = round_up(count, NR);
-      for (std::int64_t c = 0; c < g.in_per_group; ++c) {
-        const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * g.in_per_group + c) * v.in.byte_strides[1];
-        for (std::int64_t t = 0; t < taps; ++t) {
-          Acc* row = panel.data() + (c * taps + t) * width;
-          walker.walk_span(
-              tap.index[t], p0, p0 + count, in_strides, /*base_offset=*/0,
-              [&](std::int64_t col, std::int64_t n_pad) { std::fill_n(row + (col - p0), n_pad, Acc(0)); },
-              [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t n_in) {
-                load_run<T, Acc>(plane + offset, step, n_in, row + (col - p0));
-              });
-          std::fill(row + count, row + width, Acc(0));
+      if (packed_for != position_task) {
+        packed_for = position_task;
+        pieces.clear();
+        for (std::int64_t col = 0; col < count;) {
+          const std::int64_t r = (p0 + col) / pad.out_width, x = (p0 + col) % pad.out_width;
+          const std::int64_t len = std::min(pad.out_width - x, count - col);
+          pieces.push_back({col, pad.row_base[r] + x, len});
+          col += len;
+        }
+        std::fill(row.data() + count, row.data() + width, Acc(0));
+        for (std::int64_t c = 0; c < g.in_per_group; ++c) {
+          const Acc* plane = plane_of(n, grp * g.in_per_group + c);
+          for (std::int64_t t = 0; t < taps; ++t) {
+            const Acc* src = plane + pad.tap_offset[t];
+            for (const auto& [col, offset, len] : pieces) {
+              for (std::int64_t j = 0; j < len; ++j) row[col + j] = src[offset + j];
+            }
+            pack_gemm_b_row(panel.get(), K, c * taps + t, row.data(), width);
+          }
         }
       }
-      gemm_packed(M_pad, width, K, packed.data() + grp * M_pad * K, panel.data(), width, result.data(), width);
-      for (std::int64_t i = 0; i < M; ++i) {
-        const std::int64_t oc = grp * M + i;
-        finish_row<T, Acc>(result.data() + i * width, count, bias_of<T, Acc>(v, oc), desc.fused_activation,
+      const std::int64_t rows = std::min(channel_block, M - m0);
+      gemm_packed(round_up(rows, kGemmRows), width, K, packed.get() + (grp * M_pad + m0) * K, panel.get(),
+                  result.get(), width);
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const std::int64_t oc = grp * M + m0 + i;
+        finish_row<T, Acc>(result.get() + i * width, count, bias_of<T, Acc>(v, oc), desc.fused_activation,
                            out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1], g.out_spatial,
                            out_strides, p0);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// FORWARD, one input channel per group (depthwise, with any channel multiplier): no GEMM, whose
+// 6-row tiles would be mostly padding. Per (n, input channel) task the input plane is copied once
+// into a PaddedPlane; each output row is then a weighted_row_sum over one shifted source row per
+// tap, summed in increasing tap order.
+
+template <class T>
+void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  using Acc = typename AccumulatorOf<T>::type;
+  const BlockWalker walker = forward_walker(g);
+  const Taps tap(walker, v.filter);
+  const std::int64_t taps = walker.tap_count();
+  const bool flip = desc.mode == ConvolutionMode::Convolution;
+
+  const PaddedPlane pad(g, tap);
+  const std::int64_t out_width = pad.out_width, out_rows = std::ssize(pad.row_base);
+  // With unit strides, output row r starts at row_base[r] and the rows follow each other in the
+  // plane: the whole plane is one weighted_row_sum over flat_length plane positions, whose
+  // columns past out_width (reading the padding) are dropped.
+  const bool unit_strides = std::all_of(g.strides.begin(), g.strides.end(), [](std::int64_t s) { return s == 1; });
+  const std::int64_t flat_length = pad.row_base.back() + out_width;
+
+  const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
+  const auto* in_base = static_cast<const std::byte*>(v.in.data);
+  const auto* w = static_cast<const std::byte*>(v.filter.data);
+  auto* out_base = static_cast<std::byte*>(v.out.data);
+  const std::int64_t multiplier = g.out_per_group, tasks = g.batch * g.in_channels;
+  const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * out_rows * out_width));
+  parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<Acc> plane = scratch<Acc>(pad.size);  // zero: see PaddedPlane::fill
+    std::vector<Acc> weights = scratch<Acc>(taps), result = scratch<Acc>(out_rows * out_width);
+    std::vector<Acc> wide = scratch<Acc>(unit_strides ? flat_length : 0);
+    std::vector<const Acc*> sources(static_cast<std::size_t>(taps));
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t n = task / g.in_channels, c = task % g.in_channels;
+      pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1], in_strides, plane.data());
+      for (std::int64_t m = 0; m < multiplier; ++m) {
+        const std::int64_t oc = c * multiplier + m;
+        for (std::int64_t t = 0; t < taps; ++t)
+          weights[t] = load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, flip));
+        const Acc bias = bias_of<T, Acc>(v, oc);
+        if (unit_strides) {  // every output row at once, as one long row (see above)
+          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + pad.tap_offset[t];
+          weighted_row_sum(taps, sources.data(), weights.data(), flat_length, wide.data());
+        }
+        for (std::int64_t row = 0; row < out_rows; ++row) {
+          const std::int64_t base = pad.row_base[row];
+          if (unit_strides) {
+            std::copy_n(wide.data() + base, out_width, result.data() + row * out_width);
+          } else {
+            for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + base + pad.tap_offset[t];
+            weighted_row_sum(taps, sources.data(), weights.data(), out_width, result.data() + row * out_width);
+          }
+        }
+        finish_row<T, Acc>(result.data(), out_rows * out_width, bias, desc.fused_activation,
+                           out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1], g.out_spatial, out_strides, 0);
       }
     }
   });
@@ -408,7 +630,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   per_task = std::max<std::int64_t>(1, std::min(per_task, ceil_div(g.batch * g.groups * g.out_per_group,
                                                                     4 * static_cast<std::int64_t>(num_threads()))));
   const std::int64_t chunks = ceil_div(g.out_per_group, per_task), tasks = g.batch * g.groups * chunks;
-  const std::int64_t fit = std::max<std::int64_t>(NR, kPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))) / NR * NR);
+  const std::int64_t fit = std::max<std::int64_t>(NR, kBackwardPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))) / NR * NR);
   const std::int64_t block = std::min(fit, round_up(positions, NR));
   const std::int64_t grain =
       std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, per_task * taps * K * positions));
@@ -420,35 +642,40 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   auto* out_base = static_cast<std::byte*>(v.out.data);
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const std::int64_t M_max = round_up(per_task * taps, kGemmRows);
-    std::vector<Acc> packed = scratch<Acc>(M_max * K), panel = scratch<Acc>(K * block);
-    std::vector<Acc> result = scratch<Acc>(M_max * block), sums = scratch<Acc>(per_task * out_positions);
+    const std::unique_ptr<Acc[]> packed = unfilled_scratch<Acc>(M_max * K), panel = unfilled_scratch<Acc>(K * block);
+    const std::unique_ptr<Acc[]> result = unfilled_scratch<Acc>(M_max * block);
+    std::vector<Acc> sums = scratch<Acc>(per_task * out_positions);
+    std::vector<Acc> row = scratch<Acc>(block);
+    std::vector<std::int64_t> row_offset(static_cast<std::size_t>(M_max));
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / (g.groups * chunks), grp = task / chunks % g.groups;
       const std::int64_t oc0 = task % chunks * per_task, ocs = std::min(per_task, g.out_per_group - oc0);
       const std::int64_t M = ocs * taps, M_pad = round_up(M, kGemmRows);
-      // A: row (oc', t), column ic holds W[ic, oc0 + oc', t'].
+      // A: row (oc', t), column ic holds W[ic, oc0 + oc', t'] (the rows' byte offsets first: no
+      // division per element).
+      for (std::int64_t r = 0; r < M; ++r)
+        row_offset[r] = (oc0 + r / taps) * v.filter.byte_strides[1] + tap.filter(r % taps, flip);
+      const std::byte* group_filter = w + grp * K * v.filter.byte_strides[0];
       pack_gemm_a(M, K,
                   [&](std::int64_t r, std::int64_t ic) {
-                    const std::int64_t oc = oc0 + r / taps, t = r % taps;
-                    return load_value<T, Acc>(w + (grp * K + ic) * v.filter.byte_strides[0] + oc * v.filter.byte_strides[1] +
-                                              tap.filter(t, flip));
+                    return load_value<T, Acc>(group_filter + ic * v.filter.byte_strides[0] + row_offset[r]);
                   },
-                  packed.data());
+                  packed.get());
       std::fill_n(sums.data(), ocs * out_positions, Acc(0));
       for (std::int64_t p0 = 0; p0 < positions; p0 += block) {
         const std::int64_t count = std::min(block, positions - p0), width = round_up(count, NR);
         for (std::int64_t ic = 0; ic < K; ++ic) {
           const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * K + ic) * v.in.byte_strides[1];
-          Acc* row = panel.data() + ic * width;
           for_each_run(g.in_spatial, in_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
-            load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row + first);
+            load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row.data() + first);
           });
-          std::fill(row + count, row + width, Acc(0));
+          std::fill(row.data() + count, row.data() + width, Acc(0));
+          pack_gemm_b_row(panel.get(), K, ic, row.data(), width);
         }
-        gemm_packed(M_pad, width, K, packed.data(), panel.data(), width, result.data(), width);
+        gemm_packed(M_pad, width, K, packed.get(), panel.get(), result.get(), width);
         for (std::int64_t oc = 0; oc < ocs; ++oc) {
           for (std::int64_t t = 0; t < taps; ++t) {
-            const Acc* cols = result.data() + (oc * taps + t) * width;
+            const Acc* cols = result.get() + (oc * taps + t) * width;
             walker.walk_span(
                 tap.index[t], p0, p0 + count, acc_strides, /*base_offset=*/oc * out_positions,
                 [](std::int64_t, std::int64_t) {},  // outside the output: dropped
@@ -508,7 +735,9 @@ void execute(const ConvolutionDesc& desc, const TensorView& in, const TensorView
   visit_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>) {
-      if (desc.direction == ConvolutionDirection::Forward) {
+      if (desc.direction == ConvolutionDirection::Forward && g.in_per_group == 1) {
+        forward_depthwise<T>(desc, g, views);
+      } else if (desc.direction == ConvolutionDirection::Forward) {
         forward<T>(desc, g, views);
       } else {
         backward<T>(desc, g, views);

@@ -240,6 +240,65 @@ TEST(Convolution, RandomCasesMatchTheReference) {
   }
 }
 
+// The direct depthwise path (one input channel per group) on rows wide enough for its vector
+// blocks and their tails (out widths 70, 35, 34, 33, 8), multipliers 1 and 2, strides 1 to 3
+// (phase-split rows), dilation, asymmetric padding, both modes, 1-D to 3-D, every dtype.
+TEST(Convolution, DepthwiseWideRowsMatchTheReference) {
+  std::mt19937 rng(31);
+  struct Shape {
+    Dims x, k, strides, dilations, start, end;
+    std::int64_t multiplier;
+  };
+  const Shape shapes[] = {
+      {{2, 3, 5, 70}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{1, 4, 6, 70}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 1}, 2},
+      {{1, 2, 4, 69}, {2, 5}, {1, 2}, {1, 2}, {0, 3}, {1, 0}, 1},
+      {{1, 2, 100}, {3}, {3}, {1}, {0}, {0}, 2},
+      {{1, 2, 3, 4, 40}, {2, 2, 3}, {1, 1, 5}, {1, 1, 1}, {0, 1, 1}, {1, 0, 1}, 1},
+  };
+  for (DataType dtype : {DataType::Float32, DataType::Float16, DataType::Float64}) {
+    for (const Shape& shape : shapes) {
+      for (ConvolutionMode mode : {ConvolutionMode::CrossCorrelation, ConvolutionMode::Convolution}) {
+        Case c;
+        const std::int64_t C = shape.x[1];
+        c.x_sizes = shape.x;
+        c.w_sizes = {C * shape.multiplier, 1};
+        for (std::int64_t k : shape.k) c.w_sizes.push_back(k);
+        c.desc.group_count = C;
+        c.desc.mode = mode;
+        c.desc.strides = shape.strides;
+        c.desc.dilations = shape.dilations;
+        c.desc.start_padding = shape.start;
+        c.desc.end_padding = shape.end;
+        c.bias = true;
+        run_case(c, dtype, rng, std::string(name(dtype)) + " depthwise " + std::to_string(shape.x.size() - 2) + "-D");
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Unpadded forward layers whose input planes serve as the padded planes in place (1x1, 3x3
+// without padding; float32 / float64, dense planes) and the same layers on channels-last inputs
+// and float16, which are copied; N > 1 and groups so the per-(n, channel) plane addresses vary.
+TEST(Convolution, UnpaddedInputsReadInPlaceMatchTheReference) {
+  std::mt19937 rng(77);
+  for (DataType dtype : {DataType::Float32, DataType::Float64, DataType::Float16}) {
+    for (std::int64_t k : {1, 3}) {
+      for (bool channels_last : {false, true}) {
+        Case c;
+        c.x_sizes = {2, 12, 9, 37};
+        c.w_sizes = {10, 6, k, k};
+        c.desc.group_count = 2;
+        c.bias = true;
+        if (channels_last) c.x_order = c.out_order = {0, 2, 3, 1};
+        run_case(c, dtype, rng, std::string(name(dtype)) + " k " + std::to_string(k) + (channels_last ? " nhwc" : ""));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 TEST(Convolution, ThreadCountsGiveIdenticalBits) {
   std::mt19937 rng(5);
   for (ConvolutionDirection direction : {ConvolutionDirection::Forward, ConvolutionDirection::Backward}) {

@@ -1671,7 +1671,7 @@ TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
 }
 
 // gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
-// sizes), K from 1 up; both element types. The micro-kernel writes whole tiles, so C has
+// sizes), K from 1 up and across K blocks; B packed row by row; both element types. The micro-kernel writes whole tiles, so C has
 // round_up(M, kGemmRows) rows; only the first M are compared.
 template <class Acc>
 void check_gemm() {
@@ -1680,16 +1680,18 @@ void check_gemm() {
   std::uniform_real_distribution<double> value(-1.0, 1.0);
   for (std::int64_t M : {1, 5, 6, 7, 13}) {
     for (std::int64_t N : {NR, 2 * NR, 5 * NR}) {
-      for (std::int64_t K : {1, 2, 9, 70}) {
+      for (std::int64_t K : {std::int64_t{1}, std::int64_t{2}, std::int64_t{9}, std::int64_t{70}, kGemmDepth, kGemmDepth + 3, 2 * kGemmDepth + 1}) {
         std::vector<Acc> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * (N + 3)));
         for (Acc& v : a) v = static_cast<Acc>(value(rng));
         for (Acc& v : b) v = static_cast<Acc>(value(rng));
         std::vector<Acc> packed(static_cast<std::size_t>(round_up(M, kGemmRows) * K));
         pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[static_cast<std::size_t>(i * K + k)]; },
                     packed.data());
+        std::vector<Acc> b_packed(static_cast<std::size_t>(K * N));
+        for (std::int64_t k = 0; k < K; ++k) pack_gemm_b_row(b_packed.data(), K, k, b.data() + k * (N + 3), N);
         const std::int64_t ldc = N + 1;
         std::vector<Acc> c(static_cast<std::size_t>(round_up(M, kGemmRows) * ldc));
-        gemm_packed(round_up(M, kGemmRows), N, K, packed.data(), b.data(), N + 3, c.data(), ldc);
+        gemm_packed(round_up(M, kGemmRows), N, K, packed.data(), b_packed.data(), c.data(), ldc);
         for (std::int64_t i = 0; i < M; ++i) {
           for (std::int64_t j = 0; j < N; ++j) {
             double exact = 0, magnitude = 0;
@@ -1706,6 +1708,45 @@ void check_gemm() {
       }
     }
   }
+}
+
+// weighted_row_sum against double sums: every vector tail (n around 8 and 32), several tap
+// counts, rows at odd offsets of one buffer (unaligned, overlapping like a convolution's taps).
+template <class Acc>
+void check_weighted_row_sum() {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  std::vector<Acc> source(200);
+  for (Acc& v : source) v = static_cast<Acc>(value(rng));
+  for (std::int64_t taps : {1, 3, 9}) {
+    std::vector<Acc> weights(static_cast<std::size_t>(taps));
+    std::vector<const Acc*> rows;
+    for (std::int64_t t = 0; t < taps; ++t) {
+      weights[static_cast<std::size_t>(t)] = static_cast<Acc>(value(rng));
+      rows.push_back(source.data() + 1 + 5 * t);
+    }
+    for (std::int64_t n : {0, 1, 7, 8, 9, 31, 32, 33, 70, 150}) {
+      std::vector<Acc> out(static_cast<std::size_t>(n) + 1, Acc(42));
+      weighted_row_sum(taps, rows.data(), weights.data(), n, out.data());
+      for (std::int64_t j = 0; j < n; ++j) {
+        double exact = 0, magnitude = 0;
+        for (std::int64_t t = 0; t < taps; ++t) {
+          const double term = double(weights[static_cast<std::size_t>(t)]) * double(rows[static_cast<std::size_t>(t)][j]);
+          exact += term;
+          magnitude += std::abs(term);
+        }
+        ASSERT_NEAR(double(out[static_cast<std::size_t>(j)]), exact,
+                    2 * (taps + 1) * std::numeric_limits<Acc>::epsilon() * magnitude + 1e-300)
+            << "taps " << taps << " n " << n << " at " << j;
+      }
+      EXPECT_EQ(out[static_cast<std::size_t>(n)], Acc(42)) << "wrote past n = " << n;
+    }
+  }
+}
+
+TEST(Gemm, WeightedRowSumMatchesPlainLoops) {
+  check_weighted_row_sum<float>();
+  check_weighted_row_sum<double>();
 }
 
 TEST(Gemm, PackedProductMatchesPlainLoops) {

@@ -530,8 +530,11 @@ def test_descriptor_validates():
 # Both instruction-set paths, docstrings
 
 
-def test_portable_kernels_agree():
-    """The portable GEMM (DMLOPS_DISABLE_AVX2=1, read once per process) in a child process."""
+@pytest.mark.parametrize("switch", ["DMLOPS_DISABLE_AVX2", "DMLOPS_DISABLE_AVX512"])
+def test_other_kernels_agree(switch):
+    """The portable GEMM (DMLOPS_DISABLE_AVX2=1) or the AVX2 one (DMLOPS_DISABLE_AVX512=1; the
+    switches are read once per process) in a child process. The AVX2 and AVX-512 kernels run the
+    same FMA chains, so without AVX-512 the bits are those of this process."""
     code = (
         "import numpy as np, dmlops\n"
         "rng = np.random.default_rng(1)\n"
@@ -545,7 +548,7 @@ def test_portable_kernels_agree():
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, DMLOPS_DISABLE_AVX2="1")
+        env = dict(os.environ, **{switch: "1"})
         subprocess.run([sys.executable, "-c", f"OUT = {tmp!r}\n" + code], env=env, check=True)
         rng = np.random.default_rng(1)
         x = rng.standard_normal((2, 5, 9, 8))
@@ -555,6 +558,9 @@ def test_portable_kernels_agree():
             assert_close(np.load(f"{tmp}/{dt}_f.npy"), a, b, strides=(2, 1), start_padding=(1, 1))
             wt = b[:, :5].transpose(1, 0, 2, 3).copy()
             assert_close(np.load(f"{tmp}/{dt}_b.npy"), a, wt, direction="backward", strides=(2, 1))
+            if switch == "DMLOPS_DISABLE_AVX512":
+                here = dmlops.convolution(a, b, strides=(2, 1), start_padding=(1, 1))
+                assert np.array_equal(np.load(f"{tmp}/{dt}_f.npy"), here), dt
 
 
 @pytest.mark.parametrize("module", ["dmlops.convolution", "dmlops._activation"])

@@ -28,4 +28,10 @@ bool avx2_fma_enabled() {
   return enabled;
 }
 
+bool avx512_enabled() {
+  static const bool enabled =
+      avx2_fma_enabled() && !disabled_by("DMLOPS_DISABLE_AVX512") && __builtin_cpu_supports("avx512f") != 0;
+  return enabled;
+}
+
 }  // namespace dmlops

@@ -2,6 +2,10 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
 #include "dmlops/core/cpu.hpp"
 
 namespace dmlops {
@@ -10,11 +14,17 @@ namespace {
 constexpr int R = static_cast<int>(kGemmRows);
 
 // One R x NR tile, portable: the compiler vectorises the j loops.
+// Each tile sums K rows; with `accumulate` it adds to C (the sums of the earlier K blocks).
 template <class Acc>
-void tile_portable(std::int64_t K, const Acc* a, const Acc* b, std::int64_t ldb, Acc* c, std::int64_t ldc) {
+void tile_portable(std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int64_t ldc, bool accumulate) {
   constexpr int NR = static_cast<int>(gemm_columns<Acc>());
   Acc acc[R][NR] = {};
-  for (std::int64_t k = 0; k < K; ++k, a += R, b += ldb) {
+  if (accumulate) {
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < NR; ++j) acc[r][j] = c[r * ldc + j];
+    }
+  }
+  for (std::int64_t k = 0; k < K; ++k, a += R, b += NR) {
     for (int r = 0; r < R; ++r) {
       const Acc ar = a[r];
       for (int j = 0; j < NR; ++j) acc[r][j] += ar * b[j];
@@ -27,10 +37,18 @@ void tile_portable(std::int64_t K, const Acc* a, const Acc* b, std::int64_t ldb,
 
 // The 6 x 16 float tile in twelve registers: per k, two loads of B, six broadcasts of A, twelve FMAs.
 __attribute__((target("avx2,fma"))) void tile_f32_avx2(std::int64_t K, const float* a, const float* b,
-                                                       std::int64_t ldb, float* c, std::int64_t ldc) {
+                                                       float* c, std::int64_t ldc, bool accumulate) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (std::int64_t k = 0; k < K; ++k, a += R, b += ldb) {
+  if (accumulate) {
+    c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
+    c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
+    c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+    c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+    c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
+    c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+  }
+  for (std::int64_t k = 0; k < K; ++k, a += R, b += 2 * 8) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
     __m256 x = _mm256_broadcast_ss(a + 0);
     c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
@@ -52,12 +70,57 @@ __attribute__((target("avx2,fma"))) void tile_f32_avx2(std::int64_t K, const flo
   }
 }
 
+// 6 x 32 floats: two adjacent micro-panels of B (b and b + K * 16, one zmm register each) in
+// twelve AVX-512 registers. Every element is the same chain of FMAs in the same order as in
+// tile_f32_avx2, so the two kernels give identical bits.
+__attribute__((target("avx512f"))) void tile_f32x2_avx512(std::int64_t K, std::int64_t panel_stride, const float* a,
+                                                          const float* b, float* c, std::int64_t ldc, bool accumulate) {
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  if (accumulate) {
+    c00 = _mm512_loadu_ps(c), c01 = _mm512_loadu_ps(c + 16);
+    c10 = _mm512_loadu_ps(c + ldc), c11 = _mm512_loadu_ps(c + ldc + 16);
+    c20 = _mm512_loadu_ps(c + 2 * ldc), c21 = _mm512_loadu_ps(c + 2 * ldc + 16);
+    c30 = _mm512_loadu_ps(c + 3 * ldc), c31 = _mm512_loadu_ps(c + 3 * ldc + 16);
+    c40 = _mm512_loadu_ps(c + 4 * ldc), c41 = _mm512_loadu_ps(c + 4 * ldc + 16);
+    c50 = _mm512_loadu_ps(c + 5 * ldc), c51 = _mm512_loadu_ps(c + 5 * ldc + 16);
+  }
+  for (std::int64_t k = 0; k < K; ++k, a += R, b += 16) {
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + panel_stride);
+    __m512 x = _mm512_set1_ps(a[0]);
+    c00 = _mm512_fmadd_ps(x, b0, c00), c01 = _mm512_fmadd_ps(x, b1, c01);
+    x = _mm512_set1_ps(a[1]);
+    c10 = _mm512_fmadd_ps(x, b0, c10), c11 = _mm512_fmadd_ps(x, b1, c11);
+    x = _mm512_set1_ps(a[2]);
+    c20 = _mm512_fmadd_ps(x, b0, c20), c21 = _mm512_fmadd_ps(x, b1, c21);
+    x = _mm512_set1_ps(a[3]);
+    c30 = _mm512_fmadd_ps(x, b0, c30), c31 = _mm512_fmadd_ps(x, b1, c31);
+    x = _mm512_set1_ps(a[4]);
+    c40 = _mm512_fmadd_ps(x, b0, c40), c41 = _mm512_fmadd_ps(x, b1, c41);
+    x = _mm512_set1_ps(a[5]);
+    c50 = _mm512_fmadd_ps(x, b0, c50), c51 = _mm512_fmadd_ps(x, b1, c51);
+  }
+  const __m512 rows[R][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  for (int r = 0; r < R; ++r) {
+    _mm512_storeu_ps(c + r * ldc, rows[r][0]);
+    _mm512_storeu_ps(c + r * ldc + 16, rows[r][1]);
+  }
+}
+
 // The 6 x 8 double tile, same shape of loop.
 __attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const double* a, const double* b,
-                                                       std::int64_t ldb, double* c, std::int64_t ldc) {
+                                                       double* c, std::int64_t ldc, bool accumulate) {
   __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256d c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (std::int64_t k = 0; k < K; ++k, a += R, b += ldb) {
+  if (accumulate) {
+    c00 = _mm256_loadu_pd(c), c01 = _mm256_loadu_pd(c + 4);
+    c10 = _mm256_loadu_pd(c + ldc), c11 = _mm256_loadu_pd(c + ldc + 4);
+    c20 = _mm256_loadu_pd(c + 2 * ldc), c21 = _mm256_loadu_pd(c + 2 * ldc + 4);
+    c30 = _mm256_loadu_pd(c + 3 * ldc), c31 = _mm256_loadu_pd(c + 3 * ldc + 4);
+    c40 = _mm256_loadu_pd(c + 4 * ldc), c41 = _mm256_loadu_pd(c + 4 * ldc + 4);
+    c50 = _mm256_loadu_pd(c + 5 * ldc), c51 = _mm256_loadu_pd(c + 5 * ldc + 4);
+  }
+  for (std::int64_t k = 0; k < K; ++k, a += R, b += 2 * 4) {
     const __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4);
     __m256d x = _mm256_broadcast_sd(a + 0);
     c00 = _mm256_fmadd_pd(x, b0, c00), c01 = _mm256_fmadd_pd(x, b1, c01);
@@ -79,28 +142,98 @@ __attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const dou
   }
 }
 
-template <class Acc, class Tile>
-void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const Acc* b, std::int64_t ldb, Acc* c,
-           std::int64_t ldc, Tile tile) {
+// No pair tile: every micro-panel goes through `tile`.
+constexpr std::nullptr_t kNoPairTile = nullptr;
+
+template <class Acc, class Tile, class PairTile = std::nullptr_t>
+void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int64_t ldc,
+           Tile tile, PairTile pair_tile = kNoPairTile) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
-  // Column blocks outside: one K x NR slice of B is reused from cache by every row panel.
-  for (std::int64_t j = 0; j < N; j += NR) {
-    for (std::int64_t p = 0; p < M; p += kGemmRows) tile(K, a + p * K, b + j, ldb, c + p * ldc + j, ldc);
+  for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
+    const std::int64_t depth = std::min(kGemmDepth, K - k0);
+    // Micro-panels of B outside (two at a time with a pair tile): each K block of one stays in
+    // L1 while every panel of A (the whole K block of A stays in L2) passes over it.
+    for (std::int64_t j = 0; j < N;) {
+      const Acc* b_block = b + j * K + k0 * NR;
+      if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
+        if (j + 2 * NR <= N) {
+          for (std::int64_t p = 0; p < M; p += kGemmRows)
+            pair_tile(depth, K * NR, a + p * K + k0 * kGemmRows, b_block, c + p * ldc + j, ldc, k0 > 0);
+          j += 2 * NR;
+          continue;
+        }
+      }
+      for (std::int64_t p = 0; p < M; p += kGemmRows)
+        tile(depth, a + p * K + k0 * kGemmRows, b_block, c + p * ldc + j, ldc, k0 > 0);
+      j += NR;
+    }
+  }
+}
+
+template <class Acc>
+void weighted_row_sum_portable(std::int64_t taps, const Acc* const* rows, const Acc* weights, std::int64_t n, Acc* out) {
+  std::fill_n(out, n, Acc(0));
+  for (std::int64_t t = 0; t < taps; ++t) {
+    const Acc w = weights[t], *row = rows[t];
+    for (std::int64_t j = 0; j < n; ++j) out[j] += w * row[j];
+  }
+}
+
+// Four registers of outputs at a time, summed over every tap before they are stored.
+__attribute__((target("avx2,fma"))) void weighted_row_sum_avx2(std::int64_t taps, const float* const* rows,
+                                                               const float* weights, std::int64_t n, float* out) {
+  std::int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (std::int64_t t = 0; t < taps; ++t) {
+      const __m256 w = _mm256_broadcast_ss(weights + t);
+      const float* row = rows[t] + j;
+      s0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row), s0);
+      s1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8), s1);
+      s2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 16), s2);
+      s3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 24), s3);
+    }
+    _mm256_storeu_ps(out + j, s0), _mm256_storeu_ps(out + j + 8, s1);
+    _mm256_storeu_ps(out + j + 16, s2), _mm256_storeu_ps(out + j + 24, s3);
+  }
+  for (; j + 8 <= n; j += 8) {
+    __m256 s = _mm256_setzero_ps();
+    for (std::int64_t t = 0; t < taps; ++t) s = _mm256_fmadd_ps(_mm256_broadcast_ss(weights + t), _mm256_loadu_ps(rows[t] + j), s);
+    _mm256_storeu_ps(out + j, s);
+  }
+  if (j < n) {  // the last 1..7 outputs: masked loads never touch memory past a row's end
+    alignas(32) static constexpr std::int32_t kLanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLanes + 8 - (n - j)));
+    __m256 s = _mm256_setzero_ps();
+    for (std::int64_t t = 0; t < taps; ++t)
+      s = _mm256_fmadd_ps(_mm256_broadcast_ss(weights + t), _mm256_maskload_ps(rows[t] + j, mask), s);
+    _mm256_maskstore_ps(out + j, mask, s);
   }
 }
 
 }  // namespace
 
-void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const float* b, std::int64_t ldb,
-                 float* c, std::int64_t ldc) {
-  if (avx2_fma_enabled()) return drive(M, N, K, a, b, ldb, c, ldc, tile_f32_avx2);
-  drive(M, N, K, a, b, ldb, c, ldc, tile_portable<float>);
+void weighted_row_sum(std::int64_t taps, const float* const* rows, const float* weights, std::int64_t n, float* out) {
+  if (avx2_fma_enabled()) return weighted_row_sum_avx2(taps, rows, weights, n, out);
+  weighted_row_sum_portable(taps, rows, weights, n, out);
 }
 
-void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a, const double* b, std::int64_t ldb,
-                 double* c, std::int64_t ldc) {
-  if (avx2_fma_enabled()) return drive(M, N, K, a, b, ldb, c, ldc, tile_f64_avx2);
-  drive(M, N, K, a, b, ldb, c, ldc, tile_portable<double>);
+void weighted_row_sum(std::int64_t taps, const double* const* rows, const double* weights, std::int64_t n,
+                      double* out) {
+  weighted_row_sum_portable(taps, rows, weights, n, out);
+}
+
+void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const float* b, float* c,
+                 std::int64_t ldc) {
+  if (avx512_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2, tile_f32x2_avx512);
+  if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2);
+  drive(M, N, K, a, b, c, ldc, tile_portable<float>);
+}
+
+void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a, const double* b, double* c,
+                 std::int64_t ldc) {
+  if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f64_avx2);
+  drive(M, N, K, a, b, c, ldc, tile_portable<double>);
 }
 
 }  // namespace dmlops

@@ -6,8 +6,9 @@
 // FMA, whose single rounding may change the last bits of a dot product. Environment switches
 // force the portable code (read once, at the first query) so that tests cover both paths on any
 // machine:
-//   DMLOPS_DISABLE_AVX2=1   no AVX2 (nor AVX2+FMA) kernels
-//   DMLOPS_DISABLE_F16C=1   half <-> float conversions in software
+//   DMLOPS_DISABLE_AVX2=1     no AVX2 (nor AVX2+FMA, nor AVX-512) kernels
+//   DMLOPS_DISABLE_AVX512=1   no AVX-512 kernels (the AVX2 ones run)
+//   DMLOPS_DISABLE_F16C=1     half <-> float conversions in software
 #pragma once
 
 namespace dmlops {
@@ -16,6 +17,8 @@ namespace dmlops {
 bool avx2_enabled();
 // avx2_enabled() and the CPU has FMA3 (every AVX2 CPU made so far has it).
 bool avx2_fma_enabled();
+// avx2_fma_enabled(), the CPU has AVX-512F and DMLOPS_DISABLE_AVX512 is unset (or "0").
+bool avx512_enabled();
 // The CPU has F16C (and AVX) and DMLOPS_DISABLE_F16C is unset (or "0").
 bool f16c_enabled();
 

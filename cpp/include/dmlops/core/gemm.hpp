@@ -3,23 +3,34 @@
 //
 //   C[M x N] = A[M x K] * B[K x N]
 //
-// A is packed in panels of kGemmRows rows (pack_gemm_a): panel p holds rows p*R .. p*R+R-1,
-// column by column (K groups of R values; rows past M are zero), so the micro-kernel reads one
-// contiguous group per k. B is a row-major panel (row stride ldb) whose width N is a multiple
-// of gemm_columns<Acc>(). C receives whole tiles: it needs round_up(M, kGemmRows) rows of
-// ldc >= N. K is not blocked: every C element is one dot product summed in increasing k, so
-// the result does not depend on how a caller splits M or N (hence not on the thread count).
+// Both operands are packed in the order the micro-kernel reads them:
+// - A in panels of kGemmRows rows (pack_gemm_a): panel p holds rows p*R .. p*R+R-1 column by
+//   column (K groups of R values; rows past M are zero).
+// - B in micro-panels of NR = gemm_columns<Acc>() columns (gemm_b_offset / pack_gemm_b_row):
+//   micro-panel q holds columns q*NR .. q*NR+NR-1 row by row (K groups of NR values), so one
+//   micro-panel is one contiguous stream. N is a multiple of NR (the caller zero-fills the tail).
+// C receives whole tiles: it needs round_up(M, kGemmRows) rows of ldc >= N.
+//
+// The product is blocked over K (kGemmDepth rows of B, whose micro-panel then stays in L1 while
+// every panel of A passes over it), but each C element is still summed in one fixed order,
+// increasing k, whatever the caller's split of M or N: results do not depend on the thread count.
 //
 // Micro-kernels: 6 x 16 floats / 6 x 8 doubles in twelve AVX2 registers with FMA, chosen at
-// run time by avx2_fma_enabled(); the portable fallback computes the same tiles with separate
-// multiplies and adds, so its last bits may differ from the FMA kernel's.
+// run time by avx2_fma_enabled(); with avx512_enabled(), 6 x 32 floats (two micro-panels) in
+// twelve AVX-512 registers, the same FMA chains, so the same bits as AVX2. The portable fallback
+// computes the same tiles with separate multiplies and adds, so its last bits may differ from
+// the FMA kernels'.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace dmlops {
 
 inline constexpr std::int64_t kGemmRows = 6;
+// K block: 256 rows of a 16-float micro-panel of B are 16 KiB, half of a 32 KiB L1.
+inline constexpr std::int64_t kGemmDepth = 256;
 template <class Acc>
 constexpr std::int64_t gemm_columns() {
   return 32 / sizeof(Acc) * 2;  // two AVX2 registers per row
@@ -39,11 +50,34 @@ void pack_gemm_a(std::int64_t M, std::int64_t K, At&& at, Acc* packed) {
   }
 }
 
+// Where element (k, j) of a packed B with K rows lives.
+template <class Acc>
+constexpr std::int64_t gemm_b_offset(std::int64_t K, std::int64_t k, std::int64_t j) {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  return j / NR * K * NR + k * NR + j % NR;
+}
+
+// Copies `row` (N values, N a multiple of NR) into row k of a packed B with K rows: callers
+// build a row contiguously (in L1), then move it in whole micro-panel pieces.
+template <class Acc>
+void pack_gemm_b_row(Acc* b, std::int64_t K, std::int64_t k, const Acc* row, std::int64_t N) {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  for (std::int64_t j = 0; j < N; j += NR) std::memcpy(b + gemm_b_offset<Acc>(K, k, j), row + j, NR * sizeof(Acc));
+}
+
 // C = A * B over whole tiles (see above): M rows (padded to kGemmRows), N columns (a multiple
-// of gemm_columns<Acc>()).
-void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a_packed, const float* b,
-                 std::int64_t ldb, float* c, std::int64_t ldc);
-void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a_packed, const double* b,
-                 std::int64_t ldb, double* c, std::int64_t ldc);
+// of gemm_columns<Acc>()), both operands packed.
+void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a_packed, const float* b_packed,
+                 float* c, std::int64_t ldc);
+void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a_packed, const double* b_packed,
+                 double* c, std::int64_t ldc);
+
+// out[j] = sum over t of weights[t] * rows[t][j], j in [0, n): a weighted sum of shifted rows
+// (a direct convolution with one input channel per output, e.g. depthwise), summed in
+// increasing t. The float version runs AVX2+FMA when avx2_fma_enabled() (then every term is one
+// fused multiply-add, the tail included, so the result does not depend on n or alignment).
+void weighted_row_sum(std::int64_t taps, const float* const* rows, const float* weights, std::int64_t n, float* out);
+void weighted_row_sum(std::int64_t taps, const double* const* rows, const double* weights, std::int64_t n,
+                      double* out);
 
 }  // namespace dmlops
