@@ -32,14 +32,8 @@ Fairness rules:
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
-import statistics
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -47,12 +41,12 @@ import numpy as np
 
 import dmlops
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:  # the comparison still runs without torch; its columns say so
-    torch = None
-    F = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import (BLOCK_WARMUP_S, Copier, environment, finish, fmt, import_torch, load_gauge_start,  # noqa: E402
+                      make_input, make_parser, median_ms, min_ms, parse_args, print_header_rule, require, same_bits,
+                      schedule_text, time_calls, verdict_text)
+
+torch, F = import_torch()
 
 MODES = ("constant", "edge", "reflection", "symmetric", "wrap")
 NUMPY_MODE = {"constant": "constant", "edge": "edge", "reflection": "reflect", "symmetric": "symmetric",
@@ -93,13 +87,6 @@ CASES = [
     Case("large-pad-reflect", (1, 64, 32, 32), "float32", (0, 0, 70, 45), (0, 0, 45, 70), ("reflection",),
          torch_ok=False, note="pads > input: torch n/a"),
 ]
-
-
-def make_input(case: Case) -> np.ndarray:
-    rng = np.random.default_rng(12345)  # fixed seed: same data every run
-    if np.dtype(case.dtype).kind == "f":
-        return rng.standard_normal(case.shape).astype(case.dtype)
-    return rng.integers(0, 256, size=case.shape, dtype=case.dtype)
 
 
 def source_index(mode: str, o: np.ndarray, n: int, start: int) -> np.ndarray:
@@ -156,151 +143,13 @@ def torch_pad_fn(x: np.ndarray, case: Case, mode: str) -> Optional[Callable[[], 
     return lambda: F.pad(xt, pad, mode="constant", value=0)
 
 
-class Copier:
-    """Copies src into dst (both the output's size) on `threads` threads."""
-
-    def __init__(self, nbytes: int, threads: int):
-        rng = np.random.default_rng(7)
-        self.src = rng.integers(0, 256, size=nbytes, dtype=np.uint8)
-        self.dst = np.empty_like(self.src)
-        self.threads = threads
-        bounds = [nbytes * i // threads // 64 * 64 for i in range(threads)] + [nbytes]
-        self.chunks = [(self.dst[a:b], self.src[a:b]) for a, b in zip(bounds, bounds[1:])]
-        self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
-        if torch is not None:
-            self.tsrc = torch.from_numpy(self.src)
-            self.tdst = torch.from_numpy(self.dst)
-
-    def numpy(self) -> None:
-        if self.pool is None:
-            np.copyto(self.dst, self.src)
-        else:
-            list(self.pool.map(lambda c: np.copyto(*c), self.chunks))
-
-    def torch(self) -> None:
-        self.tdst.copy_(self.tsrc)
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
-
-
-class WrongResult(AssertionError):
-    pass
-
-
-def require(ok: bool, message: str) -> None:
-    """An assert that `python -O` cannot remove: timing a wrong answer is worse than no timing."""
-    if not ok:
-        raise WrongResult(message)
-
-
-def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
-    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
-
-
-ROUNDS = 10
-# Each block of timed calls is preceded by at least this much warm-up: long enough for
-# another library's spinning worker threads (OpenMP spins a few ms after a parallel region,
-# and there are only as many cores as threads) to go idle, without sleeping, since a sleeping
-# process comes back to cold caches and slow thread wake-ups on a VM. A call that alone takes
-# longer is its own warm-up: its working set is far beyond the caches and a few ms of spinning
-# are lost in it.
-BLOCK_WARMUP_S = 0.02
 # Timed calls of one implementation stop at about this many seconds (at least 5 calls), so
 # the 100 ms cases do not stretch a run beyond the quiet spells of a shared machine.
 TIME_BUDGET_S = 1.0
 
 
-def time_calls(fns: dict, warmup: int, repeat: int, cold: bool) -> dict:
-    """Wall times in seconds of each callable (see the module docstring for the schedule)."""
-    times: dict = {name: [] for name in fns}
-
-    def timed(name: str, fn: Callable, calls: int) -> None:
-        for _ in range(calls):
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-
-    def warm(fn: Callable, calls: int) -> float:
-        """Runs fn `calls` times and for BLOCK_WARMUP_S (at most ~0.25 s once it has run twice);
-        returns its fastest call."""
-        t0 = time.perf_counter()
-        fastest = float("inf")
-        for i in range(100):
-            elapsed = time.perf_counter() - t0
-            if (i >= calls and elapsed >= BLOCK_WARMUP_S) or (i >= 2 and elapsed >= 0.25):
-                break
-            t1 = time.perf_counter()
-            fn()
-            fastest = min(fastest, time.perf_counter() - t1)
-        return fastest
-
-    one_call = {name: warm(fn, warmup) for name, fn in fns.items()}
-    reps = {name: max(5, min(repeat, int(TIME_BUDGET_S / one_call[name]))) for name in fns}
-    if cold:
-        for i in range(max(reps.values())):
-            for name, fn in fns.items():
-                if i < reps[name]:
-                    timed(name, fn, 1)
-        return times
-    rounds = min(ROUNDS, repeat)
-    for r in range(rounds):
-        for name, fn in fns.items():
-            calls = reps[name] * (r + 1) // rounds - reps[name] * r // rounds
-            if calls == 0:
-                continue
-            if r > 0 and one_call[name] < BLOCK_WARMUP_S:
-                warm(fn, 1)
-            timed(name, fn, calls)
-    return times
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def cpu_jiffies() -> Optional[tuple]:
-    """(busy, total) jiffies of all CPUs since boot, from /proc/stat."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return sum(fields) - idle, sum(fields)
-
-
-def other_load(start: Optional[tuple], own_start: float) -> Optional[float]:
-    """Average number of CPUs kept busy by other processes since `start`: the noise gauge."""
-    end = cpu_jiffies()
-    if start is None or end is None or end[1] == start[1]:
-        return None
-    hz = os.sysconf("SC_CLK_TCK")
-    ncpu = os.cpu_count() or 1
-    wall = (end[1] - start[1]) / hz / ncpu
-    own = sum(os.times()[:2]) - own_start
-    return max(0.0, ((end[0] - start[0]) / hz - own) / wall)
-
-
-def load_average() -> str:
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "n/a"
-
-
 def run_case(case: Case, mode: str, threads: int, warmup: int, repeat: int, cold: bool) -> dict:
-    x = make_input(case)
+    x = make_input(case.shape, case.dtype)
     pads = list(zip(case.start, case.end))
     np_mode = NUMPY_MODE[mode]
     np_kwargs = {"constant_values": 0} if mode == "constant" else {}
@@ -322,7 +171,7 @@ def run_case(case: Case, mode: str, threads: int, warmup: int, repeat: int, cold
     elif not case.torch_ok:
         require(same_bits(got, gather_reference(x, case, mode)), f"{case.name} {mode}: dmlops differs from the gather")
 
-    copier = Copier(expected.nbytes, threads)
+    copier = Copier(expected.nbytes, threads, torch)
     fns = {
         "dmlops": lambda: dmlops.pad(x, case.start, case.end, mode=mode),
         "dmlops_out": lambda: dmlops.pad(x, case.start, case.end, mode=mode, out=out),
@@ -333,8 +182,8 @@ def run_case(case: Case, mode: str, threads: int, warmup: int, repeat: int, cold
         fns["torch"] = tfn
     if torch is not None:
         fns["copy_torch"] = copier.torch
-    samples = time_calls(fns, warmup, repeat, cold)
-    ms = {name: statistics.median(ts) * 1e3 for name, ts in samples.items()}
+    samples = time_calls(fns, warmup, repeat, cold, time_budget=TIME_BUDGET_S)
+    ms = median_ms(samples)
     copier.close()
     # The result again after timing: the buffers were reused many times.
     require(same_bits(out, expected), f"{case.name} {mode}: out= result changed during timing")
@@ -348,7 +197,7 @@ def run_case(case: Case, mode: str, threads: int, warmup: int, repeat: int, cold
         "start_padding": list(case.start), "end_padding": list(case.end),
         "input_bytes": in_bytes, "output_bytes": out_bytes,
         "ms": {k: round(v, 4) for k, v in ms.items()},
-        "min_ms": {k: round(min(ts) * 1e3, 4) for k, ts in samples.items()},
+        "min_ms": min_ms(samples),
         "timed_calls": {k: len(ts) for k, ts in samples.items()},
         "ms_torch": round(ms["torch"], 4) if "torch" in ms else None,
         "copy_ms": round(copy_ms, 4),
@@ -376,15 +225,10 @@ def torch_unavailable_reason(case: Case, mode: str) -> str:
     return "more than 3 padded trailing dims"
 
 
-def fmt(v: Optional[float], spec: str, na: str = "n/a") -> str:
-    return na if v is None else format(v, spec)
-
-
 def print_table(rows: list) -> None:
     header = (f"{'case':<19} {'dtype':<7} {'mode':<10} {'thr':>3} | {'dmlops':>8} {'dml out=':>8} "
               f"{'numpy':>8} {'torch':>8} {'copy':>8} | {'np/dml':>6} {'th/dml':>6} | {'%copy':>5} {'%copy out=':>10}")
-    print(header)
-    print("-" * len(header))
+    print_header_rule(header)
     for r in rows:
         ms = r["ms"]
         print(f"{r['case']:<19} {r['dtype']:<7} {r['mode']:<10} {r['threads']:>3} | "
@@ -417,43 +261,18 @@ def print_targets(verdicts: list) -> None:
               "numpy_over_dmlops": "speed-up vs np.pad", "torch_over_dmlops": "speed-up vs torch"}
     print(f"\nTargets ({TARGET_CASE}, float32 1x64x256x256 pad 2 on H and W; binding at {TARGET_THREADS} threads):")
     for v in verdicts:
-        pct = v["metric"].startswith("copy")
-        value = "n/a" if v["value"] is None else (f"{100 * v['value']:.0f}%" if pct else f"{v['value']:.2f}x")
-        goal = f"{100 * v['goal']:.0f}%" if pct else f"{v['goal']:.1f}x"
-        met = "n/a" if v["met"] is None else ("met" if v["met"] else "NOT MET")
-        tag = "" if v["binding"] else "  (informative)"
+        value, goal, met, tag = verdict_text(v, pct=v["metric"].startswith("copy"))
         print(f"  {v['mode']:<10} threads={v['threads']}  {labels[v['metric']]:<27} {value:>7} >= {goal:<5} {met}{tag}")
 
 
 def main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    parser.add_argument("--repeat", type=int, default=None, help="timed calls per measurement (default 30, quick 7)")
-    parser.add_argument("--json", metavar="PATH", help="write every figure to this JSON file")
-    parser.add_argument("--quick", action="store_true", help="few repeats and only the target case")
-    parser.add_argument("--cold", action="store_true", help="interleave single calls (caches hold other data)")
-    args = parser.parse_args(argv)
-    threads_list = [int(t) for t in args.threads.split(",") if t.strip()]
-    if not threads_list or min(threads_list) < 1:
-        parser.error("--threads needs positive integers, e.g. 1,2")
-    repeat = args.repeat if args.repeat is not None else (7 if args.quick else 30)
-    warmup = 2 if args.quick else 5
+    parser = make_parser(__doc__)
+    args = parse_args(parser, argv)
+    threads_list, repeat, warmup = args.threads_list, args.repeat, args.warmup
     cases = [c for c in CASES if c.name == TARGET_CASE] if args.quick else CASES
 
-    env = {
-        "cpu": cpu_model(), "logical_cpus": os.cpu_count(),
-        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "python": platform.python_version(), "numpy": np.__version__,
-        "torch": torch.__version__ if torch is not None else None,
-        "dmlops": getattr(dmlops, "__version__", "unknown"),
-        "threads": threads_list, "repeat": repeat, "warmup": warmup, "cold": args.cold,
-        "load_average_start": load_average(),
-    }
-    print(f"CPU: {env['cpu']} ({env['usable_cpus']} usable of {env['logical_cpus']} logical CPUs)")
-    print(f"threads: {','.join(map(str, threads_list))}   python {env['python']}   numpy {env['numpy']}   "
-          f"torch {env['torch'] or 'not installed'}   dmlops {env['dmlops']}")
-    schedule = ("single calls interleaved (--cold)" if args.cold
-                else f"back-to-back calls in {min(ROUNDS, repeat)} rounds")
+    env = environment(args, torch, dmlops)
+    schedule = schedule_text(repeat, args.cold)
     print(f"median of {repeat} timed calls per column (or as many as fit in {TIME_BUDGET_S:g} s, at least 5), "
           f"{schedule}, "
           f"after >= {warmup} calls and {BLOCK_WARMUP_S * 1e3:.0f} ms of warm-up; "
@@ -466,7 +285,7 @@ def main(argv: Optional[list] = None) -> int:
     print("Checked before timing: dmlops == np.pad bit-exact for every row, and == torch where torch has the mode\n"
           "(== an index-gather reference where torch cannot run the case).\n")
 
-    jiffies_start, own_start = cpu_jiffies(), sum(os.times()[:2])
+    gauge_start = load_gauge_start()
     rows = []
     for case in cases:
         for mode in case.modes:
@@ -480,17 +299,7 @@ def main(argv: Optional[list] = None) -> int:
     verdicts = check_targets(rows)
     if verdicts:
         print_targets(verdicts)
-    env["load_average_end"] = load_average()
-    env["other_processes_cpus"] = other_load(jiffies_start, own_start)
-    busy = env["other_processes_cpus"]
-    print(f"\nload average at the end: {env['load_average_end']}; other processes kept "
-          f"{'n/a' if busy is None else f'{busy:.2f}'} of {os.cpu_count()} CPUs busy on average during the run"
-          f"{' - timings disturbed, rerun on a quiet machine' if busy is not None and busy > 0.1 else ''}")
-
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"environment": env, "results": rows, "targets": verdicts}, f, indent=2)
-        print(f"wrote {args.json}")
+    finish(env, gauge_start, args.json, rows, verdicts)
     return 0
 
 

@@ -27,7 +27,6 @@ Fairness rules (those of bench/compare.py):
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -43,12 +42,7 @@ import _harness as h  # noqa: E402
 
 import dmlops  # noqa: E402
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:  # the comparison still runs without torch; its columns say so
-    torch = None
-    F = None
+torch, F = h.import_torch()
 
 
 @dataclass
@@ -185,44 +179,35 @@ def run_case(case: Case, threads: int, warmup: int, repeat: int, cold: bool) -> 
     return {"case": case.name, "threads": threads, "gflops": case.flops() / 1e9, **{f"{k} s": v for k, v in medians.items()}}
 
 
-def fmt(v: Optional[float], spec: str) -> str:
-    return "n/a" if v is None else format(v, spec)
-
-
 def print_table(rows: list, peak: float) -> None:
     head = (f"{'case':<17}{'thr':>4}{'dmlops ms':>11}{'GFLOP/s':>9}{'% peak':>8}{'out= ms':>9}{'numpy ms':>10}"
             f"{'torch ms':>10}{'torch GF/s':>11}{'torch/dmlops':>14}")
-    print(head)
-    print("-" * len(head))
+    h.print_header_rule(head)
     for r in rows:
         d, t = r["dmlops s"], r.get("torch s")
         print(f"{r['case']:<17}{r['threads']:>4}{d * 1e3:>11.3f}{r['gflops'] / d:>9.1f}"
               f"{100 * r['gflops'] / d / (peak * r['threads']):>8.0f}{r['dmlops out= s'] * 1e3:>9.3f}"
-              f"{fmt(r.get('numpy s') and r['numpy s'] * 1e3, '.2f'):>10}{fmt(t and t * 1e3, '.3f'):>10}"
-              f"{fmt(t and r['gflops'] / t, '.1f'):>11}{fmt(t and t / d, '.2f'):>14}")
+              f"{h.fmt(r.get('numpy s') and r['numpy s'] * 1e3, '.2f'):>10}{h.fmt(t and t * 1e3, '.3f'):>10}"
+              f"{h.fmt(t and r['gflops'] / t, '.1f'):>11}{h.fmt(t and t / d, '.2f'):>14}")
 
 
 def main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    parser.add_argument("--repeat", type=int, default=None, help="timed calls per measurement (default 20, quick 7)")
-    parser.add_argument("--json", metavar="PATH", help="write every figure to this JSON file")
-    parser.add_argument("--quick", action="store_true", help="few repeats and only the target case")
+    parser = h.make_parser(__doc__, default_repeat=20, cold=False)
     parser.add_argument("--cases", help="comma-separated substrings: only the cases whose name contains one")
     parser.add_argument("--peak", type=float, default=90.0, help="GFLOP/s of one thread's FMA peak (default 90)")
     parser.add_argument("--cold", action="store_true", help="interleave single calls (caches hold other data)")
-    args = parser.parse_args(argv)
+    args = h.parse_args(parser, argv, default_repeat=20, warmup=3, quick_warmup=3)
     repeat = args.repeat or (7 if args.quick else 20)
     cases = [c for c in CASES if c.name == TARGET] if args.quick else CASES
     if args.cases:
         cases = [c for c in cases if any(part in c.name for part in args.cases.split(","))]
     print(f"CPU: {h.cpu_model()}; usable CPUs {h.usable_cpus()}; load average {h.load_average()}; "
           f"torch {torch.__version__ if torch else 'absent'}; AVX2 GEMM {'off' if os.environ.get('DMLOPS_DISABLE_AVX2') else 'on'}")
-    start, own = h.cpu_jiffies(), sum(os.times()[:2])
-    rows = [run_case(c, int(t), 3, repeat, args.cold) for t in args.threads.split(",") for c in cases]
+    gauge_start = h.load_gauge_start()
+    rows = [run_case(c, t, args.warmup, repeat, args.cold) for t in args.threads_list for c in cases]
     print_table(rows, args.peak)
-    load = h.other_load(start, own)
-    print(f"other processes kept {fmt(load, '.2f')} CPUs busy during the run"
+    load = h.other_load(*gauge_start)
+    print(f"other processes kept {h.fmt(load, '.2f')} CPUs busy during the run"
           + (" (figures disturbed)" if load is not None and load > 0.1 else ""))
     if args.json:
         with open(args.json, "w") as f:

@@ -27,29 +27,21 @@ Fairness and checks:
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
-import statistics
 import sys
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
 import dmlops
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import (BLOCK_WARMUP_S, ROUNDS, Copier, cpu_jiffies, cpu_model, load_average, other_load,  # noqa: E402
-                      require, time_calls)
+from _harness import (BLOCK_WARMUP_S, Copier, environment, finish, fmt, import_torch, load_gauge_start,  # noqa: E402
+                      make_input, make_parser, median_ms, min_ms, parse_args, print_header_rule, require,
+                      schedule_text, time_calls, verdict_text)
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:  # the comparison still runs without torch; its columns say so
-    torch = None
-    F = None
+torch, F = import_torch()
 
 TARGET_CASE = "resnet-stem-p2"
 TARGET_THREADS = 2
@@ -78,11 +70,6 @@ CASES = [
     Case("stride1-56-p2", (1, 64, 56, 56), "float32", (3, 3), (1, 1), (1, 1), (1, 1), 2),
     Case("ncdhw-5d-p2", (1, 16, 32, 64, 64), "float32", (2, 2, 2), (2, 2, 2), (0, 0, 0), (0, 0, 0), 2),
 ]
-
-
-def make_input(case: Case) -> np.ndarray:
-    rng = np.random.default_rng(12345)  # fixed seed: same data every run
-    return rng.standard_normal(case.shape).astype(case.dtype)
 
 
 def numpy_lp_pool(x: np.ndarray, window, strides, start, end, p: int) -> np.ndarray:
@@ -116,7 +103,7 @@ def close(a: np.ndarray, b: np.ndarray, dtype: str) -> bool:
 
 
 def run_case(case: Case, threads: int, warmup: int, repeat: int, cold: bool) -> dict:
-    x = make_input(case)
+    x = make_input(case.shape, case.dtype)
     zeros = tuple(0 for _ in case.window)
     dmlops.set_num_threads(threads)
     if torch is not None:
@@ -169,7 +156,7 @@ def run_case(case: Case, threads: int, warmup: int, repeat: int, cold: bool) -> 
     if torch is not None:
         fns["copy_torch"] = copier.torch
     samples = time_calls(fns, warmup, repeat, cold)
-    ms = {name: statistics.median(ts) * 1e3 for name, ts in samples.items()}
+    ms = median_ms(samples)
     copier.close()
     require(close(out, expected, case.dtype), f"{case.name}: out= result changed during timing")
 
@@ -179,7 +166,7 @@ def run_case(case: Case, threads: int, warmup: int, repeat: int, cold: bool) -> 
         "strides": list(case.strides), "start_padding": list(case.start), "end_padding": list(case.end),
         "p": case.p, "threads": threads, "input_bytes": x.nbytes,
         "ms": {k: round(v, 4) for k, v in ms.items()},
-        "min_ms": {k: round(min(ts) * 1e3, 4) for k, ts in samples.items()},
+        "min_ms": min_ms(samples),
         "copy_ms": round(copy_ms, 4),
         "torch_over_dmlops": ms["torch"] / ms["dmlops_nopad"] if "torch" in ms else None,
         "dmlops_over_copy": ms["dmlops"] / copy_ms,
@@ -189,16 +176,11 @@ def run_case(case: Case, threads: int, warmup: int, repeat: int, cold: bool) -> 
     }
 
 
-def fmt(v: Optional[float], spec: str, na: str = "n/a") -> str:
-    return na if v is None else format(v, spec)
-
-
 def print_table(rows: list) -> None:
     header = (f"{'case':<19} {'dtype':<7} {'p':>2} {'thr':>3} | {'dmlops':>7} {'dml out=':>8} {'dml nopad':>9} "
               f"{'torch':>7} {'torch+pad':>9} {'numpy':>8} {'copy':>6} | {'torch/nopad':>11} {'dml/copy':>8} "
               f"{'out=/copy':>9} {'numpy/dml':>9}")
-    print(header)
-    print("-" * len(header))
+    print_header_rule(header)
     for r in rows:
         ms = r["ms"]
         print(f"{r['case']:<19} {r['dtype']:<7} {r['p']:>2} {r['threads']:>3} | {ms['dmlops']:7.3f} "
@@ -235,48 +217,26 @@ def print_targets(verdicts: list) -> None:
     print(f"\nTargets ({TARGET_CASE}: float32 1x64x112x112, 3x3, stride 2, padding 1, p = 2; "
           f"binding at {TARGET_THREADS} threads):")
     for v in verdicts:
-        value = "n/a" if v["value"] is None else f"{v['value']:.2f}x"
+        value, goal, met, tag = verdict_text(v, pct=False)
         op = ">=" if v["higher_is_better"] else "<="
-        met = "n/a" if v["met"] is None else ("met" if v["met"] else "NOT MET")
-        tag = "" if v["binding"] else "  (informative)"
-        print(f"  threads={v['threads']}  {labels[v['metric']]:<30} {value:>7} {op} {v['goal']:.1f}x  {met}{tag}")
+        print(f"  threads={v['threads']}  {labels[v['metric']]:<30} {value:>7} {op} {goal}  {met}{tag}")
 
 
 def main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    parser.add_argument("--repeat", type=int, default=None, help="timed calls per measurement (default 30, quick 7)")
-    parser.add_argument("--json", metavar="PATH", help="write every figure to this JSON file")
-    parser.add_argument("--quick", action="store_true", help="few repeats and only the target case")
-    parser.add_argument("--cold", action="store_true", help="interleave single calls (caches hold other data)")
-    args = parser.parse_args(argv)
-    threads_list = [int(t) for t in args.threads.split(",") if t.strip()]
-    if not threads_list or min(threads_list) < 1:
-        parser.error("--threads needs positive integers, e.g. 1,2")
-    repeat = args.repeat if args.repeat is not None else (7 if args.quick else 30)
-    warmup = 2 if args.quick else 5
+    parser = make_parser(__doc__)
+    args = parse_args(parser, argv)
+    threads_list, repeat, warmup = args.threads_list, args.repeat, args.warmup
     cases = [c for c in CASES if c.name == TARGET_CASE] if args.quick else CASES
 
-    env = {
-        "cpu": cpu_model(), "logical_cpus": os.cpu_count(),
-        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "python": platform.python_version(), "numpy": np.__version__,
-        "torch": torch.__version__ if torch is not None else None, "dmlops": dmlops.__version__,
-        "threads": threads_list, "repeat": repeat, "warmup": warmup, "cold": args.cold,
-        "load_average_start": load_average(),
-    }
-    print(f"CPU: {env['cpu']} ({env['usable_cpus']} usable of {env['logical_cpus']} logical CPUs)")
-    print(f"threads: {','.join(map(str, threads_list))}   python {env['python']}   numpy {env['numpy']}   "
-          f"torch {env['torch'] or 'not installed'}   dmlops {env['dmlops']}")
-    schedule = ("single calls interleaved (--cold)" if args.cold
-                else f"back-to-back calls in {min(ROUNDS, repeat)} rounds")
+    env = environment(args, torch, dmlops)
+    schedule = schedule_text(repeat, args.cold)
     print(f"median of {repeat} timed calls, {schedule}, each block after >= {warmup} calls and "
           f"{BLOCK_WARMUP_S * 1e3:.0f} ms of warm-up; load average {env['load_average_start']}")
     print("ms per call; torch/nopad = torch time / dmlops time on the unpadded geometry; dml/copy = dmlops (padded) "
           "time / time to copy the input's bytes.\nChecked before timing: every dmlops column against numpy in "
           "float64; torch against dmlops (on |x| for odd p).\n")
 
-    jiffies_start, own_start = cpu_jiffies(), sum(os.times()[:2])
+    gauge_start = load_gauge_start()
     rows = [run_case(case, threads, warmup, repeat, args.cold) for case in cases for threads in threads_list]
     print_table(rows)
     for r in rows:
@@ -285,16 +245,7 @@ def main(argv: Optional[list] = None) -> int:
     verdicts = check_targets(rows)
     if verdicts:
         print_targets(verdicts)
-    env["load_average_end"] = load_average()
-    env["other_processes_cpus"] = other_load(jiffies_start, own_start)
-    busy = env["other_processes_cpus"]
-    print(f"\nload average at the end: {env['load_average_end']}; other processes kept "
-          f"{'n/a' if busy is None else f'{busy:.2f}'} of {os.cpu_count()} CPUs busy on average during the run"
-          f"{' - timings disturbed, rerun on a quiet machine' if busy is not None and busy > 0.1 else ''}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"environment": env, "results": rows, "targets": verdicts}, f, indent=2)
-        print(f"wrote {args.json}")
+    finish(env, gauge_start, args.json, rows, verdicts)
     return 0
 
 

@@ -27,12 +27,8 @@ Fairness rules:
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
-import platform
-import statistics
 import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -43,15 +39,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 import dmlops
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import (Copier, cpu_jiffies, cpu_model, load_average, other_load, require, same_bits,  # noqa: E402
-                      time_calls, usable_cpus)
+from _harness import (Copier, environment, finish, fmt, import_torch, load_gauge_start, make_input,  # noqa: E402
+                      make_parser, median_ms, parse_args, print_header_rule, require, same_bits, time_calls,
+                      verdict_text)
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:  # the comparison still runs without torch; its columns say so
-    torch = None
-    F = None
+torch, F = import_torch()
 
 # The issue's targets, for TARGET_CASE.
 TARGET_CASE = "nchw-3x3-pad1"
@@ -96,11 +88,6 @@ CASES = [
     # A downsampling layer in float16: strided reads; fold converts to float32 and back.
     Case("nchw-3x3-s2-f16", (1, 64, 112, 112), "float16", (3, 3), (2, 2), (1, 1), (1, 1), (1, 1)),
 ]
-
-
-def make_input(case: Case) -> np.ndarray:
-    rng = np.random.default_rng(12345)  # fixed seed: same data every run
-    return rng.standard_normal(case.shape).astype(case.dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,7 +171,7 @@ def run_case(case: Case, threads: int, warmup: int, repeat: int, cold: bool) -> 
     dmlops.set_num_threads(threads)
     if torch is not None:
         torch.set_num_threads(threads)
-    x = make_input(case)
+    x = make_input(case.shape, case.dtype)
     kwargs = case.kwargs
 
     # unfold: check, then time
@@ -209,7 +196,7 @@ def run_case(case: Case, threads: int, warmup: int, repeat: int, cold: bool) -> 
     samples = time_calls(fns, warmup, repeat, cold)
     copier.close()
     require(same_bits(out, expected), f"{case.name}: unfold out= result changed during timing")
-    ms = {k: statistics.median(v) * 1e3 for k, v in samples.items()}
+    ms = median_ms(samples)
     copy_ms = min(ms["copy_numpy"], ms.get("copy_torch", math.inf))
     unfold_row = {
         "op": "unfold", "case": case.name, "shape": list(case.shape), "dtype": case.dtype, "threads": threads,
@@ -242,7 +229,7 @@ def run_case(case: Case, threads: int, warmup: int, repeat: int, cold: bool) -> 
         fns["torch"] = ffn
     samples = time_calls(fns, warmup, repeat, cold)
     require(same_bits(fout, expected_fold), f"{case.name}: fold out= result changed during timing")
-    ms = {k: statistics.median(v) * 1e3 for k, v in samples.items()}
+    ms = median_ms(samples)
     fold_row = {
         **{k: unfold_row[k] for k in ("case", "shape", "dtype", "threads", "window", "strides", "dilations",
                                       "start_padding", "end_padding")},
@@ -254,15 +241,10 @@ def run_case(case: Case, threads: int, warmup: int, repeat: int, cold: bool) -> 
     return [unfold_row, fold_row]
 
 
-def fmt(v: Optional[float], spec: str, na: str = "n/a") -> str:
-    return na if v is None else format(v, spec)
-
-
 def print_table(rows: list) -> None:
     header = (f"{'case':<16} {'op':<6} {'dtype':<7} {'thr':>3} | {'dmlops':>8} {'dml out=':>8} {'numpy':>8} "
               f"{'torch':>8} {'copy':>8} | {'np/dml':>6} {'th/dml':>6} | {'%copy':>5} {'%copy out=':>10}")
-    print(header)
-    print("-" * len(header))
+    print_header_rule(header)
     for r in rows:
         ms = r["ms"]
         pct = lambda v: fmt(None if v is None else 100 * v, "5.0f")
@@ -297,40 +279,17 @@ def print_targets(verdicts: list) -> None:
               "torch_over_dmlops": "speed-up vs torch"}
     print(f"\nTargets ({TARGET_CASE}, float32 1x64x56x56, 3x3 window, padding 1; binding at {TARGET_THREADS} threads):")
     for v in verdicts:
-        pct = v["metric"].startswith("copy")
-        value = "n/a" if v["value"] is None else (f"{100 * v['value']:.0f}%" if pct else f"{v['value']:.2f}x")
-        goal = f"{100 * v['goal']:.0f}%" if pct else f"{v['goal']:.1f}x"
-        met = "n/a" if v["met"] is None else ("met" if v["met"] else "NOT MET")
-        tag = "" if v["binding"] else "  (informative)"
+        value, goal, met, tag = verdict_text(v, pct=v["metric"].startswith("copy"))
         print(f"  {v['op']:<6} threads={v['threads']}  {labels[v['metric']]:<27} {value:>7} >= {goal:<5} {met}{tag}")
 
 
 def main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    parser.add_argument("--repeat", type=int, default=None, help="timed calls per measurement (default 30, quick 7)")
-    parser.add_argument("--json", metavar="PATH", help="write every figure to this JSON file")
-    parser.add_argument("--quick", action="store_true", help="few repeats and only the target case")
-    parser.add_argument("--cold", action="store_true", help="interleave single calls (caches hold other data)")
-    args = parser.parse_args(argv)
-    threads_list = [int(t) for t in args.threads.split(",") if t.strip()]
-    if not threads_list or min(threads_list) < 1:
-        parser.error("--threads needs positive integers, e.g. 1,2")
-    repeat = args.repeat if args.repeat is not None else (7 if args.quick else 30)
-    warmup = 2 if args.quick else 5
+    parser = make_parser(__doc__)
+    args = parse_args(parser, argv)
+    threads_list, repeat, warmup = args.threads_list, args.repeat, args.warmup
     cases = [c for c in CASES if c.name == TARGET_CASE] if args.quick else CASES
 
-    env = {
-        "cpu": cpu_model(), "logical_cpus": os.cpu_count(), "usable_cpus": usable_cpus(),
-        "python": platform.python_version(), "numpy": np.__version__,
-        "torch": torch.__version__ if torch is not None else None,
-        "dmlops": getattr(dmlops, "__version__", "unknown"),
-        "threads": threads_list, "repeat": repeat, "warmup": warmup, "cold": args.cold,
-        "load_average_start": load_average(),
-    }
-    print(f"CPU: {env['cpu']} ({env['usable_cpus']} usable of {env['logical_cpus']} logical CPUs)")
-    print(f"threads: {','.join(map(str, threads_list))}   python {env['python']}   numpy {env['numpy']}   "
-          f"torch {env['torch'] or 'not installed'}   dmlops {env['dmlops']}")
+    env = environment(args, torch, dmlops)
     print(f"median of {repeat} timed calls ({'single calls interleaved' if args.cold else 'back-to-back, in rounds'}); "
           f"load average {env['load_average_start']}")
     print("ms = median wall time per call; dmlops/numpy/torch allocate their output, 'dml out=' writes a preallocated "
@@ -338,7 +297,7 @@ def main(argv: Optional[list] = None) -> int:
           "%copy = t_copy / t_unfold.")
     print("Checked before timing: dmlops == numpy == torch bit for bit (unfold and fold).\n")
 
-    jiffies_start, own_start = cpu_jiffies(), sum(os.times()[:2])
+    gauge_start = load_gauge_start()
     rows = []
     for case in cases:
         for threads in threads_list:
@@ -353,15 +312,7 @@ def main(argv: Optional[list] = None) -> int:
     verdicts = check_targets(rows)
     if verdicts:
         print_targets(verdicts)
-    env["load_average_end"] = load_average()
-    env["other_processes_cpus"] = busy = other_load(jiffies_start, own_start)
-    print(f"\nload average at the end: {env['load_average_end']}; other processes kept "
-          f"{'n/a' if busy is None else f'{busy:.2f}'} of {os.cpu_count()} CPUs busy on average during the run"
-          f"{' - timings disturbed, rerun on a quiet machine' if busy is not None and busy > 0.1 else ''}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"environment": env, "results": rows, "targets": verdicts}, f, indent=2)
-        print(f"wrote {args.json}")
+    finish(env, gauge_start, args.json, rows, verdicts)
     return 0
 
 

@@ -28,14 +28,8 @@ Fairness rules (those of bench/compare.py, the padding comparison):
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
-import statistics
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -43,12 +37,12 @@ import numpy as np
 
 import dmlops
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:  # the comparison still runs without torch; its columns say so
-    torch = None
-    F = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import (BLOCK_WARMUP_S, Copier, environment, finish, fmt, import_torch, load_gauge_start,  # noqa: E402
+                      make_input, make_parser, median_ms, min_ms, parse_args, print_header_rule, require,
+                      same_bits, schedule_text, time_calls, verdict_text)
+
+torch, F = import_torch()
 
 TARGET_CASES = ("nchw-x2", "ncdhw-x2")
 TARGET_THREADS = 2
@@ -77,13 +71,6 @@ CASES = [
     Case("aa-quarter", (1, 16, 512, 512), "float32", 0.25, ("linear",), antialiased=True,
          note="resample x0.25 antialiased; torch antialias=True (borders differ, checked inside)"),
 ]
-
-
-def make_input(case: Case) -> np.ndarray:
-    rng = np.random.default_rng(12345)  # fixed seed: same data every run
-    if np.dtype(case.dtype).kind == "f":
-        return rng.standard_normal(case.shape).astype(case.dtype)
-    return rng.integers(0, 256, size=case.shape, dtype=case.dtype)
 
 
 def is_upsample(case: Case) -> bool:
@@ -149,137 +136,13 @@ def torch_fn(x: np.ndarray, case: Case, mode: str) -> Optional[Callable[[], "tor
                                  antialias=case.antialiased).reshape(out_shape)
 
 
-class Copier:
-    """Copies src into dst (both the output's size) on `threads` threads."""
-
-    def __init__(self, nbytes: int, threads: int):
-        rng = np.random.default_rng(7)
-        self.src = rng.integers(0, 256, size=nbytes, dtype=np.uint8)
-        self.dst = np.empty_like(self.src)
-        bounds = [nbytes * i // threads // 64 * 64 for i in range(threads)] + [nbytes]
-        self.chunks = [(self.dst[a:b], self.src[a:b]) for a, b in zip(bounds, bounds[1:])]
-        self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
-        if torch is not None:
-            self.tsrc = torch.from_numpy(self.src)
-            self.tdst = torch.from_numpy(self.dst)
-
-    def numpy(self) -> None:
-        if self.pool is None:
-            np.copyto(self.dst, self.src)
-        else:
-            list(self.pool.map(lambda c: np.copyto(*c), self.chunks))
-
-    def torch(self) -> None:
-        self.tdst.copy_(self.tsrc)
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
-
-
-class WrongResult(AssertionError):
-    pass
-
-
-def require(ok: bool, message: str) -> None:
-    """An assert that `python -O` cannot remove: timing a wrong answer is worse than no timing."""
-    if not ok:
-        raise WrongResult(message)
-
-
-def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
-    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
-
-
 def close(a: np.ndarray, b: np.ndarray, relative: float) -> bool:
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     return a.shape == b.shape and float(np.max(np.abs(a64 - b64))) <= relative * max(1.0, float(np.max(np.abs(b64))))
 
 
-ROUNDS = 10
-# Each block of timed calls is preceded by at least this much warm-up: long enough for another
-# library's spinning worker threads (OpenMP spins a few ms after a parallel region) to go idle.
-BLOCK_WARMUP_S = 0.02
-
-
-def time_calls(fns: dict, warmup: int, repeat: int, cold: bool) -> dict:
-    """Wall times in s of each callable (see the module docstring for the schedule)."""
-    times: dict = {name: [] for name in fns}
-
-    def timed(name: str, fn: Callable, calls: int) -> None:
-        for _ in range(calls):
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-
-    def warm(fn: Callable, calls: int) -> None:
-        t_end = time.perf_counter() + BLOCK_WARMUP_S
-        for i in range(100):
-            if i >= calls and time.perf_counter() >= t_end:
-                break
-            fn()
-
-    if cold:
-        for fn in fns.values():
-            warm(fn, warmup)
-        for _ in range(repeat):
-            for name, fn in fns.items():
-                timed(name, fn, 1)
-    else:
-        rounds = min(ROUNDS, repeat)
-        for r in range(rounds):
-            calls = repeat * (r + 1) // rounds - repeat * r // rounds
-            for name, fn in fns.items():
-                warm(fn, warmup if r == 0 else 1)
-                timed(name, fn, calls)
-    return times
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def cpu_jiffies() -> Optional[tuple]:
-    """(busy, total) jiffies of all CPUs since boot, from /proc/stat."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return sum(fields) - idle, sum(fields)
-
-
-def other_load(start: Optional[tuple], own_start: float) -> Optional[float]:
-    """Average number of CPUs kept busy by other processes since `start`: the noise gauge."""
-    end = cpu_jiffies()
-    if start is None or end is None or end[1] == start[1]:
-        return None
-    hz = os.sysconf("SC_CLK_TCK")
-    ncpu = os.cpu_count() or 1
-    wall = (end[1] - start[1]) / hz / ncpu
-    own = sum(os.times()[:2]) - own_start
-    return max(0.0, ((end[0] - start[0]) / hz - own) / wall)
-
-
-def load_average() -> str:
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "n/a"
-
-
 def run_case(case: Case, mode: str, threads: int, warmup: int, repeat: int, cold: bool) -> dict:
-    x = make_input(case)
+    x = make_input(case.shape, case.dtype)
     dmlops.set_num_threads(threads)
     if torch is not None:
         torch.set_num_threads(threads)
@@ -311,7 +174,7 @@ def run_case(case: Case, mode: str, threads: int, warmup: int, repeat: int, cold
             require(close(t, got, 1e-3 if case.dtype == "float16" else 1e-4), f"{case.name} {mode}: torch differs")
         checked.append("torch")
 
-    copier = Copier(got.nbytes, threads)
+    copier = Copier(got.nbytes, threads, torch)
     fns = {"dmlops": dmlops_fn(x, case, mode), "dmlops_out": dmlops_fn(x, case, mode, out), "copy_numpy": copier.numpy}
     if nfn is not None:
         fns["numpy"] = nfn
@@ -319,7 +182,7 @@ def run_case(case: Case, mode: str, threads: int, warmup: int, repeat: int, cold
         fns["torch"] = tfn
         fns["copy_torch"] = copier.torch
     samples = time_calls(fns, warmup, repeat, cold)
-    ms = {name: statistics.median(ts) * 1e3 for name, ts in samples.items()}
+    ms = median_ms(samples)
     copier.close()
     require(same_bits(out, got), f"{case.name} {mode}: out= result changed during timing")
 
@@ -330,7 +193,7 @@ def run_case(case: Case, mode: str, threads: int, warmup: int, repeat: int, cold
         "case": case.name, "shape": list(case.shape), "dtype": case.dtype, "mode": mode, "threads": threads,
         "scale": case.scale, "antialiased": case.antialiased, "input_bytes": x.nbytes, "output_bytes": got.nbytes,
         "ms": {k: round(v, 4) for k, v in ms.items()},
-        "min_ms": {k: round(min(ts) * 1e3, 4) for k, ts in samples.items()},
+        "min_ms": min_ms(samples),
         "copy_ms": round(copy_ms, 4),
         "copy_fraction": moved / (ms["dmlops"] * 1e-3) / copy_bw,
         "copy_fraction_out": moved / (ms["dmlops_out"] * 1e-3) / copy_bw,
@@ -340,15 +203,10 @@ def run_case(case: Case, mode: str, threads: int, warmup: int, repeat: int, cold
     }
 
 
-def fmt(v: Optional[float], spec: str, na: str = "n/a") -> str:
-    return na if v is None else format(v, spec)
-
-
 def print_table(rows: list) -> None:
     header = (f"{'case':<12} {'dtype':<7} {'mode':<8} {'thr':>3} | {'dmlops':>8} {'dml out=':>8} {'numpy':>8} "
               f"{'torch':>8} {'copy':>7} | {'np/dml':>6} {'th/dml':>6} | {'%copy':>5} {'%copy out=':>10}")
-    print(header)
-    print("-" * len(header))
+    print_header_rule(header)
     for r in rows:
         ms = r["ms"]
         mode = "nearest" if r["mode"] == "nearest_neighbor" else ("linear-aa" if r["antialiased"] else "linear")
@@ -379,52 +237,27 @@ def print_targets(verdicts: list) -> None:
               "torch_over_dmlops": "speed-up vs torch"}
     print(f"\nTargets (float32 x2; binding at {TARGET_THREADS} threads):")
     for v in verdicts:
-        pct = v["metric"].startswith("copy")
-        value = "n/a" if v["value"] is None else (f"{100 * v['value']:.0f}%" if pct else f"{v['value']:.2f}x")
-        goal = f"{100 * v['goal']:.0f}%" if pct else f"{v['goal']:.1f}x"
-        met = "n/a" if v["met"] is None else ("met" if v["met"] else "NOT MET")
-        tag = "" if v["binding"] else "  (informative)"
+        value, goal, met, tag = verdict_text(v, pct=v["metric"].startswith("copy"))
         mode = "nearest" if v["mode"] == "nearest_neighbor" else "linear"
         print(f"  {v['case']:<9} {mode:<8} threads={v['threads']}  {labels[v['metric']]:<27} {value:>7} >= {goal:<5} "
               f"{met}{tag}")
 
 
 def main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    parser.add_argument("--repeat", type=int, default=None, help="timed calls per measurement (default 30, quick 7)")
-    parser.add_argument("--json", metavar="PATH", help="write every figure to this JSON file")
-    parser.add_argument("--quick", action="store_true", help="few repeats and only the target cases")
-    parser.add_argument("--cold", action="store_true", help="interleave single calls (caches hold other data)")
-    args = parser.parse_args(argv)
-    threads_list = [int(t) for t in args.threads.split(",") if t.strip()]
-    if not threads_list or min(threads_list) < 1:
-        parser.error("--threads needs positive integers, e.g. 1,2")
-    repeat = args.repeat if args.repeat is not None else (7 if args.quick else 30)
-    warmup = 2 if args.quick else 5
+    parser = make_parser(__doc__, quick_help="few repeats and only the target cases")
+    args = parse_args(parser, argv)
+    threads_list, repeat, warmup = args.threads_list, args.repeat, args.warmup
     cases = [c for c in CASES if c.name in TARGET_CASES] if args.quick else CASES
 
-    env = {
-        "cpu": cpu_model(), "logical_cpus": os.cpu_count(),
-        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "python": platform.python_version(), "numpy": np.__version__,
-        "torch": torch.__version__ if torch is not None else None,
-        "dmlops": getattr(dmlops, "__version__", "unknown"),
-        "threads": threads_list, "repeat": repeat, "warmup": warmup, "cold": args.cold,
-        "load_average_start": load_average(),
-    }
-    print(f"CPU: {env['cpu']} ({env['usable_cpus']} usable of {env['logical_cpus']} logical CPUs)")
-    print(f"threads: {','.join(map(str, threads_list))}   python {env['python']}   numpy {env['numpy']}   "
-          f"torch {env['torch'] or 'not installed'}   dmlops {env['dmlops']}")
-    schedule = ("single calls interleaved (--cold)" if args.cold
-                else f"back-to-back calls in {min(ROUNDS, repeat)} rounds")
+    env = environment(args, torch, dmlops)
+    schedule = schedule_text(repeat, args.cold)
     print(f"median of {repeat} timed calls, {schedule}, each block after >= {warmup} calls and "
           f"{BLOCK_WARMUP_S * 1e3:.0f} ms of warm-up; load average {env['load_average_start']}")
     print("ms = median wall time per call; dmlops/numpy/torch allocate their output, 'dml out=' writes a "
           "preallocated one;\ncopy = faster of np.copyto (threads) and torch copy_ of the output's bytes; "
           "%copy = (out+in bytes)/t over 2*out bytes/t_copy.\n")
 
-    jiffies_start, own_start = cpu_jiffies(), sum(os.times()[:2])
+    gauge_start = load_gauge_start()
     rows = []
     for case in cases:
         for mode in case.modes:
@@ -439,16 +272,7 @@ def main(argv: Optional[list] = None) -> int:
     verdicts = check_targets(rows)
     if verdicts:
         print_targets(verdicts)
-    env["load_average_end"] = load_average()
-    env["other_processes_cpus"] = other_load(jiffies_start, own_start)
-    busy = env["other_processes_cpus"]
-    print(f"\nload average at the end: {env['load_average_end']}; other processes kept "
-          f"{'n/a' if busy is None else f'{busy:.2f}'} of {os.cpu_count()} CPUs busy on average during the run"
-          f"{' - timings disturbed, rerun on a quiet machine' if busy is not None and busy > 0.1 else ''}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"environment": env, "results": rows, "targets": verdicts}, f, indent=2)
-        print(f"wrote {args.json}")
+    finish(env, gauge_start, args.json, rows, verdicts)
     return 0
 
 
