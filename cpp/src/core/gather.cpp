@@ -324,7 +324,9 @@ void gather_row(const Plan& plan, T fill_value, std::byte* out, const std::byte*
         else repeat<T>(dst, out_step, in + run.src * in_step, in_step, run.step, skip, e - run.out_begin);
         break;
       case RunKind::Gather:
-        if (!plan.gather_index.empty() && out_step == sizeof(T)) {
+        // The window kernel pays for itself from a few vectors on; a padding's two-element
+        // mirror is cheaper gathered inline.
+        if (!plan.gather_index.empty() && out_step == sizeof(T) && e - b >= 64 / static_cast<std::int64_t>(sizeof(T))) {
           if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
             gather_window_avx2<sizeof(T)>(dst, in, plan.gather_index.data() + run.src + skip, e - b, plan.inner_in_size);
             break;
