@@ -1670,6 +1670,34 @@ TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
   check_rows<std::uint64_t>();
 }
 
+// copy_bytes: every length through the short moves, the vector loop and its tails, at every
+// alignment of source and destination, and one copy long enough to take the memcpy path;
+// the bytes around the destination stay untouched.
+TEST(Rows, CopyBytesEveryLengthAndAlignment) {
+  std::vector<std::byte> src(600), dst(600);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 37 + 11);
+  for (std::size_t n = 0; n <= 520; ++n) {
+    for (std::size_t src_off : {0, 1, 7, 32, 33}) {
+      for (std::size_t dst_off : {0, 3, 16, 31, 40}) {
+        std::fill(dst.begin(), dst.end(), std::byte{0x5a});
+        copy_bytes(dst.data() + dst_off, src.data() + src_off, n);
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+          const bool inside = i >= dst_off && i < dst_off + n;
+          ASSERT_EQ(dst[i], inside ? src[i - dst_off + src_off] : std::byte{0x5a})
+              << "byte " << i << " of a " << n << "-byte copy, offsets " << src_off << "/" << dst_off;
+        }
+      }
+    }
+  }
+  const std::size_t big = (std::size_t{1} << 20) + 77;
+  std::vector<std::byte> big_src(big), big_dst(big + 2, std::byte{0});
+  for (std::size_t i = 0; i < big; ++i) big_src[i] = static_cast<std::byte>(i * 131 + 5);
+  copy_bytes(big_dst.data() + 1, big_src.data(), big);
+  EXPECT_EQ(std::memcmp(big_dst.data() + 1, big_src.data(), big), 0);
+  EXPECT_EQ(big_dst[0], std::byte{0});
+  EXPECT_EQ(big_dst[big + 1], std::byte{0});
+}
+
 // gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
 // sizes), K from 1 up and across K blocks; B packed row by row; both element types. The micro-kernel writes whole tiles, so C has
 // round_up(M, kGemmRows) rows; only the first M are compared.

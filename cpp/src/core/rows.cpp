@@ -1,0 +1,64 @@
+#include "dmlops/core/rows.hpp"
+
+#include <immintrin.h>
+
+#include "dmlops/core/cpu.hpp"
+
+namespace dmlops {
+namespace {
+
+// Rows at least this long go to memcpy, whose non-temporal path beats ordinary stores once a
+// copy is far beyond the cache; a row never is in practice (column blocks are 64 KiB).
+constexpr std::size_t kInlineCopyLimit = std::size_t{1} << 20;
+
+// Up to 64 bytes with two possibly overlapping moves of the largest width that fits.
+template <std::size_t kWidth>
+[[gnu::always_inline]] inline void copy_two(std::byte* dst, const std::byte* src, std::size_t n) {
+  unsigned char head[kWidth], tail[kWidth];
+  std::memcpy(head, src, kWidth);
+  std::memcpy(tail, src + n - kWidth, kWidth);
+  std::memcpy(dst, head, kWidth);
+  std::memcpy(dst + n - kWidth, tail, kWidth);
+}
+
+[[gnu::always_inline]] inline void copy_short(std::byte* dst, const std::byte* src, std::size_t n) {
+  if (n >= 32) return copy_two<32>(dst, src, n);
+  if (n >= 16) return copy_two<16>(dst, src, n);
+  if (n >= 8) return copy_two<8>(dst, src, n);
+  if (n >= 4) return copy_two<4>(dst, src, n);
+  if (n >= 2) return copy_two<2>(dst, src, n);
+  if (n == 1) *dst = *src;
+}
+
+// 32-byte vectors with aligned stores: one unaligned head vector, whole aligned vectors four at
+// a time, one unaligned tail vector overlapping the last aligned one. n >= 64.
+__attribute__((target("avx2"))) void copy_long_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
+  const __m256i head = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+  const __m256i tail = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + n - 32));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), head);
+  std::size_t i = 32 - (reinterpret_cast<std::uintptr_t>(dst) & 31);
+  for (; i + 128 <= n - 32; i += 128) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 64));
+    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 96));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst + i), a);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst + i + 32), b);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst + i + 64), c);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst + i + 96), d);
+  }
+  for (; i < n - 32; i += 32)
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + n - 32), tail);
+}
+
+}  // namespace
+
+void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
+  static const bool inline_vectors = avx2_enabled();
+  if (n <= 64 && inline_vectors) return copy_short(dst, src, n);
+  if (n < kInlineCopyLimit && inline_vectors) return copy_long_avx2(dst, src, n);
+  std::memcpy(dst, src, n);
+}
+
+}  // namespace dmlops
