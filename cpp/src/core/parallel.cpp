@@ -69,7 +69,8 @@ class ThreadPool {
   }
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Runs fn over `chunks` equal parts of [begin, end) on every thread including the caller.
+  // Runs fn over `chunks` equal parts of [begin, end) on every thread including the caller,
+  // each thread taking the next part until none is left.
   void run(std::int64_t begin, std::int64_t end, std::int64_t chunks, const RangeFn& fn) {
     {
       std::lock_guard lock(mutex_);
@@ -213,9 +214,9 @@ void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, cons
   const std::int64_t length = end - begin;
   if (length <= 0) return;
   grain = std::max<std::int64_t>(grain, 1);
-  // floor(length / grain) chunks, so each has at least `grain` indices.
-  const std::int64_t chunks = std::min<std::int64_t>(num_threads(), length / grain);
-  if (chunks <= 1 || t_inside_chunk) return fn(begin, end);
+  // floor(length / grain) chunks at most, so each has at least `grain` indices.
+  const int threads = num_threads();
+  if (threads == 1 || length / grain <= 1 || t_inside_chunk) return fn(begin, end);
   std::unique_lock run(run_mutex(), std::try_to_lock);
   if (!run.owns_lock()) return fn(begin, end);  // another caller has the pool: work inline
   ThreadPool* pool;
@@ -224,7 +225,7 @@ void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, cons
     if (g_pool == nullptr) g_pool = new ThreadPool(g_threads);
     pool = g_pool;
   }
-  pool->run(begin, end, std::min<std::int64_t>(chunks, pool->size()), fn);
+  pool->run(begin, end, std::min<std::int64_t>(length / grain, std::int64_t{kParallelChunksPerThread} * pool->size()), fn);
 }
 
 }  // namespace dmlops

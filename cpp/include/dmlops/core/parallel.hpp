@@ -3,8 +3,9 @@
 // - The pool is created lazily at the first parallel_for that needs more than one thread.
 // - Its size comes from set_num_threads(n), else DMLOPS_NUM_THREADS, else the CPUs this
 //   process may run on (sched_getaffinity).
-// - parallel_for splits [begin, end) into at most num_threads() chunks of at least `grain`
-//   indices, so small work stays on the calling thread. The caller runs a chunk too.
+// - parallel_for splits [begin, end) into chunks of at least `grain` indices (so small work
+//   stays on the calling thread), a few per thread, which the threads, the caller included,
+//   take in turn until none is left.
 // - The first exception thrown by any chunk is rethrown on the caller once every chunk has
 //   finished or been skipped; chunks not yet started are skipped.
 // - Calls from several threads at once are safe: one of them gets the pool, the others run
@@ -18,6 +19,13 @@
 #include <functional>
 
 namespace dmlops {
+
+// A job is cut into up to this many chunks per thread, taken from a shared counter: when a
+// thread is descheduled (another process wants the CPU) or a chunk runs slower (its data was
+// in another core's cache), the others take over its remaining chunks instead of waiting for
+// it. More would only add calls. Results never depend on the cut: kernels split their output,
+// never a reduction.
+inline constexpr int kParallelChunksPerThread = 4;
 
 int num_threads();
 // n >= 1; throws InvalidArgument otherwise. Waits for a running parallel_for to finish.
