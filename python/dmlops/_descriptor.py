@@ -4,15 +4,17 @@ A descriptor mirrors a DirectML ``DML_*_OPERATOR_DESC`` struct field for field. 
 declare their fields once (``FIELDS``) and validate in their constructor (through the C++
 ``validate``/``infer_output``); this base derives from the declaration everything else:
 read-only properties, ``repr``, ``==``/``hash``, pickling, and ``to_dict``/``from_dict`` in
-the JSON shape of DirectML's DxDispatch model files (C field names, full enum names).
+the JSON shape of DirectML's DxDispatch model files (C field names, full enum names), the
+per-field property docstrings (``help(dmlops.Padding1Desc)``) and an HTML table for Jupyter.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import struct
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Optional, TypeVar
 
 import numpy as np
 
@@ -36,6 +38,9 @@ class Field:
 
     optional: the member is a pointer DirectML allows to be null (``_Maybenull_``); the Python
     value is then None and ``to_dict`` leaves the key out.
+
+    doc: what the member means, appended to the property's generated docstring (which already
+    says the C name, the C type and the Python type).
     """
 
     name: str
@@ -44,6 +49,36 @@ class Field:
     enum: Optional[Enum] = None
     count: str = "DimensionCount"
     optional: bool = False
+    doc: str = ""
+
+    def describe(self) -> str:
+        """The property docstring: C name and type, Python type, and :attr:`doc`."""
+        if self.kind == "enum" and self.enum is not None:
+            names = ", ".join(repr(n) for n in self.enum.names)
+            what = f"DML_{self.enum.prefix}, one of {names} (JSON: DML_{self.enum.prefix}_<NAME>)"
+        elif self.kind in ("dims", "floats"):
+            what = _KIND_TYPES[self.kind] + f" ({self.count} entries in the struct)"
+        else:
+            what = _KIND_TYPES[self.kind]
+        if self.optional:
+            what += "; None when the struct's pointer is null"
+        text = f"``{self.dml}``: {what}."
+        return f"{text}\n\n{self.doc}" if self.doc else text
+
+
+# The C type of each Field kind and the Python value a descriptor holds for it.
+_KIND_TYPES = {
+    "tensor": "DML_TENSOR_DESC, a dmlops.TensorDesc (dtype, sizes, strides)",
+    "enum": "an enum",
+    "dims": "UINT per dimension, a tuple of int",
+    "floats": "FLOAT per dimension, a tuple of float (float32 values)",
+    "scalar": "DML_SCALAR_UNION of the input's data type, a Python int, float or bool",
+    "float": "FLOAT, a Python float (a float32 value)",
+    "bool": "BOOL, a Python bool",
+    "size_2d": "DML_SIZE_2D, a (height, width) tuple of int",
+    "activation": "fused activation (const DML_OPERATOR_DESC*), a dmlops.Activation",
+    "uint": "UINT, a Python int",
+}
 
 
 def _json_number(value: Any) -> Any:
@@ -85,8 +120,28 @@ def _identity(value: Any) -> Any:
     return struct.pack("<d", value) if isinstance(value, float) else value
 
 
+_D = TypeVar("_D", bound="Descriptor")
+
+
+def _html_value(value: Any) -> str:
+    """One table cell: a tensor as ``dtype [sizes]`` (+ strides), anything else by its repr."""
+    if isinstance(value, TensorDesc):
+        text = f"{value.dtype} {list(value.sizes)}"
+        if value.strides is not None:
+            text += f" strides {list(value.strides)}"
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = repr(value)
+    return html.escape(text)
+
+
 class Descriptor:
-    """Base of the operator descriptor classes; see the module docstring."""
+    """Base of the operator descriptor classes; see the module docstring.
+
+    A subclass sets ``NAME``, ``OPERATOR`` and ``FIELDS``, validates and fills ``_values`` in
+    its constructor, and defines ``__call__``; everything else comes from here.
+    """
 
     NAME: ClassVar[str]  # operator name in messages, e.g. "Padding1"
     OPERATOR: ClassVar[str]  # DML_OPERATOR_<OPERATOR>
@@ -95,13 +150,13 @@ class Descriptor:
     # sizes cannot be inferred.
     INFERRED_OUTPUT: ClassVar[bool] = True
 
-    _values: dict
+    _values: dict[str, Any]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for field in cls.__dict__.get("FIELDS", ()):
             if field.name not in cls.__dict__:
-                setattr(cls, field.name, property(lambda self, n=field.name: self._values[n]))
+                setattr(cls, field.name, property(lambda self, n=field.name: self._values[n], doc=field.describe()))
 
     @property
     def output_shape(self) -> tuple[int, ...]:
@@ -121,7 +176,7 @@ class Descriptor:
             raise ValueError(f"{op}: {field} has shape {x.shape} but the descriptor says {expected.sizes}")
         return x
 
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[Any, ...]:
         return tuple(_identity(self._values[f.name]) for f in self.FIELDS)
 
     def __eq__(self, other: object) -> bool:
@@ -133,16 +188,32 @@ class Descriptor:
         return hash((type(self).__name__, self._key()))
 
     def __repr__(self) -> str:
+        # one field per line, in the struct's order; eval(repr(d)) rebuilds d
         fields = ",\n".join(f"    {f.name}={self._values[f.name]!r}" for f in self.FIELDS)
         return f"{type(self).__name__}(\n{fields},\n)"
 
-    def __reduce__(self):
+    def _repr_html_(self) -> str:
+        """Jupyter's rich display: a table of the fields (Python name, DirectML member, value),
+        headed by the operator and its input -> output shapes."""
+        inputs = [f for f in self.FIELDS if f.kind == "tensor" and f.name != "output" and self._values[f.name] is not None]
+        shapes = ", ".join(_html_value(self._values[f.name]) for f in inputs)
+        rows = "".join(
+            f"<tr><td style='text-align:left'><code>{f.name}</code></td>"
+            f"<td style='text-align:left'>{f.dml}</td>"
+            f"<td style='text-align:left'>{_html_value(self._values[f.name])}</td></tr>"
+            for f in self.FIELDS)
+        return (f"<table><caption style='text-align:left'><b>{type(self).__name__}</b> "
+                f"(DML_{self.OPERATOR}_OPERATOR_DESC): {shapes} &rarr; {_html_value(self._values['output'])}"
+                f"</caption><thead><tr><th style='text-align:left'>field</th><th style='text-align:left'>DirectML"
+                f"</th><th style='text-align:left'>value</th></tr></thead><tbody>{rows}</tbody></table>")
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
         return (type(self).from_dict, (self.to_dict(),))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The descriptor as DxDispatch JSON: C field names, DML enum names, tensor descs as
         ``{"DataType": "FLOAT32", "Sizes": [...]}``."""
-        d: dict = {}
+        d: dict[str, Any] = {}
         for f in self.FIELDS:
             value = self._values[f.name]
             if value is None and f.optional:
@@ -164,7 +235,7 @@ class Descriptor:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Descriptor":
+    def from_dict(cls: type[_D], d: dict[str, Any]) -> _D:
         """Build a descriptor from :meth:`to_dict` output (or a DxDispatch ``desc`` object).
         Enum values may be given with or without their ``DML_..._`` prefix."""
         if not isinstance(d, dict):
@@ -174,7 +245,7 @@ class Descriptor:
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"{cls.NAME}: unknown field(s) {sorted(unknown)}; expected {sorted(known)}")
-        kwargs: dict = {}
+        kwargs: dict[str, Any] = {}
         for f in cls.FIELDS:
             if f.dml not in d or (f.optional and d[f.dml] is None):
                 if (f.dml == "OutputTensor" and cls.INFERRED_OUTPUT) or f.optional:

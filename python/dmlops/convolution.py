@@ -100,6 +100,17 @@ class ConvolutionDesc(Descriptor):
         forward: checked against the computed sizes. backward: any spatial sizes >= 1 (default
         the nominal ones).
 
+    Raises
+    ------
+    TypeError
+        A tensor field is not a TensorDesc, ``fused_activation`` is not a name or an
+        Activation, or an array field holds non-integers.
+    ValueError
+        A dtype other than float16/32/64, mixed dtypes or ranks, a rank other than 3 to 5,
+        per-dimension arrays of the wrong length, strides or dilations < 1, paddings < 0,
+        a nonzero ``output_padding`` forward, ``group_count`` not dividing the channels, a filter or bias of the wrong shape, a
+        kernel larger than the padded input, or an ``output`` that does not match.
+
     Examples
     --------
     >>> import numpy as np, dmlops
@@ -208,6 +219,30 @@ def convolution(x: np.ndarray, filter: np.ndarray, bias: Optional[np.ndarray] = 
     -------
     numpy.ndarray
         ``out``, or a new C-contiguous ``(N, OutC, *Out)`` array of x's dtype.
+
+    Raises
+    ------
+    TypeError
+        An input is not a numpy array, the dtypes differ or are not float16/32/64, or an
+        argument has the wrong type.
+    ValueError
+        Any rule listed for :class:`ConvolutionDesc` is broken, or ``out`` is unusable; the
+        message names the field.
+
+    See Also
+    --------
+    ConvolutionDesc : the same operator as a descriptor.
+    Activation : the fused activations and their parameters.
+
+    Notes
+    -----
+    Compared with ``torch.nn.functional.conv{1,2,3}d`` / ``conv_transpose{1,2,3}d``: padding may
+    differ at the start and the end of each axis (PyTorch pads symmetrically; ``'same'`` with a
+    stride needs an ``F.pad`` first), a fused activation runs on the biased result, float16
+    computes in float32 on any x86-64 CPU (PyTorch's CPU float16 convolution is slow or
+    missing), and ``mode="convolution"`` flips the kernel. In backward, any output size >= 1 is
+    accepted (the output tensor is authoritative, as in DirectML). ONNX Runtime's CPU Conv has
+    asymmetric pads but runs float32 only on x86-64.
 
     Examples
     --------

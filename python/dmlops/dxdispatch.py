@@ -572,9 +572,23 @@ class Model:
         """Run the commands in order and return every resource as a 1-D array of its
         ``initialValuesDataType``.
 
-        out_dir: where ``writeFile`` targets go (created if needed); None skips them.
-        log: receives each line ``print`` produces (and a note per skipped ``writeFile``).
-        Errors an operator raises at dispatch time become :class:`ModelError` naming the command.
+        Parameters
+        ----------
+        out_dir : str or pathlib.Path, optional
+            Where ``writeFile`` targets go (created if needed); None skips them.
+        log : callable, optional
+            Receives each line ``print`` produces (and a note per skipped ``writeFile``).
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            ``{resource name: 1-D array}`` after the last command.
+
+        Raises
+        ------
+        ModelError
+            An operator rejects its bound tensors at dispatch time; the message names the
+            command.
         """
         storage = {name: buffer.storage() for name, buffer in self.resources.items()}
         arrays = {name: buffer.typed(storage[name]) for name, buffer in self.resources.items()}
@@ -617,8 +631,34 @@ class Model:
 def load(model: Union[str, Path, dict], base_dir: Union[str, Path, None] = None) -> Model:
     """Read and check a model: a path to a ``.json`` file, or its already parsed ``dict``.
 
-    base_dir: where relative ``sourcePath`` files are looked for first (default: the model
-    file's directory, or the current directory for a dict). Raises :class:`ModelError`.
+    Parameters
+    ----------
+    model : str, pathlib.Path or dict
+        The model file (JSON with DxDispatch's comments and trailing commas allowed), or the
+        parsed JSON object.
+    base_dir : str or pathlib.Path, optional
+        Where relative ``sourcePath`` files are looked for first (default: the model file's
+        directory, or the current directory for a dict).
+
+    Returns
+    -------
+    Model
+        The checked model; :meth:`Model.run` executes it.
+
+    Raises
+    ------
+    ModelError
+        The file cannot be read, is not valid JSON, or anything in it is unsupported or
+        breaks a rule; ``str(error)`` starts with the JSON path of the problem.
+
+    Examples
+    --------
+    >>> from dmlops import dxdispatch
+    >>> dxdispatch.load({"resources": {}, "dispatchables": {"p": {"type": "DML_OPERATOR_MAX_POOLING", "desc": {}}},
+    ...                  "commands": []})
+    Traceback (most recent call last):
+    ...
+    dmlops.dxdispatch.ModelError: dispatchables.p.type: DML_OPERATOR_MAX_POOLING is not supported by dmlops; ...
     """
     source = None
     if isinstance(model, (str, Path)):
@@ -655,6 +695,44 @@ def _checked(model: Any, base: Path, source: Optional[Path]) -> Model:
 
 def run(model: Union[str, Path, dict], out_dir: Union[str, Path, None] = None,
         log: Optional[Callable[[str], None]] = None) -> dict[str, np.ndarray]:
-    """Load and run a model; returns ``{resource name: 1-D array}`` after the last command.
-    See :meth:`Model.run` for ``out_dir`` and ``log``."""
+    """Load and run a DxDispatch model file.
+
+    Parameters
+    ----------
+    model : str, pathlib.Path or dict
+        As for :func:`load`.
+    out_dir : str or pathlib.Path, optional
+        Where ``writeFile`` targets go (created if needed); None skips them.
+    log : callable, optional
+        Receives each line a ``print`` command produces (``print`` itself, for instance).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Every resource after the last command, as a 1-D array of its ``initialValuesDataType``.
+
+    Raises
+    ------
+    ModelError
+        The model is invalid (see :func:`load`) or an operator rejects its bound tensors at
+        dispatch time; the message names the command.
+
+    Examples
+    --------
+    >>> import dmlops
+    >>> model = {
+    ...     "resources": {
+    ...         "x": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2, 3]},
+    ...         "y": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 6, "value": 0}}},
+    ...     "dispatchables": {"pad": {"type": "DML_OPERATOR_PADDING1", "desc": {
+    ...         "InputTensor": {"DataType": "FLOAT32", "Sizes": [3]},
+    ...         "PaddingMode": "DML_PADDING_MODE_REFLECTION", "PaddingValueDataType": "FLOAT32",
+    ...         "PaddingValue": 0, "DimensionCount": 1, "StartPadding": [2], "EndPadding": [1]}}},
+    ...     "commands": [{"type": "dispatch", "dispatchable": "pad", "bindings": {"InputTensor": "x", "OutputTensor": "y"}},
+    ...                  {"type": "print", "resource": "y"}]}
+    >>> results = dmlops.dxdispatch.run(model, log=print)
+    Resource 'y': 3, 2, 1, 2, 3, 2
+    >>> results["y"]
+    array([3., 2., 1., 2., 3., 2.], dtype=float32)
+    """
     return load(model).run(out_dir, log)

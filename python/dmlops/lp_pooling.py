@@ -89,6 +89,16 @@ class LpPooling1Desc(_LpPoolingDescriptor):
     output : TensorDesc, optional
         Checked against the inferred output when given.
 
+    Raises
+    ------
+    TypeError
+        ``input`` or ``output`` is not a TensorDesc, ``p`` is not an integer, or an array field
+        holds non-integers.
+    ValueError
+        A dtype other than float16/32/64, a rank other than 3 to 5, per-axis arrays of the
+        wrong length, a window, stride or dilation < 1, a padding < 0, a window larger than the
+        padded input, p outside 1..2**32-1, or an ``output`` that does not match.
+
     Examples
     --------
     >>> import numpy as np, dmlops
@@ -122,7 +132,38 @@ class LpPooling1Desc(_LpPoolingDescriptor):
 
 
 class LpPoolingDesc(_LpPoolingDescriptor):
-    """DML_LP_POOLING_OPERATOR_DESC: as :class:`LpPooling1Desc` without dilations."""
+    """DML_LP_POOLING_OPERATOR_DESC: as :class:`LpPooling1Desc` without dilations.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        ``{N, C, H, W}`` or ``{N, C, D, H, W}`` (``{N, C, W}`` as a dmlops extension); float32,
+        float16 or float64.
+    window_size : sequence of int
+        Taps per spatial axis (>= 1).
+    strides : sequence of int, optional
+        Per spatial axis (>= 1); default 1.
+    start_padding, end_padding : sequence of int, optional
+        Zeros added before / after each spatial axis (>= 0); default 0.
+    p : int
+        The norm's exponent, 1 to 2**32 - 1.
+    output : TensorDesc, optional
+        Checked against the inferred output when given.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :class:`LpPooling1Desc`.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> d = dmlops.LpPoolingDesc(dmlops.TensorDesc("float64", (1, 1, 3)), window_size=(3,), p=2)
+    >>> d(np.array([[[2.0, -3.0, 6.0]]]))
+    array([[[7.]]])
+    >>> "Dilations" in d.to_dict()
+    False
+    """
 
     NAME = "LpPooling"
     OPERATOR = "LP_POOLING"
@@ -173,6 +214,29 @@ def lp_pooling(x: np.ndarray, window_size: Sequence[int], *, strides: Optional[S
     -------
     numpy.ndarray
         ``out``, or a new C-contiguous array of shape ``(N, C, out...)``.
+
+    Raises
+    ------
+    TypeError
+        ``x`` or ``out`` is not a numpy array, ``p`` is not an integer, or an array argument
+        holds non-integers.
+    ValueError
+        A dtype other than float16/32/64, ``x.ndim`` not 3 to 5, per-axis arrays of the wrong
+        length, a window, stride or dilation < 1, a padding < 0, a window larger than the
+        padded input, p outside 1..2**32-1, or an unusable ``out``.
+
+    See Also
+    --------
+    LpPooling1Desc, LpPoolingDesc : the same operator as descriptors.
+
+    Notes
+    -----
+    The absolute value is a decision of the spec (ONNX LpPool semantics; DirectML's formula
+    omits it). ``torch.nn.functional.lp_pool2d`` computes ``avg_pool(x**p) * K`` without it, so
+    odd p on negative inputs gives negative numbers or NaN there (pytorch issue #184037); it
+    also has no padding and no dilation. Large p is computed relative to the window's largest
+    ``|x|``, so ``p = 2**32 - 1`` returns the max instead of overflowing. A NaN in a window
+    gives NaN; otherwise an infinity gives infinity.
 
     Examples
     --------

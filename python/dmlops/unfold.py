@@ -98,6 +98,15 @@ class UnfoldDesc(_WindowDescriptor):
     output : TensorDesc, optional
         Checked against the inferred ``(N, C*prod(window_sizes), block count)`` when given.
 
+    Raises
+    ------
+    TypeError
+        ``input`` or ``output`` is not a TensorDesc, or an array field holds non-integers.
+    ValueError
+        The per-dimension arrays differ in length from ``input.rank - 2`` or from each other,
+        a window size, stride or dilation is < 1, a padding is < 0, a window does not fit, or
+        ``output`` does not match; the message names the field.
+
     Examples
     --------
     >>> import dmlops
@@ -140,6 +149,14 @@ class FoldDesc(_WindowDescriptor):
         what the blocks are folded into (several sizes give the same block count).
     window_sizes, strides, dilations, start_padding, end_padding
         As for :class:`UnfoldDesc`, per spatial dimension of ``output``.
+
+    Raises
+    ------
+    TypeError
+        ``input`` or ``output`` is not a TensorDesc, or an array field holds non-integers.
+    ValueError
+        As for :class:`UnfoldDesc`, and when ``input``'s sizes are not
+        ``(N, C*prod(window_sizes), block count)`` for ``output``.
 
     Examples
     --------
@@ -196,6 +213,29 @@ def unfold(x: np.ndarray, window_sizes: Sequence[int], *, strides: Optional[Sequ
         ``out``, or a new C-contiguous ``(N, C*prod(window_sizes), prod(Blocks))`` array of
         ``x``'s dtype; bit-exact copies of ``x``'s elements and zeros.
 
+    Raises
+    ------
+    TypeError
+        ``x`` or ``out`` is not a numpy array or has an unsupported dtype, or an array
+        argument holds non-integers.
+    ValueError
+        ``x`` has fewer than 3 or more than 8 dimensions, the per-dimension arrays do not have
+        ``x.ndim - 2`` entries, a window size, stride or dilation is < 1, a padding is < 0, the
+        dilated window is larger than the padded input, or ``out`` is unusable (shape,
+        read-only, overlap); the message names the field.
+
+    See Also
+    --------
+    fold : the adjoint (col2im).
+    UnfoldDesc : the same operator as a descriptor.
+
+    Notes
+    -----
+    Compared with other libraries: ``torch.nn.functional.unfold`` handles two spatial
+    dimensions with symmetric padding only, ONNX has no im2col operator (only ``Col2Im``), and
+    ``numpy.lib.stride_tricks.sliding_window_view`` has no strides, dilations or padding and
+    returns a read-only view. Here the layout is PyTorch's for every rank from 1 to 6.
+
     Examples
     --------
     >>> import numpy as np, dmlops
@@ -241,6 +281,29 @@ def fold(x: np.ndarray, output_sizes: Sequence[int], window_sizes: Sequence[int]
         ``out``, or a new C-contiguous ``(N, C, *output_sizes)`` array of ``x``'s dtype. Entries
         that read padding are dropped; overlapping entries are summed (float16 in float32,
         rounded once; integers wrapping in their own width).
+
+    Raises
+    ------
+    TypeError
+        ``x`` or ``out`` is not a numpy array, ``x`` is bool or of an unsupported dtype, or an
+        array argument holds non-integers.
+    ValueError
+        ``x`` is not 3-D, ``x.shape[1]`` is not a multiple of ``prod(window_sizes)``, its
+        block count does not match ``output_sizes``, a window parameter breaks its rule, or
+        ``out`` is unusable; the message names the field.
+
+    See Also
+    --------
+    unfold : the operation fold is the adjoint of.
+    FoldDesc : the same operator as a descriptor.
+
+    Notes
+    -----
+    ``fold(unfold(x))`` multiplies each element by the number of windows covering it; divide
+    by ``fold(ones)`` to invert unfold. The sum per element runs in window-tap order whatever
+    the thread count, so results are deterministic and equal ``torch.nn.functional.fold`` bit
+    for bit in float32 (which handles 2 spatial dimensions only); ONNX ``Col2Im`` is the same
+    operation in any rank.
 
     Examples
     --------
