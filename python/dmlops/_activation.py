@@ -8,7 +8,7 @@ order of the DirectML struct members) and defaults lives in the C++ core
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -127,10 +127,10 @@ class Activation:
         """Every parameter by name, defaults filled in, in the struct's member order."""
         return {p: v for (p, _, _), v in zip(_TABLE[self._name][1], self._values)}
 
-    def _spec(self) -> tuple:
+    def _spec(self) -> tuple[str, tuple[float, ...]]:
         return (self._name, self._values)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """DxDispatch's shape of a nested operator desc: ``{"Type": ..., "Desc": {members}}``."""
         return {"Type": self.dml_type, "Desc": {dml: v for (_, dml, _), v in zip(_TABLE[self._name][1], self._values)}}
 
@@ -160,5 +160,5 @@ class Activation:
         args = "".join(f", {k}={v!r}" for k, v in self.parameters.items())
         return f"Activation({self._name!r}{args})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[Any], "Activation"], tuple[dict[str, Any]]]:
         return (Activation.from_dict, (self.to_dict(),))

@@ -14,7 +14,7 @@ import html
 import math
 import struct
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional, TypeVar
+from typing import Any, Callable, ClassVar, Optional, TypeVar
 
 import numpy as np
 
@@ -136,11 +136,17 @@ def _html_value(value: Any) -> str:
     return html.escape(text)
 
 
+def _getter(name: str) -> Callable[["Descriptor"], Any]:
+    return lambda self: self._values[name]
+
+
 class Descriptor:
     """Base of the operator descriptor classes; see the module docstring.
 
     A subclass sets ``NAME``, ``OPERATOR`` and ``FIELDS``, validates and fills ``_values`` in
-    its constructor, and defines ``__call__``; everything else comes from here.
+    its constructor, and defines ``__call__``; everything else comes from here. Subclasses also
+    annotate their fields (``start_padding: tuple[int, ...]``) for type checkers: an
+    annotation creates no class attribute, so the property derived from ``FIELDS`` stays.
     """
 
     NAME: ClassVar[str]  # operator name in messages, e.g. "Padding1"
@@ -151,30 +157,35 @@ class Descriptor:
     INFERRED_OUTPUT: ClassVar[bool] = True
 
     _values: dict[str, Any]
+    input: TensorDesc
+    output: TensorDesc
+    # Every subclass runs on arrays matching its tensor fields: d(x, [filter, bias,] out=None).
+    __call__: Callable[..., np.ndarray]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for field in cls.__dict__.get("FIELDS", ()):
             if field.name not in cls.__dict__:
-                setattr(cls, field.name, property(lambda self, n=field.name: self._values[n], doc=field.describe()))
+                setattr(cls, field.name, property(_getter(field.name), doc=field.describe()))
 
     @property
     def output_shape(self) -> tuple[int, ...]:
         """The output tensor's sizes."""
-        return self._values["output"].sizes
+        sizes: tuple[int, ...] = self._values["output"].sizes
+        return sizes
 
     def _input_array(self, x: Any, field: str = "input") -> np.ndarray:
         """``x`` checked against the TensorDesc ``field`` (``input`` unless the operator has
         several): a numpy array of its dtype (bool where it is uint8) and shape, any strides;
         TypeError / ValueError naming the operator and the field."""
         op = self.NAME
-        x = as_array(x, f"{op}: {field}")
-        expected = self._values[field]
-        if array_dtype_name(x, f"{op}: {field} dtype") != expected.dtype:
-            raise TypeError(f"{op}: {field} has dtype {x.dtype} but the descriptor says {expected.dtype}")
-        if x.shape != expected.sizes:
-            raise ValueError(f"{op}: {field} has shape {x.shape} but the descriptor says {expected.sizes}")
-        return x
+        array = as_array(x, f"{op}: {field}")
+        expected: TensorDesc = self._values[field]
+        if array_dtype_name(array, f"{op}: {field} dtype") != expected.dtype:
+            raise TypeError(f"{op}: {field} has dtype {array.dtype} but the descriptor says {expected.dtype}")
+        if array.shape != expected.sizes:
+            raise ValueError(f"{op}: {field} has shape {array.shape} but the descriptor says {expected.sizes}")
+        return array
 
     def _key(self) -> tuple[Any, ...]:
         return tuple(_identity(self._values[f.name]) for f in self.FIELDS)
@@ -221,6 +232,7 @@ class Descriptor:
             if f.kind in ("tensor", "activation"):
                 d[f.dml] = value.to_dict()
             elif f.kind == "enum":
+                assert f.enum is not None, f"{f.name}: an enum field declares its Enum"
                 d[f.dml] = f.enum.dml(value)
             elif f.kind in ("dims", "floats"):
                 d[f.count] = len(value)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, overload
 
 import numpy as np
 
@@ -13,6 +13,9 @@ from ._args import int_tuple
 DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
           "int8", "int16", "int32", "int64")
 _DML_PREFIX = "DML_TENSOR_DATA_TYPE_"
+
+#: How a TensorDesc crosses into dmlops._core: (dtype, sizes, strides or None).
+TensorSpec = tuple[str, tuple[int, ...], Optional[tuple[int, ...]]]
 
 
 def dtype_name(dtype: Any, what: str = "dtype") -> str:
@@ -25,7 +28,7 @@ def dtype_name(dtype: Any, what: str = "dtype") -> str:
         if key.lower() in DTYPES:
             return key.lower()
     try:
-        name = np.dtype(dtype).name
+        name: str = np.dtype(dtype).name
     except TypeError:
         raise TypeError(f"{what} {dtype!r} is not a data type") from None
     if name in DTYPES:
@@ -199,3 +202,14 @@ def calc_buffer_tensor_size(dtype: Any, sizes: Sequence[int], strides: Optional[
     24
     """
     return TensorDesc(dtype, sizes, strides).buffer_size
+
+
+@overload
+def tensor_spec(desc: TensorDesc) -> TensorSpec: ...
+@overload
+def tensor_spec(desc: None) -> None: ...
+@overload
+def tensor_spec(desc: Optional[TensorDesc]) -> Optional[TensorSpec]: ...
+def tensor_spec(desc: Optional[TensorDesc]) -> Optional[TensorSpec]:
+    """The (dtype, sizes, strides) tuple dmlops._core takes for a TensorDesc; None for None."""
+    return None if desc is None else (desc.dtype, desc.sizes, desc.strides)

@@ -20,7 +20,7 @@ float64 in their own type. Results do not depend on the thread count.
 from __future__ import annotations
 
 import operator
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union, cast
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from ._activation import Activation
 from ._args import Enum, as_array, check_out, int_tuple
 from ._descriptor import Descriptor, Field
 from ._tensor import TensorDesc
+from ._tensor import tensor_spec as _spec
 
 MODE = Enum("CONVOLUTION_MODE", ("cross_correlation", "convolution"),
             hints={"correlation": "the name is 'cross_correlation'", "conv": "the name is 'convolution'"})
@@ -49,7 +50,11 @@ def _group_count(value: Any) -> int:
         raise TypeError(f"Convolution: group_count must be an integer, not {type(value).__name__}") from None
 
 
-def _arrays(values: dict, D: Optional[int]) -> tuple:
+_Dims = tuple[int, ...]
+_Arrays = tuple[_Dims, _Dims, _Dims, _Dims, _Dims]  # in _ARRAYS order
+
+
+def _arrays(values: dict[str, Optional[Sequence[int]]], D: Optional[int]) -> _Arrays:
     """The five per-dimension arrays as tuples; an omitted one is D ones (strides, dilations)
     or D zeros, or empty when D is unknown (the C++ layer then reports the rank)."""
     result = []
@@ -59,14 +64,10 @@ def _arrays(values: dict, D: Optional[int]) -> tuple:
             result.append((1 if name in ("strides", "dilations") else 0,) * (D or 0))
         else:
             result.append(int_tuple(v, f"Convolution: {name}"))
-    return tuple(result)
+    return cast(_Arrays, tuple(result))
 
 
-def _spec(desc: Optional[TensorDesc]) -> Optional[tuple]:
-    return None if desc is None else (desc.dtype, desc.sizes, desc.strides)
-
-
-def _activation_spec(activation: Optional[Activation]) -> Optional[tuple]:
+def _activation_spec(activation: Optional[Activation]) -> Optional[tuple[str, tuple[float, ...]]]:
     return None if activation is None else activation._spec()
 
 
@@ -124,6 +125,17 @@ class ConvolutionDesc(Descriptor):
 
     NAME = "Convolution"
     OPERATOR = "CONVOLUTION"
+    filter: TensorDesc
+    bias: Optional[TensorDesc]
+    mode: str
+    direction: str
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    start_padding: tuple[int, ...]
+    end_padding: tuple[int, ...]
+    output_padding: tuple[int, ...]
+    group_count: int
+    fused_activation: Optional[Activation]
     FIELDS = (
         Field("input", "InputTensor", "tensor"),
         Field("filter", "FilterTensor", "tensor"),
@@ -181,9 +193,9 @@ class ConvolutionDesc(Descriptor):
             bias = self._input_array(bias, "bias")
         check_out(out, x.dtype, f"{op}: out")
         v = self._values
-        return _core.convolution(x, filter, bias, out, v["output"].sizes, v["mode"], v["direction"],
-                                 *(v[name] for name in _ARRAYS), v["group_count"],
-                                 _activation_spec(v["fused_activation"]))
+        arrays = cast(_Arrays, tuple(v[name] for name in _ARRAYS))
+        return _core.convolution(x, filter, bias, out, v["output"].sizes, v["mode"], v["direction"], *arrays,
+                                 v["group_count"], _activation_spec(v["fused_activation"]))
 
 
 def convolution(x: np.ndarray, filter: np.ndarray, bias: Optional[np.ndarray] = None, *,

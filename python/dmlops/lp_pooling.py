@@ -16,7 +16,7 @@ How this differs from ``torch.nn.functional.lp_pool2d``:
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -33,6 +33,11 @@ def _per_axis(values: Optional[Sequence[int]], fill: int, spatial: int, what: st
 
 class _LpPoolingDescriptor(Descriptor):
     HAS_DILATIONS: bool  # LpPooling1 has a Dilations member; LpPooling does not
+    strides: tuple[int, ...]
+    window_size: tuple[int, ...]
+    start_padding: tuple[int, ...]
+    end_padding: tuple[int, ...]
+    p: int
 
     def _setup(self, input: TensorDesc, window_size: Sequence[int], strides: Optional[Sequence[int]],
                start_padding: Optional[Sequence[int]], end_padding: Optional[Sequence[int]],
@@ -43,7 +48,7 @@ class _LpPoolingDescriptor(Descriptor):
         if output is not None and not isinstance(output, TensorDesc):
             raise TypeError(f"{op}: output must be a dmlops.TensorDesc, not {type(output).__name__}")
         spatial = input.rank - 2
-        values = {
+        values: dict[str, Any] = {
             "input": input,
             "strides": _per_axis(strides, 1, spatial, f"{op}: strides"),
             "window_size": int_tuple(window_size, f"{op}: window_size"),
@@ -114,6 +119,7 @@ class LpPooling1Desc(_LpPoolingDescriptor):
     NAME = "LpPooling1"
     OPERATOR = "LP_POOLING1"
     HAS_DILATIONS = True
+    dilations: tuple[int, ...]
     FIELDS = (
         Field("input", "InputTensor", "tensor"),
         Field("output", "OutputTensor", "tensor"),

@@ -48,6 +48,10 @@ def _value_from_bits(bits: int, dtype: str) -> Any:
 
 class _PaddingDescriptor(Descriptor):
     EXACT_VALUE: bool  # PADDING1: value must be representable; PADDING: FLOAT, saturated
+    padding_mode: str
+    padding_value: Any
+    start_padding: tuple[int, ...]
+    end_padding: tuple[int, ...]
 
     def __init__(self, input: TensorDesc, *, start_padding: Sequence[int], end_padding: Sequence[int],
                  padding_mode: str = "constant", padding_value: Any = 0, output: Optional[TensorDesc] = None):

@@ -43,6 +43,7 @@ from . import _core
 from ._args import Enum, as_array, check_out, flag, float_tuple, int_tuple
 from ._descriptor import Descriptor, Field
 from ._tensor import TensorDesc
+from ._tensor import tensor_spec as _spec
 
 INTERPOLATION_MODE = Enum(
     "INTERPOLATION_MODE",
@@ -72,10 +73,6 @@ def _check_tensor_descs(op: str, input: Any, output: Any) -> None:
         raise TypeError(f"{op}: input must be a dmlops.TensorDesc, not {type(input).__name__}")
     if output is not None and not isinstance(output, TensorDesc):
         raise TypeError(f"{op}: output must be a dmlops.TensorDesc, not {type(output).__name__}")
-
-
-def _spec(desc: Optional[TensorDesc]) -> Optional[tuple]:
-    return None if desc is None else (desc.dtype, desc.sizes, desc.strides)
 
 
 def _scale_size(scale_size: Any) -> tuple[int, ...]:
@@ -127,6 +124,8 @@ class Upsample2DDesc(Descriptor):
 
     NAME = "Upsample2D"
     OPERATOR = "UPSAMPLE_2D"
+    scale_size: tuple[int, int]
+    interpolation_mode: str
     FIELDS = (
         Field("input", "InputTensor", "tensor"),
         Field("output", "OutputTensor", "tensor"),
@@ -226,6 +225,8 @@ class _ResampleDescriptor(Descriptor):
 
     HAS_OFFSETS: bool = True  # RESAMPLE1 and later
     HAS_ROUNDING: bool = True  # RESAMPLE2 and later
+    interpolation_mode: str
+    scales: tuple[float, ...]
 
     def _setup(self, input: Any, output: Any, scales: Any, interpolation_mode: Any, rounding_direction: Any = None,
                input_pixel_offsets: Any = None, output_pixel_offsets: Any = None, antialiased: Any = False) -> None:
@@ -348,6 +349,8 @@ class Resample1Desc(_ResampleDescriptor):
     NAME = "Resample1"
     OPERATOR = "RESAMPLE1"
     HAS_ROUNDING = False
+    input_pixel_offsets: tuple[float, ...]
+    output_pixel_offsets: tuple[float, ...]
     FIELDS = (
         Field("input", "InputTensor", "tensor"),
         Field("output", "OutputTensor", "tensor"),
@@ -393,6 +396,9 @@ class Resample2Desc(_ResampleDescriptor):
 
     NAME = "Resample2"
     OPERATOR = "RESAMPLE2"
+    rounding_direction: str
+    input_pixel_offsets: tuple[float, ...]
+    output_pixel_offsets: tuple[float, ...]
     FIELDS = (Resample1Desc.FIELDS[:3] + (Field("rounding_direction", "RoundingDirection", "enum", AXIS_DIRECTION),)
               + Resample1Desc.FIELDS[3:])
 
@@ -432,6 +438,10 @@ class Resample3Desc(_ResampleDescriptor):
 
     NAME = "Resample3"
     OPERATOR = "RESAMPLE3"
+    rounding_direction: str
+    input_pixel_offsets: tuple[float, ...]
+    output_pixel_offsets: tuple[float, ...]
+    antialiased: bool
     FIELDS = Resample2Desc.FIELDS + (Field("antialiased", "Antialiased", "bool"),)
 
     def __init__(self, input: TensorDesc, *, scales: Sequence[float], rounding_direction: str,

@@ -22,37 +22,47 @@ thread count, so results are deterministic (and match PyTorch's fold bit for bit
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence, cast
 
 import numpy as np
 
 from . import _core
 from ._args import as_array, check_out, int_tuple
 from ._descriptor import Descriptor, Field
-from ._tensor import TensorDesc, array_dtype_name
+from ._tensor import TensorDesc, TensorSpec, array_dtype_name
 
 _WINDOW_FIELDS = ("window_sizes", "strides", "dilations", "start_padding", "end_padding")
+_Dims = tuple[int, ...]
+_WindowArrays = tuple[_Dims, _Dims, _Dims, _Dims, _Dims]  # in _WINDOW_FIELDS order
 
 
-def _window_arrays(op: str, window_sizes, strides, dilations, start_padding, end_padding) -> tuple:
+def _window_arrays(op: str, window_sizes: Sequence[int], strides: Optional[Sequence[int]],
+                   dilations: Optional[Sequence[int]], start_padding: Optional[Sequence[int]],
+                   end_padding: Optional[Sequence[int]]) -> _WindowArrays:
     """The five per-dimension arrays; omitted strides and dilations are 1, omitted paddings 0
     (one entry per window size)."""
     window = int_tuple(window_sizes, f"{op}: window_sizes")
     rank = len(window)
 
-    def array(values, name: str, default: int) -> tuple:
+    def array(values: Optional[Sequence[int]], name: str, default: int) -> _Dims:
         return (default,) * rank if values is None else int_tuple(values, f"{op}: {name}")
 
     return (window, array(strides, "strides", 1), array(dilations, "dilations", 1),
             array(start_padding, "start_padding", 0), array(end_padding, "end_padding", 0))
 
 
-def _spec(desc: TensorDesc) -> tuple:
+def _spec(desc: TensorDesc) -> TensorSpec:
     return (desc.dtype, desc.sizes, desc.strides)
 
 
 class _WindowDescriptor(Descriptor):
     """The fields UnfoldDesc and FoldDesc share, in the DirectML structs' order."""
+
+    window_sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    start_padding: tuple[int, ...]
+    end_padding: tuple[int, ...]
 
     FIELDS = (
         Field("input", "InputTensor", "tensor"),
@@ -64,7 +74,7 @@ class _WindowDescriptor(Descriptor):
         Field("end_padding", "EndPadding", "dims"),
     )
 
-    def _check_tensor(self, value, name: str) -> None:
+    def _check_tensor(self, value: Any, name: str) -> None:
         if not isinstance(value, TensorDesc):
             raise TypeError(f"{self.NAME}: {name} must be a dmlops.TensorDesc, not {type(value).__name__}")
 
@@ -78,8 +88,8 @@ class _WindowDescriptor(Descriptor):
         check_out(out, x.dtype, f"{op}: out")
         return x
 
-    def _window_values(self) -> tuple:
-        return tuple(self._values[name] for name in _WINDOW_FIELDS)
+    def _window_values(self) -> _WindowArrays:
+        return cast(_WindowArrays, tuple(self._values[name] for name in _WINDOW_FIELDS))
 
 
 class UnfoldDesc(_WindowDescriptor):
