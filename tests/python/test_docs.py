@@ -2,12 +2,15 @@
 function and class documents its parameters, errors and examples (numpy style), and the
 descriptor base renders fields for help() and Jupyter."""
 
+import contextlib
 import doctest
 import html.parser
 import importlib
 import inspect
+import io
 import pkgutil
 import pydoc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -202,3 +205,12 @@ def test_descriptor_pictures_in_the_tour_run_on_arrays():
         names = [n for n in ("input", "filter", "bias") if getattr(desc, n, None) is not None]
         arrays = [rng.standard_normal(getattr(desc, n).sizes).astype(getattr(desc, n).dtype) for n in names]
         assert desc(*arrays).shape == desc.output.sizes
+
+
+def test_readme_quick_start_runs():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Quick start"):]
+    code = section[section.index("```python\n") + len("```python\n"):section.index("```\n", section.index("```python"))]
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        exec(compile(code, "README.md quick start", "exec"), {})
+    assert "Pad an array with DirectML PADDING1 semantics" in printed.getvalue()  # help(dmlops.pad)
