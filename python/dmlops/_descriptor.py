@@ -39,8 +39,8 @@ class Field:
     optional: the member is a pointer DirectML allows to be null (``_Maybenull_``); the Python
     value is then None and ``to_dict`` leaves the key out.
 
-    doc: what the member means, appended to the property's generated docstring (which already
-    says the C name, the C type and the Python type).
+    Each field becomes a read-only property whose docstring (:meth:`describe`) gives the C
+    member's name and type and the Python value's type.
     """
 
     name: str
@@ -49,11 +49,11 @@ class Field:
     enum: Optional[Enum] = None
     count: str = "DimensionCount"
     optional: bool = False
-    doc: str = ""
 
     def describe(self) -> str:
-        """The property docstring: C name and type, Python type, and :attr:`doc`."""
-        if self.kind == "enum" and self.enum is not None:
+        """The property docstring: the C member's name and type, and the Python value's type."""
+        if self.kind == "enum":
+            assert self.enum is not None, f"{self.name}: an enum field declares its Enum"
             names = ", ".join(repr(n) for n in self.enum.names)
             what = f"DML_{self.enum.prefix}, one of {names} (JSON: DML_{self.enum.prefix}_<NAME>)"
         elif self.kind in ("dims", "floats"):
@@ -62,14 +62,12 @@ class Field:
             what = _KIND_TYPES[self.kind]
         if self.optional:
             what += "; None when the struct's pointer is null"
-        text = f"``{self.dml}``: {what}."
-        return f"{text}\n\n{self.doc}" if self.doc else text
+        return f"``{self.dml}``: {what}."
 
 
 # The C type of each Field kind and the Python value a descriptor holds for it.
 _KIND_TYPES = {
     "tensor": "DML_TENSOR_DESC, a dmlops.TensorDesc (dtype, sizes, strides)",
-    "enum": "an enum",
     "dims": "UINT per dimension, a tuple of int",
     "floats": "FLOAT per dimension, a tuple of float (float32 values)",
     "scalar": "DML_SCALAR_UNION of the input's data type, a Python int, float or bool",
