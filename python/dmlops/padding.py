@@ -298,8 +298,8 @@ def pad(x: np.ndarray, start_padding: Sequence[int], end_padding: Sequence[int],
 
     Differences from those libraries: paddings larger than the input work in every mode and on
     every axis at once (PyTorch and ONNX Runtime refuse reflecting further than the input;
-    ``np.pad`` mis-orders repeated reflections with asymmetric paddings, numpy issues #25926
-    and #28575); every dtype is supported in every mode, float16 included; negative paddings
+    ``np.pad`` drops or repeats values when it reflects more than once with asymmetric
+    paddings, numpy issues #25926 and #28575); every dtype is supported in every mode, float16 included; negative paddings
     (cropping) are not allowed. Results never depend on the thread count
     (:func:`set_num_threads`).
 
