@@ -92,3 +92,8 @@ def test_mypy_strict_accepts_the_typed_example_and_rejects_misuse(mypy_run, tmp_
 
 def test_typed_example_runs():
     typed_example.main()
+
+
+def test_typed_example_uses_every_public_name():
+    source = (HERE / "typed_example.py").read_text()
+    assert [name for name in dmlops.__all__ if f"dmlops.{name}" not in source and f"{name}." not in source] == []
