@@ -8,7 +8,7 @@ order of the DirectML struct members) and defaults lives in the C++ core
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -50,6 +50,22 @@ class Activation:
     **parameters : float
         The activation's parameters by name; omitted ones take their defaults. The kernels use
         them rounded to float32, as DirectML's FLOAT members hold them.
+
+    Raises
+    ------
+    TypeError
+        ``name`` is not a string or a parameter is not a number.
+    ValueError
+        An unknown activation or parameter, a missing required parameter (``clip``'s ``min``
+        and ``max``), or a value the activation does not allow (a NaN parameter, ``clip`` with
+        ``min > max``, ``celu``'s ``alpha`` or ``softplus``'s ``steepness`` equal to 0).
+
+    Notes
+    -----
+    The formulas are DirectML's (``shared/spec/operators.md`` section 2): for instance elu
+    ``x >= 0 ? x : alpha * (exp(x) - 1)``, hard_sigmoid ``max(0, min(1, alpha * x + beta))``,
+    gelu ``0.5 * x * (1 + erf(x / sqrt(2)))``. float16 results are computed in float32 and
+    rounded once.
 
     Examples
     --------
@@ -98,20 +114,23 @@ class Activation:
 
     @property
     def name(self) -> str:
+        """The short name (``'leaky_relu'``)."""
         return self._name
 
     @property
     def dml_type(self) -> str:
+        """The DirectML operator type (``'DML_OPERATOR_ACTIVATION_LEAKY_RELU'``)."""
         return _TABLE[self._name][0]
 
     @property
-    def parameters(self) -> dict:
+    def parameters(self) -> dict[str, float]:
+        """Every parameter by name, defaults filled in, in the struct's member order."""
         return {p: v for (p, _, _), v in zip(_TABLE[self._name][1], self._values)}
 
-    def _spec(self) -> tuple:
+    def _spec(self) -> tuple[str, tuple[float, ...]]:
         return (self._name, self._values)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """DxDispatch's shape of a nested operator desc: ``{"Type": ..., "Desc": {members}}``."""
         return {"Type": self.dml_type, "Desc": {dml: v for (_, dml, _), v in zip(_TABLE[self._name][1], self._values)}}
 
@@ -141,5 +160,5 @@ class Activation:
         args = "".join(f", {k}={v!r}" for k, v in self.parameters.items())
         return f"Activation({self._name!r}{args})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[Any], "Activation"], tuple[dict[str, Any]]]:
         return (Activation.from_dict, (self.to_dict(),))

@@ -4,15 +4,17 @@ A descriptor mirrors a DirectML ``DML_*_OPERATOR_DESC`` struct field for field. 
 declare their fields once (``FIELDS``) and validate in their constructor (through the C++
 ``validate``/``infer_output``); this base derives from the declaration everything else:
 read-only properties, ``repr``, ``==``/``hash``, pickling, and ``to_dict``/``from_dict`` in
-the JSON shape of DirectML's DxDispatch model files (C field names, full enum names).
+the JSON shape of DirectML's DxDispatch model files (C field names, full enum names), the
+per-field property docstrings (``help(dmlops.Padding1Desc)``) and an HTML table for Jupyter.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import struct
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional
+from typing import Any, Callable, ClassVar, Optional, TypeVar
 
 import numpy as np
 
@@ -36,6 +38,9 @@ class Field:
 
     optional: the member is a pointer DirectML allows to be null (``_Maybenull_``); the Python
     value is then None and ``to_dict`` leaves the key out.
+
+    Each field becomes a read-only property whose docstring (:meth:`describe`) gives the C
+    member's name and type and the Python value's type.
     """
 
     name: str
@@ -44,6 +49,34 @@ class Field:
     enum: Optional[Enum] = None
     count: str = "DimensionCount"
     optional: bool = False
+
+    def describe(self) -> str:
+        """The property docstring: the C member's name and type, and the Python value's type."""
+        if self.kind == "enum":
+            assert self.enum is not None, f"{self.name}: an enum field declares its Enum"
+            names = ", ".join(repr(n) for n in self.enum.names)
+            what = f"DML_{self.enum.prefix}, one of {names} (JSON: DML_{self.enum.prefix}_<NAME>)"
+        elif self.kind in ("dims", "floats"):
+            what = _KIND_TYPES[self.kind] + f" ({self.count} entries in the struct)"
+        else:
+            what = _KIND_TYPES[self.kind]
+        if self.optional:
+            what += "; None when the struct's pointer is null"
+        return f"``{self.dml}``: {what}."
+
+
+# The C type of each Field kind and the Python value a descriptor holds for it.
+_KIND_TYPES = {
+    "tensor": "DML_TENSOR_DESC, a dmlops.TensorDesc (dtype, sizes, strides)",
+    "dims": "UINT per dimension, a tuple of int",
+    "floats": "FLOAT per dimension, a tuple of float (float32 values)",
+    "scalar": "DML_SCALAR_UNION of the input's data type, a Python int, float or bool",
+    "float": "FLOAT, a Python float (a float32 value)",
+    "bool": "BOOL, a Python bool",
+    "size_2d": "DML_SIZE_2D, a (height, width) tuple of int",
+    "activation": "fused activation (const DML_OPERATOR_DESC*), a dmlops.Activation",
+    "uint": "UINT, a Python int",
+}
 
 
 def _json_number(value: Any) -> Any:
@@ -85,8 +118,34 @@ def _identity(value: Any) -> Any:
     return struct.pack("<d", value) if isinstance(value, float) else value
 
 
+_D = TypeVar("_D", bound="Descriptor")
+
+
+def _html_value(value: Any) -> str:
+    """One table cell: a tensor as ``dtype [sizes]`` (+ strides), anything else by its repr."""
+    if isinstance(value, TensorDesc):
+        text = f"{value.dtype} {list(value.sizes)}"
+        if value.strides is not None:
+            text += f" strides {list(value.strides)}"
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = repr(value)
+    return html.escape(text)
+
+
+def _getter(name: str) -> Callable[["Descriptor"], Any]:
+    return lambda self: self._values[name]
+
+
 class Descriptor:
-    """Base of the operator descriptor classes; see the module docstring."""
+    """Base of the operator descriptor classes; see the module docstring.
+
+    A subclass sets ``NAME``, ``OPERATOR`` and ``FIELDS``, validates and fills ``_values`` in
+    its constructor, and defines ``__call__``; everything else comes from here. Subclasses also
+    annotate their fields (``start_padding: tuple[int, ...]``) for type checkers: an
+    annotation creates no class attribute, so the property derived from ``FIELDS`` stays.
+    """
 
     NAME: ClassVar[str]  # operator name in messages, e.g. "Padding1"
     OPERATOR: ClassVar[str]  # DML_OPERATOR_<OPERATOR>
@@ -95,33 +154,38 @@ class Descriptor:
     # sizes cannot be inferred.
     INFERRED_OUTPUT: ClassVar[bool] = True
 
-    _values: dict
+    _values: dict[str, Any]
+    input: TensorDesc
+    output: TensorDesc
+    # Every subclass runs on arrays matching its tensor fields: d(x, [filter, bias,] out=None).
+    __call__: Callable[..., np.ndarray]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for field in cls.__dict__.get("FIELDS", ()):
             if field.name not in cls.__dict__:
-                setattr(cls, field.name, property(lambda self, n=field.name: self._values[n]))
+                setattr(cls, field.name, property(_getter(field.name), doc=field.describe()))
 
     @property
     def output_shape(self) -> tuple[int, ...]:
         """The output tensor's sizes."""
-        return self._values["output"].sizes
+        sizes: tuple[int, ...] = self._values["output"].sizes
+        return sizes
 
     def _input_array(self, x: Any, field: str = "input") -> np.ndarray:
         """``x`` checked against the TensorDesc ``field`` (``input`` unless the operator has
         several): a numpy array of its dtype (bool where it is uint8) and shape, any strides;
         TypeError / ValueError naming the operator and the field."""
         op = self.NAME
-        x = as_array(x, f"{op}: {field}")
-        expected = self._values[field]
-        if array_dtype_name(x, f"{op}: {field} dtype") != expected.dtype:
-            raise TypeError(f"{op}: {field} has dtype {x.dtype} but the descriptor says {expected.dtype}")
-        if x.shape != expected.sizes:
-            raise ValueError(f"{op}: {field} has shape {x.shape} but the descriptor says {expected.sizes}")
-        return x
+        array = as_array(x, f"{op}: {field}")
+        expected: TensorDesc = self._values[field]
+        if array_dtype_name(array, f"{op}: {field} dtype") != expected.dtype:
+            raise TypeError(f"{op}: {field} has dtype {array.dtype} but the descriptor says {expected.dtype}")
+        if array.shape != expected.sizes:
+            raise ValueError(f"{op}: {field} has shape {array.shape} but the descriptor says {expected.sizes}")
+        return array
 
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[Any, ...]:
         return tuple(_identity(self._values[f.name]) for f in self.FIELDS)
 
     def __eq__(self, other: object) -> bool:
@@ -133,16 +197,32 @@ class Descriptor:
         return hash((type(self).__name__, self._key()))
 
     def __repr__(self) -> str:
+        # one field per line, in the struct's order; eval(repr(d)) rebuilds d
         fields = ",\n".join(f"    {f.name}={self._values[f.name]!r}" for f in self.FIELDS)
         return f"{type(self).__name__}(\n{fields},\n)"
 
-    def __reduce__(self):
+    def _repr_html_(self) -> str:
+        """Jupyter's rich display: a table of the fields (Python name, DirectML member, value),
+        headed by the operator and its input -> output shapes."""
+        inputs = [f for f in self.FIELDS if f.kind == "tensor" and f.name != "output" and self._values[f.name] is not None]
+        shapes = ", ".join(_html_value(self._values[f.name]) for f in inputs)
+        rows = "".join(
+            f"<tr><td style='text-align:left'><code>{f.name}</code></td>"
+            f"<td style='text-align:left'>{f.dml}</td>"
+            f"<td style='text-align:left'>{_html_value(self._values[f.name])}</td></tr>"
+            for f in self.FIELDS)
+        return (f"<table><caption style='text-align:left'><b>{type(self).__name__}</b> "
+                f"(DML_{self.OPERATOR}_OPERATOR_DESC): {shapes} &rarr; {_html_value(self._values['output'])}"
+                f"</caption><thead><tr><th style='text-align:left'>field</th><th style='text-align:left'>DirectML"
+                f"</th><th style='text-align:left'>value</th></tr></thead><tbody>{rows}</tbody></table>")
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
         return (type(self).from_dict, (self.to_dict(),))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The descriptor as DxDispatch JSON: C field names, DML enum names, tensor descs as
         ``{"DataType": "FLOAT32", "Sizes": [...]}``."""
-        d: dict = {}
+        d: dict[str, Any] = {}
         for f in self.FIELDS:
             value = self._values[f.name]
             if value is None and f.optional:
@@ -150,6 +230,7 @@ class Descriptor:
             if f.kind in ("tensor", "activation"):
                 d[f.dml] = value.to_dict()
             elif f.kind == "enum":
+                assert f.enum is not None, f"{f.name}: an enum field declares its Enum"
                 d[f.dml] = f.enum.dml(value)
             elif f.kind in ("dims", "floats"):
                 d[f.count] = len(value)
@@ -164,7 +245,7 @@ class Descriptor:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Descriptor":
+    def from_dict(cls: type[_D], d: dict[str, Any]) -> _D:
         """Build a descriptor from :meth:`to_dict` output (or a DxDispatch ``desc`` object).
         Enum values may be given with or without their ``DML_..._`` prefix."""
         if not isinstance(d, dict):
@@ -174,7 +255,7 @@ class Descriptor:
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"{cls.NAME}: unknown field(s) {sorted(unknown)}; expected {sorted(known)}")
-        kwargs: dict = {}
+        kwargs: dict[str, Any] = {}
         for f in cls.FIELDS:
             if f.dml not in d or (f.optional and d[f.dml] is None):
                 if (f.dml == "OutputTensor" and cls.INFERRED_OUTPUT) or f.optional:

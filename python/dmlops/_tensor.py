@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, overload
 
 import numpy as np
 
@@ -13,6 +13,9 @@ from ._args import int_tuple
 DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
           "int8", "int16", "int32", "int64")
 _DML_PREFIX = "DML_TENSOR_DATA_TYPE_"
+
+#: How a TensorDesc crosses into dmlops._core: (dtype, sizes, strides or None).
+TensorSpec = tuple[str, tuple[int, ...], Optional[tuple[int, ...]]]
 
 
 def dtype_name(dtype: Any, what: str = "dtype") -> str:
@@ -25,7 +28,7 @@ def dtype_name(dtype: Any, what: str = "dtype") -> str:
         if key.lower() in DTYPES:
             return key.lower()
     try:
-        name = np.dtype(dtype).name
+        name: str = np.dtype(dtype).name
     except TypeError:
         raise TypeError(f"{what} {dtype!r} is not a data type") from None
     if name in DTYPES:
@@ -41,6 +44,7 @@ def array_dtype_name(x: np.ndarray, what: str = "array dtype") -> str:
 
 
 def dml_dtype(name: str) -> str:
+    """The DirectML name of a data type (``'float16'`` -> ``'FLOAT16'``)."""
     return name.upper()
 
 
@@ -56,6 +60,20 @@ class TensorDesc:
         1 to 8 sizes, each >= 1.
     strides : sequence of int, optional
         Strides in elements, one per dimension (may be negative or zero); None = packed.
+
+    Raises
+    ------
+    TypeError
+        ``dtype`` is not one of the 11 types (bool included: use uint8), or ``sizes`` or
+        ``strides`` hold non-integers.
+    ValueError
+        No sizes or more than 8, a size < 1, or ``strides`` of another length than ``sizes``.
+
+    Notes
+    -----
+    DirectML's strides are unsigned; these are signed, because numpy views may run backwards
+    (``x[::-1]``) or repeat an element (stride 0). Indexing is 64-bit: DirectML's limit of
+    2**32 - 1 elements does not apply.
 
     Examples
     --------
@@ -81,18 +99,22 @@ class TensorDesc:
 
     @property
     def dtype(self) -> str:
+        """The numpy name of the data type (``'float16'``)."""
         return self._dtype
 
     @property
     def sizes(self) -> tuple[int, ...]:
+        """The size of each dimension."""
         return self._sizes
 
     @property
     def strides(self) -> Optional[tuple[int, ...]]:
+        """Strides in elements, or None for packed row-major."""
         return self._strides
 
     @property
     def rank(self) -> int:
+        """The number of dimensions."""
         return len(self._sizes)
 
     @property
@@ -100,14 +122,16 @@ class TensorDesc:
         """Bytes DirectML needs for this tensor (``DMLCalcBufferTensorSize``)."""
         return _core.calc_buffer_tensor_size(self._dtype, self._sizes, self._strides)
 
-    def to_dict(self) -> dict:
-        d: dict = {"DataType": dml_dtype(self._dtype), "Sizes": list(self._sizes)}
+    def to_dict(self) -> dict[str, Any]:
+        """DxDispatch's JSON for a buffer tensor desc: ``{"DataType": "FLOAT16", "Sizes": [...]}``
+        (``"Strides"`` only when set)."""
+        d: dict[str, Any] = {"DataType": dml_dtype(self._dtype), "Sizes": list(self._sizes)}
         if self._strides is not None:
             d["Strides"] = list(self._strides)
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TensorDesc":
+    def from_dict(cls, d: dict[str, Any]) -> "TensorDesc":
         """From :meth:`to_dict` output, a DML_BUFFER_TENSOR_DESC's members (Flags and the size
         and alignment hints are accepted and not needed), or a DML_TENSOR_DESC wrapping one
         (``{"Type": "DML_TENSOR_TYPE_BUFFER", "Desc": {...}}``)."""
@@ -143,19 +167,49 @@ class TensorDesc:
         strides = "" if self._strides is None else f", strides={self._strides}"
         return f"TensorDesc({self._dtype!r}, {self._sizes}{strides})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type["TensorDesc"], tuple[str, tuple[int, ...], Optional[tuple[int, ...]]]]:
         return (TensorDesc, (self._dtype, self._sizes, self._strides))
 
 
 def calc_buffer_tensor_size(dtype: Any, sizes: Sequence[int], strides: Optional[Sequence[int]] = None) -> int:
     """DirectML's ``DMLCalcBufferTensorSize``: the bytes a buffer needs to hold a tensor.
 
-    Packed: ``prod(sizes) * element_size``; strided: ``(sum((sizes[i]-1) * |strides[i]|) + 1)
-    * element_size``; then rounded up to a multiple of 4. Computed in 64 bits.
+    Parameters
+    ----------
+    dtype : str or numpy dtype
+        One of the 11 DirectML types, by numpy or DirectML name.
+    sizes : sequence of int
+        1 to 8 sizes, each >= 1.
+    strides : sequence of int, optional
+        Strides in elements; None = packed.
+
+    Returns
+    -------
+    int
+        Packed: ``prod(sizes) * element_size``; strided: ``(sum((sizes[i]-1) * |strides[i]|) + 1)
+        * element_size``; then rounded up to a multiple of 4. Computed in 64 bits.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :class:`TensorDesc`.
 
     Examples
     --------
     >>> calc_buffer_tensor_size("float16", (1, 3))
     8
+    >>> calc_buffer_tensor_size("FLOAT32", (2, 3), strides=(1, 2))
+    24
     """
     return TensorDesc(dtype, sizes, strides).buffer_size
+
+
+@overload
+def tensor_spec(desc: TensorDesc) -> TensorSpec: ...
+@overload
+def tensor_spec(desc: None) -> None: ...
+@overload
+def tensor_spec(desc: Optional[TensorDesc]) -> Optional[TensorSpec]: ...
+def tensor_spec(desc: Optional[TensorDesc]) -> Optional[TensorSpec]:
+    """The (dtype, sizes, strides) tuple dmlops._core takes for a TensorDesc; None for None."""
+    return None if desc is None else (desc.dtype, desc.sizes, desc.strides)

@@ -10,9 +10,27 @@ from . import _core
 
 
 def set_num_threads(n: int) -> None:
-    """Set how many threads kernels use (n >= 1). Takes effect at the next call; waits for a
-    running kernel to finish. The default is ``DMLOPS_NUM_THREADS`` or the CPUs this process
-    may use. Results do not depend on the thread count.
+    """Set how many threads kernels use.
+
+    Parameters
+    ----------
+    n : int
+        The thread count, 1 to 1024.
+
+    Raises
+    ------
+    TypeError
+        ``n`` is not an integer (bool included).
+    ValueError
+        ``n`` is outside 1..1024.
+
+    Notes
+    -----
+    One process-wide pool of ``std::thread`` serves every kernel. The new count takes effect
+    at the next call; a running kernel finishes first. The default is ``DMLOPS_NUM_THREADS``
+    or the CPUs this process may use (its affinity mask). Results do not depend on the thread
+    count, and calls from several Python threads at once are safe (the GIL is released while a
+    kernel runs). Small tensors run on one thread whatever the setting.
 
     Examples
     --------
@@ -30,7 +48,20 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_threads() -> int:
-    """The number of threads kernels use."""
+    """The number of threads kernels use.
+
+    Returns
+    -------
+    int
+        The value of the last :func:`set_num_threads`, else ``DMLOPS_NUM_THREADS``, else the
+        CPUs this process may use.
+
+    Examples
+    --------
+    >>> import dmlops
+    >>> dmlops.get_num_threads() >= 1
+    True
+    """
     return _core.get_num_threads()
 
 

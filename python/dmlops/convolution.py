@@ -20,7 +20,7 @@ float64 in their own type. Results do not depend on the thread count.
 from __future__ import annotations
 
 import operator
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union, cast
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from ._activation import Activation
 from ._args import Enum, as_array, check_out, int_tuple
 from ._descriptor import Descriptor, Field
 from ._tensor import TensorDesc
+from ._tensor import tensor_spec as _spec
 
 MODE = Enum("CONVOLUTION_MODE", ("cross_correlation", "convolution"),
             hints={"correlation": "the name is 'cross_correlation'", "conv": "the name is 'convolution'"})
@@ -49,7 +50,11 @@ def _group_count(value: Any) -> int:
         raise TypeError(f"Convolution: group_count must be an integer, not {type(value).__name__}") from None
 
 
-def _arrays(values: dict, D: Optional[int]) -> tuple:
+_Dims = tuple[int, ...]
+_Arrays = tuple[_Dims, _Dims, _Dims, _Dims, _Dims]  # in _ARRAYS order
+
+
+def _arrays(values: dict[str, Optional[Sequence[int]]], D: Optional[int]) -> _Arrays:
     """The five per-dimension arrays as tuples; an omitted one is D ones (strides, dilations)
     or D zeros, or empty when D is unknown (the C++ layer then reports the rank)."""
     result = []
@@ -59,14 +64,10 @@ def _arrays(values: dict, D: Optional[int]) -> tuple:
             result.append((1 if name in ("strides", "dilations") else 0,) * (D or 0))
         else:
             result.append(int_tuple(v, f"Convolution: {name}"))
-    return tuple(result)
+    return cast(_Arrays, tuple(result))
 
 
-def _spec(desc: Optional[TensorDesc]) -> Optional[tuple]:
-    return None if desc is None else (desc.dtype, desc.sizes, desc.strides)
-
-
-def _activation_spec(activation: Optional[Activation]) -> Optional[tuple]:
+def _activation_spec(activation: Optional[Activation]) -> Optional[tuple[str, tuple[float, ...]]]:
     return None if activation is None else activation._spec()
 
 
@@ -100,6 +101,17 @@ class ConvolutionDesc(Descriptor):
         forward: checked against the computed sizes. backward: any spatial sizes >= 1 (default
         the nominal ones).
 
+    Raises
+    ------
+    TypeError
+        A tensor field is not a TensorDesc, ``fused_activation`` is not a name or an
+        Activation, or an array field holds non-integers.
+    ValueError
+        A dtype other than float16/32/64, mixed dtypes or ranks, a rank other than 3 to 5,
+        per-dimension arrays of the wrong length, strides or dilations < 1, paddings < 0,
+        a nonzero ``output_padding`` forward, ``group_count`` not dividing the channels, a filter or bias of the wrong shape, a
+        kernel larger than the padded input, or an ``output`` that does not match.
+
     Examples
     --------
     >>> import numpy as np, dmlops
@@ -113,6 +125,17 @@ class ConvolutionDesc(Descriptor):
 
     NAME = "Convolution"
     OPERATOR = "CONVOLUTION"
+    filter: TensorDesc
+    bias: Optional[TensorDesc]
+    mode: str
+    direction: str
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    start_padding: tuple[int, ...]
+    end_padding: tuple[int, ...]
+    output_padding: tuple[int, ...]
+    group_count: int
+    fused_activation: Optional[Activation]
     FIELDS = (
         Field("input", "InputTensor", "tensor"),
         Field("filter", "FilterTensor", "tensor"),
@@ -170,9 +193,9 @@ class ConvolutionDesc(Descriptor):
             bias = self._input_array(bias, "bias")
         check_out(out, x.dtype, f"{op}: out")
         v = self._values
-        return _core.convolution(x, filter, bias, out, v["output"].sizes, v["mode"], v["direction"],
-                                 *(v[name] for name in _ARRAYS), v["group_count"],
-                                 _activation_spec(v["fused_activation"]))
+        arrays = cast(_Arrays, tuple(v[name] for name in _ARRAYS))
+        return _core.convolution(x, filter, bias, out, v["output"].sizes, v["mode"], v["direction"], *arrays,
+                                 v["group_count"], _activation_spec(v["fused_activation"]))
 
 
 def convolution(x: np.ndarray, filter: np.ndarray, bias: Optional[np.ndarray] = None, *,
@@ -208,6 +231,30 @@ def convolution(x: np.ndarray, filter: np.ndarray, bias: Optional[np.ndarray] = 
     -------
     numpy.ndarray
         ``out``, or a new C-contiguous ``(N, OutC, *Out)`` array of x's dtype.
+
+    Raises
+    ------
+    TypeError
+        An input is not a numpy array, the dtypes differ or are not float16/32/64, or an
+        argument has the wrong type.
+    ValueError
+        Any rule listed for :class:`ConvolutionDesc` is broken, or ``out`` is unusable; the
+        message names the field.
+
+    See Also
+    --------
+    ConvolutionDesc : the same operator as a descriptor.
+    Activation : the fused activations and their parameters.
+
+    Notes
+    -----
+    Compared with ``torch.nn.functional.conv{1,2,3}d`` / ``conv_transpose{1,2,3}d``: padding may
+    differ at the start and the end of each axis (PyTorch pads symmetrically; ``'same'`` with a
+    stride needs an ``F.pad`` first), a fused activation runs on the biased result, float16
+    computes in float32 on any x86-64 CPU (PyTorch's CPU float16 convolution is slow or
+    missing), and ``mode="convolution"`` flips the kernel. In backward, any output size >= 1 is
+    accepted (the output tensor is authoritative, as in DirectML). ONNX Runtime's CPU Conv has
+    asymmetric pads but runs float32 only on x86-64.
 
     Examples
     --------

@@ -90,33 +90,33 @@ def _strip_json_extensions(text: str) -> str:
     return re.sub(r'("(?:\\.|[^"\\])*")|,(?=\s*[\]}])', keep_strings, text)
 
 
-def _expect(value: Any, kind: type | tuple, path: str, what: str) -> Any:
+def _expect(value: Any, kind: Union[type, tuple[type, ...]], path: str, what: str) -> Any:
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         raise ModelError(path, f"expected {what}, got {json.dumps(value)}")
     return value
 
 
-def _object(value: Any, path: str, known: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
-    _expect(value, dict, path, "an object")
-    for key in value:
+def _object(value: Any, path: str, known: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    obj: dict[str, Any] = _expect(value, dict, path, "an object")
+    for key in obj:
         if key not in known:
             raise ModelError(f"{path}.{key}", f"unknown field; expected one of {', '.join(known)}")
     for key in required:
-        if key not in value:
+        if key not in obj:
             raise ModelError(f"{path}.{key}", "missing")
-    return value
+    return obj
 
 
 def _uint(value: Any, path: str) -> int:
-    _expect(value, int, path, "a non-negative integer")
-    if value < 0:
-        raise ModelError(path, f"expected a non-negative integer, got {value}")
-    return value
+    number: int = _expect(value, int, path, "a non-negative integer")
+    if number < 0:
+        raise ModelError(path, f"expected a non-negative integer, got {number}")
+    return number
 
 
 def _data_type(value: Any, path: str) -> str:
     _expect(value, str, path, "a DML_TENSOR_DATA_TYPE name")
-    name = value.upper().removeprefix("DML_TENSOR_DATA_TYPE_").lower()
+    name: str = value.upper().removeprefix("DML_TENSOR_DATA_TYPE_").lower()
     if name not in DTYPES:
         raise ModelError(path, f"{value!r} is not a DML_TENSOR_DATA_TYPE (FLOAT32, FLOAT16, INT8, ...)")
     return name
@@ -204,8 +204,8 @@ def _initial_values(spec: Any, dtype: Optional[str], path: str, base_dir: Path) 
         if dtype is None:
             raise ModelError(path, "an array of values needs an initialValuesDataType")
         dt = np.dtype(dtype)
-        values = [_element(v, dt, f"{path}[{i}]") for i, v in enumerate(spec)]
-        return np.array(values, dtype=dt).astype(dt.newbyteorder("<")).tobytes(), dtype
+        elements = [_element(v, dt, f"{path}[{i}]") for i, v in enumerate(spec)]
+        return np.array(elements, dtype=dt).astype(dt.newbyteorder("<")).tobytes(), dtype
     forms = (("value",), ("valueStart", "valueDelta"), ("sourcePath",))
     _object(spec, path, ("valueCount",) + sum(forms, ()))
     present = [form for form in forms if any(key in spec for key in form)]
@@ -307,6 +307,7 @@ def _check_field(f: Field, value: Any, path: str) -> None:
     if f.kind == "tensor":
         _tensor_desc(value, path)
     elif f.kind == "enum":
+        assert f.enum is not None, f"{f.name}: an enum field declares its Enum"
         _expect(value, str, path, f"a DML_{f.enum.prefix}_* name")
     elif f.kind in ("dims", "floats"):
         _expect(value, list, path, "an array")
@@ -337,7 +338,7 @@ def _check_field(f: Field, value: Any, path: str) -> None:
         _expect(value, kinds, path, "a number")
 
 
-def _check_desc(cls: type[Descriptor], desc: dict, path: str) -> None:
+def _check_desc(cls: type[Descriptor], desc: dict[str, Any], path: str) -> None:
     counted = [f for f in cls.FIELDS if f.kind in ("dims", "floats")]
     known = [f.dml for f in cls.FIELDS] + sorted({f.count for f in counted})
     known += [f.dml + "DataType" for f in cls.FIELDS if f.kind == "scalar"]
@@ -381,7 +382,7 @@ def _field_path(cls: type[Descriptor], message: str, path: str) -> str:
 class Dispatchable:
     name: str
     desc: Descriptor
-    bindings: dict  # the dispatchable's own bindings: defaults for its dispatches
+    bindings: dict[str, Any]  # the dispatchable's own bindings: defaults for its dispatches
 
     @property
     def tensor_fields(self) -> list[Field]:
@@ -497,8 +498,8 @@ class WriteFile:
 Command = Union[Dispatch, Print, WriteFile]
 
 
-def _resource_name(spec: dict, resources: dict[str, Buffer], path: str) -> str:
-    name = _expect(spec["resource"], str, f"{path}.resource", "a resource name")
+def _resource_name(spec: dict[str, Any], resources: dict[str, Buffer], path: str) -> str:
+    name: str = _expect(spec["resource"], str, f"{path}.resource", "a resource name")
     if name not in resources:
         raise ModelError(f"{path}.resource", f"no resource named {name!r}")
     return name
@@ -572,9 +573,23 @@ class Model:
         """Run the commands in order and return every resource as a 1-D array of its
         ``initialValuesDataType``.
 
-        out_dir: where ``writeFile`` targets go (created if needed); None skips them.
-        log: receives each line ``print`` produces (and a note per skipped ``writeFile``).
-        Errors an operator raises at dispatch time become :class:`ModelError` naming the command.
+        Parameters
+        ----------
+        out_dir : str or pathlib.Path, optional
+            Where ``writeFile`` targets go (created if needed); None skips them.
+        log : callable, optional
+            Receives each line ``print`` produces (and a note per skipped ``writeFile``).
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            ``{resource name: 1-D array}`` after the last command.
+
+        Raises
+        ------
+        ModelError
+            An operator rejects its bound tensors at dispatch time; the message names the
+            command.
         """
         storage = {name: buffer.storage() for name, buffer in self.resources.items()}
         arrays = {name: buffer.typed(storage[name]) for name, buffer in self.resources.items()}
@@ -614,11 +629,37 @@ class Model:
             target.write_bytes(bytes(storage))
 
 
-def load(model: Union[str, Path, dict], base_dir: Union[str, Path, None] = None) -> Model:
+def load(model: Union[str, Path, dict[str, Any]], base_dir: Union[str, Path, None] = None) -> Model:
     """Read and check a model: a path to a ``.json`` file, or its already parsed ``dict``.
 
-    base_dir: where relative ``sourcePath`` files are looked for first (default: the model
-    file's directory, or the current directory for a dict). Raises :class:`ModelError`.
+    Parameters
+    ----------
+    model : str, pathlib.Path or dict
+        The model file (JSON with DxDispatch's comments and trailing commas allowed), or the
+        parsed JSON object.
+    base_dir : str or pathlib.Path, optional
+        Where relative ``sourcePath`` files are looked for first (default: the model file's
+        directory, or the current directory for a dict).
+
+    Returns
+    -------
+    Model
+        The checked model; :meth:`Model.run` executes it.
+
+    Raises
+    ------
+    ModelError
+        The file cannot be read, is not valid JSON, or anything in it is unsupported or
+        breaks a rule; ``str(error)`` starts with the JSON path of the problem.
+
+    Examples
+    --------
+    >>> from dmlops import dxdispatch
+    >>> dxdispatch.load({"resources": {}, "dispatchables": {"p": {"type": "DML_OPERATOR_MAX_POOLING", "desc": {}}},
+    ...                  "commands": []})
+    Traceback (most recent call last):
+    ...
+    dmlops.dxdispatch.ModelError: dispatchables.p.type: DML_OPERATOR_MAX_POOLING is not supported by dmlops; ...
     """
     source = None
     if isinstance(model, (str, Path)):
@@ -653,8 +694,46 @@ def _checked(model: Any, base: Path, source: Optional[Path]) -> Model:
     return Model(resources, dispatchables, commands, source)
 
 
-def run(model: Union[str, Path, dict], out_dir: Union[str, Path, None] = None,
+def run(model: Union[str, Path, dict[str, Any]], out_dir: Union[str, Path, None] = None,
         log: Optional[Callable[[str], None]] = None) -> dict[str, np.ndarray]:
-    """Load and run a model; returns ``{resource name: 1-D array}`` after the last command.
-    See :meth:`Model.run` for ``out_dir`` and ``log``."""
+    """Load and run a DxDispatch model file.
+
+    Parameters
+    ----------
+    model : str, pathlib.Path or dict
+        As for :func:`load`.
+    out_dir : str or pathlib.Path, optional
+        Where ``writeFile`` targets go (created if needed); None skips them.
+    log : callable, optional
+        Receives each line a ``print`` command produces (``print`` itself, for instance).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Every resource after the last command, as a 1-D array of its ``initialValuesDataType``.
+
+    Raises
+    ------
+    ModelError
+        The model is invalid (see :func:`load`) or an operator rejects its bound tensors at
+        dispatch time; the message names the command.
+
+    Examples
+    --------
+    >>> import dmlops
+    >>> model = {
+    ...     "resources": {
+    ...         "x": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2, 3]},
+    ...         "y": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 6, "value": 0}}},
+    ...     "dispatchables": {"pad": {"type": "DML_OPERATOR_PADDING1", "desc": {
+    ...         "InputTensor": {"DataType": "FLOAT32", "Sizes": [3]},
+    ...         "PaddingMode": "DML_PADDING_MODE_REFLECTION", "PaddingValueDataType": "FLOAT32",
+    ...         "PaddingValue": 0, "DimensionCount": 1, "StartPadding": [2], "EndPadding": [1]}}},
+    ...     "commands": [{"type": "dispatch", "dispatchable": "pad", "bindings": {"InputTensor": "x", "OutputTensor": "y"}},
+    ...                  {"type": "print", "resource": "y"}]}
+    >>> results = dmlops.dxdispatch.run(model, log=print)
+    Resource 'y': 3, 2, 1, 2, 3, 2
+    >>> results["y"]
+    array([3., 2., 1., 2., 3., 2.], dtype=float32)
+    """
     return load(model).run(out_dir, log)

@@ -16,7 +16,7 @@ How this differs from ``torch.nn.functional.lp_pool2d``:
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -33,6 +33,11 @@ def _per_axis(values: Optional[Sequence[int]], fill: int, spatial: int, what: st
 
 class _LpPoolingDescriptor(Descriptor):
     HAS_DILATIONS: bool  # LpPooling1 has a Dilations member; LpPooling does not
+    strides: tuple[int, ...]
+    window_size: tuple[int, ...]
+    start_padding: tuple[int, ...]
+    end_padding: tuple[int, ...]
+    p: int
 
     def _setup(self, input: TensorDesc, window_size: Sequence[int], strides: Optional[Sequence[int]],
                start_padding: Optional[Sequence[int]], end_padding: Optional[Sequence[int]],
@@ -43,7 +48,7 @@ class _LpPoolingDescriptor(Descriptor):
         if output is not None and not isinstance(output, TensorDesc):
             raise TypeError(f"{op}: output must be a dmlops.TensorDesc, not {type(output).__name__}")
         spatial = input.rank - 2
-        values = {
+        values: dict[str, Any] = {
             "input": input,
             "strides": _per_axis(strides, 1, spatial, f"{op}: strides"),
             "window_size": int_tuple(window_size, f"{op}: window_size"),
@@ -89,6 +94,16 @@ class LpPooling1Desc(_LpPoolingDescriptor):
     output : TensorDesc, optional
         Checked against the inferred output when given.
 
+    Raises
+    ------
+    TypeError
+        ``input`` or ``output`` is not a TensorDesc, ``p`` is not an integer, or an array field
+        holds non-integers.
+    ValueError
+        A dtype other than float16/32/64, a rank other than 3 to 5, per-axis arrays of the
+        wrong length, a window, stride or dilation < 1, a padding < 0, a window larger than the
+        padded input, p outside 1..2**32-1, or an ``output`` that does not match.
+
     Examples
     --------
     >>> import numpy as np, dmlops
@@ -104,6 +119,7 @@ class LpPooling1Desc(_LpPoolingDescriptor):
     NAME = "LpPooling1"
     OPERATOR = "LP_POOLING1"
     HAS_DILATIONS = True
+    dilations: tuple[int, ...]
     FIELDS = (
         Field("input", "InputTensor", "tensor"),
         Field("output", "OutputTensor", "tensor"),
@@ -122,7 +138,38 @@ class LpPooling1Desc(_LpPoolingDescriptor):
 
 
 class LpPoolingDesc(_LpPoolingDescriptor):
-    """DML_LP_POOLING_OPERATOR_DESC: as :class:`LpPooling1Desc` without dilations."""
+    """DML_LP_POOLING_OPERATOR_DESC: as :class:`LpPooling1Desc` without dilations.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        ``{N, C, H, W}`` or ``{N, C, D, H, W}`` (``{N, C, W}`` as a dmlops extension); float32,
+        float16 or float64.
+    window_size : sequence of int
+        Taps per spatial axis (>= 1).
+    strides : sequence of int, optional
+        Per spatial axis (>= 1); default 1.
+    start_padding, end_padding : sequence of int, optional
+        Zeros added before / after each spatial axis (>= 0); default 0.
+    p : int
+        The norm's exponent, 1 to 2**32 - 1.
+    output : TensorDesc, optional
+        Checked against the inferred output when given.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :class:`LpPooling1Desc`.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> d = dmlops.LpPoolingDesc(dmlops.TensorDesc("float64", (1, 1, 3)), window_size=(3,), p=2)
+    >>> d(np.array([[[2.0, -3.0, 6.0]]]))
+    array([[[7.]]])
+    >>> "Dilations" in d.to_dict()
+    False
+    """
 
     NAME = "LpPooling"
     OPERATOR = "LP_POOLING"
@@ -173,6 +220,29 @@ def lp_pooling(x: np.ndarray, window_size: Sequence[int], *, strides: Optional[S
     -------
     numpy.ndarray
         ``out``, or a new C-contiguous array of shape ``(N, C, out...)``.
+
+    Raises
+    ------
+    TypeError
+        ``x`` or ``out`` is not a numpy array, ``p`` is not an integer, or an array argument
+        holds non-integers.
+    ValueError
+        A dtype other than float16/32/64, ``x.ndim`` not 3 to 5, per-axis arrays of the wrong
+        length, a window, stride or dilation < 1, a padding < 0, a window larger than the
+        padded input, p outside 1..2**32-1, or an unusable ``out``.
+
+    See Also
+    --------
+    LpPooling1Desc, LpPoolingDesc : the same operator as descriptors.
+
+    Notes
+    -----
+    The absolute value is a decision of the spec (ONNX LpPool semantics; DirectML's formula
+    omits it). ``torch.nn.functional.lp_pool2d`` computes ``avg_pool(x**p) * K`` without it, so
+    odd p on negative inputs gives negative numbers or NaN there (pytorch issue #184037); it
+    also has no padding and no dilation. Large p is computed relative to the window's largest
+    ``|x|``, so ``p = 2**32 - 1`` returns the max instead of overflowing. A NaN in a window
+    gives NaN; otherwise an infinity gives infinity.
 
     Examples
     --------

@@ -48,6 +48,10 @@ def _value_from_bits(bits: int, dtype: str) -> Any:
 
 class _PaddingDescriptor(Descriptor):
     EXACT_VALUE: bool  # PADDING1: value must be representable; PADDING: FLOAT, saturated
+    padding_mode: str
+    padding_value: Any
+    start_padding: tuple[int, ...]
+    end_padding: tuple[int, ...]
 
     def __init__(self, input: TensorDesc, *, start_padding: Sequence[int], end_padding: Sequence[int],
                  padding_mode: str = "constant", padding_value: Any = 0, output: Optional[TensorDesc] = None):
@@ -90,21 +94,39 @@ class _PaddingDescriptor(Descriptor):
 
 
 class Padding1Desc(_PaddingDescriptor):
-    """DML_PADDING1_OPERATOR_DESC: pads a tensor of 1 to 8 dimensions.
+    """DML_PADDING1_OPERATOR_DESC: pads a tensor of 1 to 8 dimensions (see :func:`pad`).
 
     Parameters
     ----------
     input : TensorDesc
-        The input tensor (any of the 11 DirectML dtypes).
+        The input tensor (any of the 11 DirectML dtypes; bool arrays run where it is uint8).
     start_padding, end_padding : sequence of int
         Elements added before / after each dimension (>= 0, any size).
     padding_mode : str
-        ``'constant'``, ``'edge'``, ``'reflection'``, ``'symmetric'`` or ``'wrap'``.
+        ``'constant'``, ``'edge'``, ``'reflection'``, ``'symmetric'`` or ``'wrap'`` (or the
+        DirectML name ``'DML_PADDING_MODE_WRAP'``); see :func:`pad` for what each does.
     padding_value : int, float or bool
         Written by constant mode; must be representable in the input's dtype (300 into uint8
-        or 0.5 into int32 is a ValueError), exact for 64-bit integers.
+        or 0.5 into int32 is a ValueError), exact for 64-bit integers. Stored as the exact value
+        the kernel writes (a float16 value rounded to float16).
     output : TensorDesc, optional
         Checked against the inferred output when given.
+
+    Raises
+    ------
+    TypeError
+        ``input`` or ``output`` is not a TensorDesc, or a field has the wrong type.
+    ValueError
+        A rule of the operator is broken (padding lengths, negative paddings, an unknown mode,
+        an unrepresentable value, an ``output`` that does not match); the message names the
+        field.
+
+    Notes
+    -----
+    Calling the descriptor, ``d(x, out=None)``, runs it on an array matching ``input`` (same
+    dtype, bool allowed for uint8, same shape, any strides). ``d.to_dict()`` gives DxDispatch
+    JSON (``PaddingValue`` is written with its ``PaddingValueDataType``); ``from_dict``, ``==``,
+    ``hash`` and pickling use every field.
 
     Examples
     --------
@@ -115,6 +137,10 @@ class Padding1Desc(_PaddingDescriptor):
     (1, 1, 8, 10)
     >>> d(np.zeros((1, 1, 4, 4), np.float32)).shape
     (1, 1, 8, 10)
+    >>> d.to_dict()["PaddingMode"]
+    'DML_PADDING_MODE_SYMMETRIC'
+    >>> dmlops.Padding1Desc.from_dict(d.to_dict()) == d
+    True
     """
 
     NAME = "Padding1"
@@ -133,8 +159,42 @@ class Padding1Desc(_PaddingDescriptor):
 class PaddingDesc(_PaddingDescriptor):
     """DML_PADDING_OPERATOR_DESC: as :class:`Padding1Desc`, but ``padding_value`` is a FLOAT.
 
-    The value is rounded to float32 (DirectML's FLOAT); into integer tensors it is truncated
-    toward zero and saturated to the dtype's range (nan becomes 0).
+    Parameters
+    ----------
+    input : TensorDesc
+        The input tensor (any of the 11 DirectML dtypes).
+    start_padding, end_padding : sequence of int
+        Elements added before / after each dimension (>= 0, any size).
+    padding_mode : str
+        ``'constant'``, ``'edge'``, ``'reflection'``, ``'symmetric'`` or ``'wrap'``.
+    padding_value : float
+        Rounded to float32 (DirectML's FLOAT). Into integer tensors it is truncated toward zero
+        and saturated to the dtype's range; NaN becomes 0.
+    output : TensorDesc, optional
+        Checked against the inferred output when given.
+
+    Raises
+    ------
+    TypeError
+        ``input`` or ``output`` is not a TensorDesc, or a field has the wrong type.
+    ValueError
+        A rule of the operator is broken; the message names the field.
+
+    Notes
+    -----
+    The saturating conversion is a dmlops decision (DirectML leaves it unspecified); prefer
+    :class:`Padding1Desc`, whose value has the tensor's own type.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> d = dmlops.PaddingDesc(dmlops.TensorDesc("uint8", (3,)), start_padding=(1,), end_padding=(2,),
+    ...                        padding_value=-7.9)
+    >>> d(np.array([1, 2, 3], np.uint8))
+    array([0, 1, 2, 3, 0, 0], dtype=uint8)
+    >>> dmlops.PaddingDesc(dmlops.TensorDesc("int8", (1,)), start_padding=(1,), end_padding=(0,),
+    ...                    padding_value=1000.0)(np.array([5], np.int8))
+    array([127,   5], dtype=int8)
     """
 
     NAME = "Padding"
@@ -158,37 +218,130 @@ class PaddingDesc(_PaddingDescriptor):
 
 def pad(x: np.ndarray, start_padding: Sequence[int], end_padding: Sequence[int], mode: str = "constant",
         value: Any = 0, *, out: Optional[np.ndarray] = None) -> np.ndarray:
-    """Pad an array with DirectML PADDING1 semantics.
+    """Pad an array with DirectML PADDING1 semantics (DML_PADDING1_OPERATOR_DESC).
+
+    Every axis is extended by ``start_padding[i]`` elements before and ``end_padding[i]`` after.
+    Output coordinate ``o`` on an axis of input size ``n`` reads input coordinate ``src(i)`` with
+    ``i = o - start``: itself when ``0 <= i < n``, otherwise by the mode's rule. Data is moved
+    bit for bit (NaN payloads included); nothing is computed.
 
     Parameters
     ----------
     x : numpy.ndarray
         1 to 8 dimensions; float16/32/64, int8..int64, uint8..uint64 or bool; any strides
-        (negative, zero, non-contiguous), read in place without a copy.
+        (negative, zero, non-contiguous views), read in place without a copy.
     start_padding, end_padding : sequence of int
         Elements added before / after each dimension (one entry per dimension, >= 0). May be
         larger than the input in every mode.
     mode : str
-        ``'constant'``, ``'edge'``, ``'reflection'``, ``'symmetric'`` or ``'wrap'`` (see the
-        module docstring for how these map onto numpy's and PyTorch's names).
+        How the padding is filled (DirectML's names; see Notes for numpy's and PyTorch's):
+
+        ``'constant'``
+            ``value`` everywhere outside the input.
+        ``'edge'``
+            the nearest edge element, ``clamp(i, 0, n - 1)``: ``a a | a b c d | d d``.
+        ``'reflection'``
+            mirrored without repeating the edge, period ``2 * (n - 1)``: ``c b | a b c d | c b``
+            (an axis of size 1 repeats its element).
+        ``'symmetric'``
+            mirrored repeating the edge, period ``2 * n``: ``b a | a b c d | d c``.
+        ``'wrap'``
+            periodic, ``i mod n``: ``c d | a b c d | a b``.
+
+        DirectML's full names (``'DML_PADDING_MODE_REFLECTION'``) are accepted too, in any case.
     value : int, float or bool
-        The constant; must be representable in ``x.dtype`` (ValueError otherwise).
+        The constant for ``'constant'`` mode; must be representable in ``x.dtype`` exactly (300
+        into uint8 or 0.5 into int32 is an error; 64-bit integers are exact). Ignored by the
+        other modes but still checked.
     out : numpy.ndarray, optional
         Written in place: exact output shape and dtype, writable, any strides, no overlap with
-        ``x``. Untouched when the call is rejected.
+        ``x`` or with itself. Untouched when the call is rejected.
 
     Returns
     -------
     numpy.ndarray
-        ``out``, or a new C-contiguous array of shape ``x.shape + start + end``.
+        ``out``, or a new C-contiguous array of ``x``'s dtype and shape
+        ``x.shape[i] + start_padding[i] + end_padding[i]``.
+
+    Raises
+    ------
+    TypeError
+        ``x`` or ``out`` is not a numpy array, the dtype is not one of the 11 DirectML types or
+        bool, ``out`` has another dtype, or a padding or ``value`` has the wrong type.
+    ValueError
+        Padding lists whose length differs from ``x.ndim``, negative paddings, more than 8
+        dimensions, an unknown mode (with a hint when it is another library's name, e.g.
+        ``'reflect'``), a ``value`` not representable in the dtype, or an ``out`` of the wrong
+        shape, read-only, or overlapping ``x``. Messages name the operator and the field
+        (``Padding1: end_padding has 3 entries but the input has 4 dimensions``).
+
+    See Also
+    --------
+    Padding1Desc : the same operator as a reusable descriptor (JSON, pickling).
+    PaddingDesc : DML_PADDING_OPERATOR_DESC, whose value is a FLOAT saturated into integers.
+
+    Notes
+    -----
+    The mode names are DirectML's, and other libraries use the same words for other things:
+
+    ==============  =================  ==================  ======================
+    DirectML        numpy ``np.pad``   PyTorch ``F.pad``   ONNX ``Pad``
+    ==============  =================  ==================  ======================
+    ``constant``    ``constant``       ``constant``        ``constant``
+    ``edge``        ``edge``           ``replicate``       ``edge``
+    ``reflection``  ``reflect``        ``reflect``         ``reflect``
+    ``symmetric``   ``symmetric``      (none)              (none)
+    ``wrap``        ``wrap``           ``circular``        ``wrap``
+    ==============  =================  ==================  ======================
+
+    (scipy.ndimage's ``reflect`` is ``symmetric`` and its ``mirror`` is ``reflection``.)
+
+    Differences from those libraries: paddings larger than the input work in every mode and on
+    every axis at once (PyTorch and ONNX Runtime refuse reflecting further than the input;
+    ``np.pad`` drops or repeats values when it reflects more than once with asymmetric
+    paddings, numpy issues #25926 and #28575); every dtype is supported in every mode, float16 included; negative paddings
+    (cropping) are not allowed. Results never depend on the thread count
+    (:func:`set_num_threads`).
 
     Examples
     --------
     >>> import numpy as np, dmlops
-    >>> dmlops.pad(np.array([1, 2, 3, 4]), (2,), (5,), mode="reflection")
+    >>> x = np.array([1, 2, 3, 4])
+    >>> for mode in ("constant", "edge", "reflection", "symmetric", "wrap"):
+    ...     print(f"{mode:>10}", dmlops.pad(x, (2,), (2,), mode, value=9))
+      constant [9 9 1 2 3 4 9 9]
+          edge [1 1 1 2 3 4 4 4]
+    reflection [3 2 1 2 3 4 3 2]
+     symmetric [2 1 1 2 3 4 4 3]
+          wrap [3 4 1 2 3 4 1 2]
+
+    Paddings larger than the input fold back and forth:
+
+    >>> dmlops.pad(x, (2,), (5,), mode="reflection")
     array([3, 2, 1, 2, 3, 4, 3, 2, 1, 2, 3])
-    >>> dmlops.pad(np.array([1, 2, 3, 4]), (2,), (2,), mode="symmetric")
-    array([2, 1, 1, 2, 3, 4, 4, 3])
+
+    Several axes, any view, and writing into an existing array:
+
+    >>> image = np.arange(6, dtype=np.float32).reshape(2, 3)
+    >>> dmlops.pad(image.T, (1, 0), (0, 2), mode="edge")
+    array([[0., 3., 3., 3.],
+           [0., 3., 3., 3.],
+           [1., 4., 4., 4.],
+           [2., 5., 5., 5.]], dtype=float32)
+    >>> buffer = np.empty((4, 5), np.float32)
+    >>> dmlops.pad(image, (1, 1), (1, 1), out=buffer) is buffer
+    True
+
+    Errors name the operator, the field and the rule:
+
+    >>> dmlops.pad(np.zeros(3, np.uint8), (1,), (1,), value=300)
+    Traceback (most recent call last):
+    ...
+    ValueError: Padding1: padding_value 300 is not representable in uint8: range 0..255
+    >>> dmlops.pad(x, (1,), (1,), mode="replicate")
+    Traceback (most recent call last):
+    ...
+    ValueError: Padding1: padding_mode 'replicate' is unknown; expected one of constant, edge, reflection, symmetric, wrap (PyTorch's 'replicate' is 'edge')
     """
     op = "Padding1"
     x = as_array(x, f"{op}: input")

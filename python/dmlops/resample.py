@@ -43,6 +43,7 @@ from . import _core
 from ._args import Enum, as_array, check_out, flag, float_tuple, int_tuple
 from ._descriptor import Descriptor, Field
 from ._tensor import TensorDesc
+from ._tensor import tensor_spec as _spec
 
 INTERPOLATION_MODE = Enum(
     "INTERPOLATION_MODE",
@@ -74,10 +75,6 @@ def _check_tensor_descs(op: str, input: Any, output: Any) -> None:
         raise TypeError(f"{op}: output must be a dmlops.TensorDesc, not {type(output).__name__}")
 
 
-def _spec(desc: Optional[TensorDesc]) -> Optional[tuple]:
-    return None if desc is None else (desc.dtype, desc.sizes, desc.strides)
-
-
 def _scale_size(scale_size: Any) -> tuple[int, ...]:
     if isinstance(scale_size, (int, np.integer)) and not isinstance(scale_size, (bool, np.bool_)):
         return (int(scale_size), int(scale_size))
@@ -105,6 +102,14 @@ class Upsample2DDesc(Descriptor):
     output : TensorDesc, optional
         Checked against ``{N, C, [D,] H * height, W * width}`` when given.
 
+    Raises
+    ------
+    TypeError
+        ``input`` or ``output`` is not a TensorDesc, or ``scale_size`` holds non-integers.
+    ValueError
+        A rank other than 4 or 5, a scale < 1, ``linear`` on an integer dtype, an unknown mode,
+        or an ``output`` that does not match.
+
     Examples
     --------
     >>> import numpy as np, dmlops
@@ -119,6 +124,8 @@ class Upsample2DDesc(Descriptor):
 
     NAME = "Upsample2D"
     OPERATOR = "UPSAMPLE_2D"
+    scale_size: tuple[int, int]
+    interpolation_mode: str
     FIELDS = (
         Field("input", "InputTensor", "tensor"),
         Field("output", "OutputTensor", "tensor"),
@@ -171,6 +178,28 @@ def upsample_2d(x: np.ndarray, scale_size: _Scale = (2, 2), interpolation_mode: 
     numpy.ndarray
         ``out``, or a new C-contiguous array of shape ``(N, C, [D,] H * sh, W * sw)``.
 
+    Raises
+    ------
+    TypeError
+        ``x`` or ``out`` is not a numpy array or has an unsupported dtype, or ``scale_size``
+        holds non-integers.
+    ValueError
+        ``x.ndim`` not 4 or 5, a scale < 1, ``linear`` on an integer or bool array, an unknown
+        mode (with a hint for ``'bilinear'``, ``'nearest'``), or an unusable ``out``.
+
+    See Also
+    --------
+    resample : float scales on any axis, pixel offsets, rounding, antialiasing.
+    Upsample2DDesc : the same operator as a descriptor.
+
+    Notes
+    -----
+    Coordinates are half-pixel centred: ``x_in = (o + 0.5) / s - 0.5``. ``linear`` equals
+    ``torch.nn.functional.interpolate(mode="bilinear", align_corners=False)`` and ONNX
+    ``Resize(mode="linear", coordinate_transformation_mode="half_pixel")``; for integer scales
+    ``nearest_neighbor`` equals PyTorch's ``"nearest"`` and ``"nearest-exact"`` (plain
+    repetition, ``np.repeat`` on both axes).
+
     Examples
     --------
     >>> import numpy as np, dmlops
@@ -196,6 +225,8 @@ class _ResampleDescriptor(Descriptor):
 
     HAS_OFFSETS: bool = True  # RESAMPLE1 and later
     HAS_ROUNDING: bool = True  # RESAMPLE2 and later
+    interpolation_mode: str
+    scales: tuple[float, ...]
 
     def _setup(self, input: Any, output: Any, scales: Any, interpolation_mode: Any, rounding_direction: Any = None,
                input_pixel_offsets: Any = None, output_pixel_offsets: Any = None, antialiased: Any = False) -> None:
@@ -251,6 +282,14 @@ class ResampleDesc(_ResampleDescriptor):
     output : TensorDesc, optional
         Any sizes (DirectML crops or clamps at the edges); inferred as ``floor(in * scale)``.
 
+    Raises
+    ------
+    TypeError
+        ``input`` or ``output`` is not a TensorDesc, or a field has the wrong type.
+    ValueError
+        ``scales`` of the wrong length, a scale <= 0 or not finite, ``linear`` on an integer
+        dtype, an unknown mode, or an ``output`` of another rank or dtype.
+
     Examples
     --------
     >>> import dmlops
@@ -278,11 +317,40 @@ class Resample1Desc(_ResampleDescriptor):
     """DML_RESAMPLE1_OPERATOR_DESC: :class:`ResampleDesc` plus per-axis pixel offsets,
     ``x = (o - output_pixel_offset) / scale - input_pixel_offset``; ``nearest_neighbor`` takes
     ``floor(x + 0.5)`` (round half up). Offsets default to 0.5 and -0.5 (pixel centres); 0 and 0
-    align the corners of the first pixels instead."""
+    align the corners of the first pixels instead.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        1 to 8 dimensions. ``linear`` needs float16/32/64.
+    scales : sequence of float
+        One per dimension, > 0 and finite (stored as float32).
+    interpolation_mode : str
+        ``'nearest_neighbor'`` or ``'linear'``.
+    input_pixel_offsets, output_pixel_offsets : sequence of float, optional
+        One per dimension, finite; default 0.5 and -0.5 on every axis.
+    output : TensorDesc, optional
+        Any sizes; inferred as ``floor(in * scale)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :class:`ResampleDesc`, and for offsets of the wrong length or not finite.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> d = dmlops.Resample1Desc(dmlops.TensorDesc("float32", (3,)), scales=(2,), interpolation_mode="linear",
+    ...                          input_pixel_offsets=(0,), output_pixel_offsets=(0,))
+    >>> d(np.array([0, 1, 2], np.float32))
+    array([0. , 0.5, 1. , 1.5, 2. , 2. ], dtype=float32)
+    """
 
     NAME = "Resample1"
     OPERATOR = "RESAMPLE1"
     HAS_ROUNDING = False
+    input_pixel_offsets: tuple[float, ...]
+    output_pixel_offsets: tuple[float, ...]
     FIELDS = (
         Field("input", "InputTensor", "tensor"),
         Field("output", "OutputTensor", "tensor"),
@@ -303,10 +371,34 @@ class Resample2Desc(_ResampleDescriptor):
     """DML_RESAMPLE2_OPERATOR_DESC: :class:`Resample1Desc` with a ``rounding_direction`` for
     ``nearest_neighbor``: ``'decreasing'`` takes ``floor(x)``, ``'increasing'`` ``ceil(x)``
     (linear ignores it). ONNX's ``round_prefer_floor`` is ``'increasing'`` with the input
-    offsets raised by 0.5, as ONNX Runtime's DirectML provider maps it."""
+    offsets raised by 0.5, as ONNX Runtime's DirectML provider maps it.
+
+    Parameters
+    ----------
+    input, scales, interpolation_mode, input_pixel_offsets, output_pixel_offsets, output
+        As for :class:`Resample1Desc`.
+    rounding_direction : str
+        ``'decreasing'`` (floor) or ``'increasing'`` (ceil); required, as in the struct.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :class:`Resample1Desc`, and for an unknown rounding direction.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> d = dmlops.Resample2Desc(dmlops.TensorDesc("int32", (4,)), scales=(2,), rounding_direction="decreasing",
+    ...                          input_pixel_offsets=(0,), output_pixel_offsets=(0,))
+    >>> d(np.array([10, 20, 30, 40], np.int32))
+    array([10, 10, 20, 20, 30, 30, 40, 40], dtype=int32)
+    """
 
     NAME = "Resample2"
     OPERATOR = "RESAMPLE2"
+    rounding_direction: str
+    input_pixel_offsets: tuple[float, ...]
+    output_pixel_offsets: tuple[float, ...]
     FIELDS = (Resample1Desc.FIELDS[:3] + (Field("rounding_direction", "RoundingDirection", "enum", AXIS_DIRECTION),)
               + Resample1Desc.FIELDS[3:])
 
@@ -321,10 +413,35 @@ class Resample3Desc(_ResampleDescriptor):
     """DML_RESAMPLE3_OPERATOR_DESC: :class:`Resample2Desc` plus ``antialiased``: ``linear``
     resampling with ``scale < 1`` on an axis averages over a triangle of half-width ``1/scale``
     input pixels (weights normalised, edge pixels repeated: ONNX Resize ``antialias=1``). It
-    changes nothing for ``nearest_neighbor`` or ``scale >= 1``."""
+    changes nothing for ``nearest_neighbor`` or ``scale >= 1``.
+
+    Parameters
+    ----------
+    input, scales, interpolation_mode, rounding_direction, input_pixel_offsets, output_pixel_offsets, output
+        As for :class:`Resample2Desc`.
+    antialiased : bool
+        Widen linear downsampling to a triangle filter (a Python or numpy bool).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :class:`Resample2Desc`; ``antialiased`` must be a bool.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> d = dmlops.Resample3Desc(dmlops.TensorDesc("float64", (8,)), scales=(0.5,), rounding_direction="increasing",
+    ...                          interpolation_mode="linear", antialiased=True)
+    >>> d(np.arange(8.0))
+    array([0.625, 2.5  , 4.5  , 6.375])
+    """
 
     NAME = "Resample3"
     OPERATOR = "RESAMPLE3"
+    rounding_direction: str
+    input_pixel_offsets: tuple[float, ...]
+    output_pixel_offsets: tuple[float, ...]
+    antialiased: bool
     FIELDS = Resample2Desc.FIELDS + (Field("antialiased", "Antialiased", "bool"),)
 
     def __init__(self, input: TensorDesc, *, scales: Sequence[float], rounding_direction: str,
@@ -364,6 +481,36 @@ def resample(x: np.ndarray, scales: Sequence[float], interpolation_mode: str = "
         per axis (a product within float32 rounding below an integer counts as that integer).
     out : numpy.ndarray, optional
         Written in place: exact output shape and dtype, no overlap with ``x``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``out``, or a new C-contiguous array of ``x``'s dtype and the output sizes.
+
+    Raises
+    ------
+    TypeError
+        ``x`` or ``out`` is not a numpy array or has an unsupported dtype, or an argument has
+        the wrong type (``antialiased`` must be a bool).
+    ValueError
+        ``scales`` or offsets whose length is not ``x.ndim``, a scale <= 0 or not finite,
+        ``linear`` on an integer or bool array, an unknown mode or rounding direction, output
+        sizes of the wrong rank or < 1, or an unusable ``out``.
+
+    See Also
+    --------
+    upsample_2d : integer factors on H and W.
+    ResampleDesc, Resample1Desc, Resample2Desc, Resample3Desc : the descriptors.
+
+    Notes
+    -----
+    With the defaults, nearest is PyTorch's ``"nearest-exact"``; ``rounding_direction=
+    "decreasing"`` with zero offsets is PyTorch's ``"nearest"`` (``floor(o / scale)``); zero
+    offsets and ``scale = (out - 1) / (in - 1)`` is ``align_corners=True``. Antialiasing
+    repeats edge pixels like ONNX Resize ``antialias=1`` and DirectML, where PyTorch's
+    ``antialias=True`` drops them. Coordinates are computed in float64 from the float32
+    scale; PyTorch computes them in float32, so a non-integer scale can pick a neighbouring
+    index where a coordinate lands on a rounding edge. Rank 1 to 8 (DirectML: 1 to 4).
 
     Examples
     --------

@@ -22,37 +22,47 @@ thread count, so results are deterministic (and match PyTorch's fold bit for bit
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence, cast
 
 import numpy as np
 
 from . import _core
 from ._args import as_array, check_out, int_tuple
 from ._descriptor import Descriptor, Field
-from ._tensor import TensorDesc, array_dtype_name
+from ._tensor import TensorDesc, TensorSpec, array_dtype_name
 
 _WINDOW_FIELDS = ("window_sizes", "strides", "dilations", "start_padding", "end_padding")
+_Dims = tuple[int, ...]
+_WindowArrays = tuple[_Dims, _Dims, _Dims, _Dims, _Dims]  # in _WINDOW_FIELDS order
 
 
-def _window_arrays(op: str, window_sizes, strides, dilations, start_padding, end_padding) -> tuple:
+def _window_arrays(op: str, window_sizes: Sequence[int], strides: Optional[Sequence[int]],
+                   dilations: Optional[Sequence[int]], start_padding: Optional[Sequence[int]],
+                   end_padding: Optional[Sequence[int]]) -> _WindowArrays:
     """The five per-dimension arrays; omitted strides and dilations are 1, omitted paddings 0
     (one entry per window size)."""
     window = int_tuple(window_sizes, f"{op}: window_sizes")
     rank = len(window)
 
-    def array(values, name: str, default: int) -> tuple:
+    def array(values: Optional[Sequence[int]], name: str, default: int) -> _Dims:
         return (default,) * rank if values is None else int_tuple(values, f"{op}: {name}")
 
     return (window, array(strides, "strides", 1), array(dilations, "dilations", 1),
             array(start_padding, "start_padding", 0), array(end_padding, "end_padding", 0))
 
 
-def _spec(desc: TensorDesc) -> tuple:
+def _spec(desc: TensorDesc) -> TensorSpec:
     return (desc.dtype, desc.sizes, desc.strides)
 
 
 class _WindowDescriptor(Descriptor):
     """The fields UnfoldDesc and FoldDesc share, in the DirectML structs' order."""
+
+    window_sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    start_padding: tuple[int, ...]
+    end_padding: tuple[int, ...]
 
     FIELDS = (
         Field("input", "InputTensor", "tensor"),
@@ -64,7 +74,7 @@ class _WindowDescriptor(Descriptor):
         Field("end_padding", "EndPadding", "dims"),
     )
 
-    def _check_tensor(self, value, name: str) -> None:
+    def _check_tensor(self, value: Any, name: str) -> None:
         if not isinstance(value, TensorDesc):
             raise TypeError(f"{self.NAME}: {name} must be a dmlops.TensorDesc, not {type(value).__name__}")
 
@@ -78,8 +88,8 @@ class _WindowDescriptor(Descriptor):
         check_out(out, x.dtype, f"{op}: out")
         return x
 
-    def _window_values(self) -> tuple:
-        return tuple(self._values[name] for name in _WINDOW_FIELDS)
+    def _window_values(self) -> _WindowArrays:
+        return cast(_WindowArrays, tuple(self._values[name] for name in _WINDOW_FIELDS))
 
 
 class UnfoldDesc(_WindowDescriptor):
@@ -97,6 +107,15 @@ class UnfoldDesc(_WindowDescriptor):
         Implicit zeros before / after each spatial dimension (>= 0); default all 0.
     output : TensorDesc, optional
         Checked against the inferred ``(N, C*prod(window_sizes), block count)`` when given.
+
+    Raises
+    ------
+    TypeError
+        ``input`` or ``output`` is not a TensorDesc, or an array field holds non-integers.
+    ValueError
+        The per-dimension arrays differ in length from ``input.rank - 2`` or from each other,
+        a window size, stride or dilation is < 1, a padding is < 0, a window does not fit, or
+        ``output`` does not match; the message names the field.
 
     Examples
     --------
@@ -140,6 +159,14 @@ class FoldDesc(_WindowDescriptor):
         what the blocks are folded into (several sizes give the same block count).
     window_sizes, strides, dilations, start_padding, end_padding
         As for :class:`UnfoldDesc`, per spatial dimension of ``output``.
+
+    Raises
+    ------
+    TypeError
+        ``input`` or ``output`` is not a TensorDesc, or an array field holds non-integers.
+    ValueError
+        As for :class:`UnfoldDesc`, and when ``input``'s sizes are not
+        ``(N, C*prod(window_sizes), block count)`` for ``output``.
 
     Examples
     --------
@@ -196,6 +223,29 @@ def unfold(x: np.ndarray, window_sizes: Sequence[int], *, strides: Optional[Sequ
         ``out``, or a new C-contiguous ``(N, C*prod(window_sizes), prod(Blocks))`` array of
         ``x``'s dtype; bit-exact copies of ``x``'s elements and zeros.
 
+    Raises
+    ------
+    TypeError
+        ``x`` or ``out`` is not a numpy array or has an unsupported dtype, or an array
+        argument holds non-integers.
+    ValueError
+        ``x`` has fewer than 3 or more than 8 dimensions, the per-dimension arrays do not have
+        ``x.ndim - 2`` entries, a window size, stride or dilation is < 1, a padding is < 0, the
+        dilated window is larger than the padded input, or ``out`` is unusable (shape,
+        read-only, overlap); the message names the field.
+
+    See Also
+    --------
+    fold : the adjoint (col2im).
+    UnfoldDesc : the same operator as a descriptor.
+
+    Notes
+    -----
+    Compared with other libraries: ``torch.nn.functional.unfold`` handles two spatial
+    dimensions with symmetric padding only, ONNX has no im2col operator (only ``Col2Im``), and
+    ``numpy.lib.stride_tricks.sliding_window_view`` has no strides, dilations or padding and
+    returns a read-only view. Here the layout is PyTorch's for every rank from 1 to 6.
+
     Examples
     --------
     >>> import numpy as np, dmlops
@@ -241,6 +291,29 @@ def fold(x: np.ndarray, output_sizes: Sequence[int], window_sizes: Sequence[int]
         ``out``, or a new C-contiguous ``(N, C, *output_sizes)`` array of ``x``'s dtype. Entries
         that read padding are dropped; overlapping entries are summed (float16 in float32,
         rounded once; integers wrapping in their own width).
+
+    Raises
+    ------
+    TypeError
+        ``x`` or ``out`` is not a numpy array, ``x`` is bool or of an unsupported dtype, or an
+        array argument holds non-integers.
+    ValueError
+        ``x`` is not 3-D, ``x.shape[1]`` is not a multiple of ``prod(window_sizes)``, its
+        block count does not match ``output_sizes``, a window parameter breaks its rule, or
+        ``out`` is unusable; the message names the field.
+
+    See Also
+    --------
+    unfold : the operation fold is the adjoint of.
+    FoldDesc : the same operator as a descriptor.
+
+    Notes
+    -----
+    ``fold(unfold(x))`` multiplies each element by the number of windows covering it; divide
+    by ``fold(ones)`` to invert unfold. The sum per element runs in window-tap order whatever
+    the thread count, so results are deterministic and equal ``torch.nn.functional.fold`` bit
+    for bit in float32 (which handles 2 spatial dimensions only); ONNX ``Col2Im`` is the same
+    operation in any rank.
 
     Examples
     --------
