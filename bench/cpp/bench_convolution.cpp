@@ -47,6 +47,8 @@ void run(benchmark::State& state, DataType dtype, Dims x_sizes, Dims w_sizes, st
                        static_cast<double>(forward ? y_sizes.product() : x_sizes.product());
   state.counters["FLOP/s"] = benchmark::Counter(flops * static_cast<double>(state.iterations()),
                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  set_rates(state, static_cast<double>(bytes_of(dtype, x_sizes) + bytes_of(dtype, w_sizes) + bytes_of(dtype, y_sizes)),
+            static_cast<double>(y_sizes.product()));
 }
 
 constexpr auto kForward = dmlops::ConvolutionDirection::Forward;
