@@ -1,4 +1,4 @@
-// Convolution throughput: issue 4's layers (those of bench/compare_conv.py), forward and
+// Convolution throughput: issue 4's layers (those of python/dmlops/bench/convolution.py), forward and
 // transposed, float32 (and float16 / float64 for 3x3 layers). The counter is FLOP/s of the direct
 // formula (2 x multiply-adds), so layers of different shapes compare.
 //
@@ -16,6 +16,7 @@ namespace {
 
 using dmlops::DataType;
 using dmlops::Dims;
+using dmlops::bench::set_rates;
 using dmlops::bench::Buffer;
 using dmlops::bench::bytes_of;
 using dmlops::bench::packed_view;

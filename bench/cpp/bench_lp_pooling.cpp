@@ -23,6 +23,7 @@ namespace {
 
 using dmlops::DataType;
 using dmlops::Dims;
+using dmlops::bench::set_rates;
 using dmlops::bench::Buffer;
 using dmlops::bench::bytes_of;
 using dmlops::bench::packed_view;

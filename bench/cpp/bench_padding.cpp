@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/ops/padding.hpp"
@@ -26,6 +27,7 @@ namespace {
 
 using dmlops::DataType;
 using dmlops::Dims;
+using dmlops::bench::set_rates;
 using dmlops::PaddingMode;
 
 using ArgList = std::vector<std::int64_t>;

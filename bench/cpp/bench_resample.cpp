@@ -19,6 +19,7 @@ namespace {
 
 using dmlops::DataType;
 using dmlops::Dims;
+using dmlops::bench::set_rates;
 using dmlops::InterpolationMode;
 using dmlops::bench::Buffer;
 using dmlops::bench::bytes_of;

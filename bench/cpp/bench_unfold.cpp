@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/ops/unfold.hpp"
@@ -25,6 +26,7 @@ namespace {
 
 using dmlops::DataType;
 using dmlops::Dims;
+using dmlops::bench::set_rates;
 
 using ArgList = std::vector<std::int64_t>;
 const ArgList kThreads = {1, 2};

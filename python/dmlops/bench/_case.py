@@ -176,7 +176,7 @@ class Peers:
         return lambda: session.run(None, {"X": xc})[0]
 
 
-def peer_or_reason(call: Union[Callable, str, None], tolerance: Tolerance) -> Union[Peer, str]:
+def peer_or_reason(call: Union[Callable, str], tolerance: Tolerance) -> Union[Peer, str]:
     """Peer(call, tolerance), or the reason string when `call` is one."""
     if isinstance(call, str):
         return call

@@ -1,9 +1,9 @@
 """Timing, inputs and the machine-load gauge of the benchmark report (python -m dmlops.bench).
 
 Schedule (see time_calls): each implementation first gets a warm-up block (at least `warmup`
-calls and block_warmup seconds; a call that alone takes longer is its own warm-up), then at
-most about `time_budget` seconds of timed calls (at least 5, at most `repeat`), spread over
-ROUNDS rounds; in each round every implementation runs its share back to back. Back-to-back
+calls and block_warmup seconds; a call that alone takes longer is its own warm-up), then about
+`time_budget` seconds of timed calls (at most `repeat`, at least 5 unless `repeat` is smaller),
+spread over ROUNDS rounds; in each round every implementation runs its share back to back. Back-to-back
 calls see the caches and the allocator in their steady state (as Google Benchmark does); the
 rounds spread a burst of load from another process over all columns instead of one. The
 figure reported is the median.
@@ -66,7 +66,8 @@ def time_calls(fns: dict, warmup: int, repeat: int, time_budget: float,
         return fastest
 
     one_call = {name: warm(fn, warmup, 0.25) for name, fn in fns.items()}
-    reps = {name: max(5, min(repeat, int(time_budget / max(one_call[name], 1e-9)))) for name in fns}
+    fewest = min(5, repeat)
+    reps = {name: max(fewest, min(repeat, int(time_budget / max(one_call[name], 1e-9)))) for name in fns}
     rounds = min(ROUNDS, max(reps.values()))
     for r in range(rounds):
         for name, fn in fns.items():

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, TextIO
 
+import numpy as np
+
 import dmlops
 
 from . import convolution, lp_pooling, padding, resample, unfold
@@ -117,7 +119,7 @@ class Report:
             f"{lim['isa']}; threads {','.join(map(str, env['threads']))}",
             versions,
             f"seeds: inputs {SEED}, filters {SEED + 1}; median of up to {env['repeat']} timed calls per figure "
-            f"(or {env['budget']:g} s of them, at least 5) after >= {env['warmup']} warm-up calls",
+            f"(or {env['budget']:g} s of them, at least {min(5, env['repeat'])}) after >= {env['warmup']} warm-up calls",
             "limits measured now: "
             + "; ".join(f"{t} thr: copy {lim['copy'][t]['GBps']:.1f} GB/s ({lim['copy'][t]['method']}, "
                         f"{lim['copy'][t]['bytes'] >> 20} MiB), FMA {lim['fma'][t]['GFLOPs']:.0f} GFLOP/s"
@@ -200,7 +202,6 @@ class Report:
     def plot(self, path: Optional[str] = None, ax=None):
         """A bar chart of the speed-ups (peer time / dmlops time, log scale) per case and thread
         count; saved to `path` or drawn into `ax`. Needs matplotlib. Returns the figure."""
-        import numpy as np
         from matplotlib.figure import Figure
 
         rows = [r for r in self.rows if r["speedup"]]
