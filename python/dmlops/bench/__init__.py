@@ -2,8 +2,9 @@
 
     python -m dmlops.bench [--quick | --smoke] [--threads 1,2] [--op NAME] [--json out.json] [--plot out.png]
 
-At the start it measures this machine's limits: copy bandwidth (a 256 MiB buffer copied on each
-thread count) and the float32 FMA peak (a register-only FMA loop in the kernels' ISA). Then, for
+It measures this machine's limits, at its start and again at its end (the better figure counts:
+other processes can only lower them): copy bandwidth (a 256 MiB buffer copied on each thread
+count) and the float32 FMA peak (a register-only FMA loop in the kernels' ISA). In between, for
 each operator's benchmark shapes (the ones its issue names) and each thread count, it checks that
 numpy, PyTorch and ONNX Runtime give dmlops' result (bit-exact for data movement, a stated float
 tolerance for arithmetic; a mismatch marks the case FAILED and the exit status non-zero), times

@@ -1,18 +1,20 @@
-"""The machine's limits, measured at the start of every report (never assumed).
+"""The machine's limits, measured by every report at its start and again at its end (never
+assumed). A limit is a ceiling and other processes can only lower what a measurement sees, so
+each figure is the best one seen: the fastest call, the best run, the better of start and end.
 
 - Copy bandwidth, per thread count: a large buffer copied with np.copyto (split into one slice
   per Python thread: copyto releases the GIL) and with dmlops.pad with zero padding into a
   preallocated output (dmlops' own pool); the faster is the limit. Bytes count the read and the
   write (2 x buffer size), like the operators' bytes read + written.
 - FMA peak, per thread count: dmlops._core.fma_peak_gflops, a register-only float32 FMA loop in
-  the widest ISA the kernels use (fma_isa()); the best of a few runs.
+  the widest ISA the kernels use (fma_isa()).
 """
 from __future__ import annotations
 
 import dmlops
 from dmlops import _core
 
-from ._harness import Copier, median_ms, time_calls
+from ._harness import Copier, time_calls
 
 
 def copy_bandwidth(nbytes: int, threads: int, repeat: int, budget: float, block_warmup: float) -> dict:
@@ -22,7 +24,7 @@ def copy_bandwidth(nbytes: int, threads: int, repeat: int, budget: float, block_
     try:
         fns = {"np.copyto": copier,
                "dmlops.pad": lambda: dmlops.pad(copier.src, no_pad, no_pad, out=copier.dst)}
-        ms = median_ms(time_calls(fns, 1, repeat, budget, block_warmup))
+        ms = {name: min(t) * 1e3 for name, t in time_calls(fns, 1, repeat, budget, block_warmup).items()}
     finally:
         copier.close()
     method = min(ms, key=ms.get)
@@ -31,7 +33,6 @@ def copy_bandwidth(nbytes: int, threads: int, repeat: int, budget: float, block_
 
 
 def fma_peak(threads: int, milliseconds: float, runs: int = 3) -> dict:
-    # The best run: other processes can only slow the loop down.
     return {"GFLOPs": max(_core.fma_peak_gflops(threads, milliseconds) for _ in range(runs)),
             "isa": _core.fma_isa(), "milliseconds": milliseconds}
 
@@ -45,6 +46,16 @@ def measure(threads_list: list, copy_bytes: int, fma_ms: float, repeat: int, bud
         tick(f"FMA peak, {t} thread(s)")
         limits["fma"][t] = fma_peak(t, fma_ms)
     return limits
+
+
+def best(first: dict, second: dict) -> dict:
+    """Per kind and thread count, the higher of two measurements (each marked with when)."""
+    out = {"isa": first["isa"], "copy": {}, "fma": {}}
+    for kind, key in (("copy", "GBps"), ("fma", "GFLOPs")):
+        for t in first[kind]:
+            a, b = dict(first[kind][t], when="start"), dict(second[kind][t], when="end")
+            out[kind][t] = a if a[key] >= b[key] else b
+    return out
 
 
 def limit_value(limits: dict, kind: str, threads: int) -> float:

@@ -19,7 +19,7 @@ from . import convolution, lp_pooling, padding, resample, unfold
 from ._case import PEERS, Case, Peer, Peers
 from ._harness import (BLOCK_WARMUP_S, SEED, cpu_model, load_average, load_gauge_start, median_ms, other_load,
                        time_calls, usable_cpus)
-from ._machine import limit_value, measure
+from ._machine import best, limit_value, measure
 
 FAMILIES = {"padding": padding, "convolution": convolution, "lp_pooling": lp_pooling, "unfold": unfold,
             "resample": resample}
@@ -120,7 +120,7 @@ class Report:
             versions,
             f"seeds: inputs {SEED}, filters {SEED + 1}; median of up to {env['repeat']} timed calls per figure "
             f"(or {env['budget']:g} s of them, at least {min(5, env['repeat'])}) after >= {env['warmup']} warm-up calls",
-            "limits measured now: "
+            "limits (best of start and end of this run): "
             + "; ".join(f"{t} thr: copy {lim['copy'][t]['GBps']:.1f} GB/s ({lim['copy'][t]['method']}, "
                         f"{lim['copy'][t]['bytes'] >> 20} MiB), FMA {lim['fma'][t]['GFLOPs']:.0f} GFLOP/s"
                         for t in env["threads"]),
@@ -229,14 +229,13 @@ class Report:
         return fig
 
 
-def run_case(case: Case, threads: int, peers: Peers, settings: dict, limits: dict, announce) -> dict:
+def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -> dict:
     dmlops.set_num_threads(threads)
     peers.set_threads(threads)
     row = {"op": case.op, "family": case.family, "case": case.name, "shape": list(case.shape), "dtype": case.dtype,
            "detail": case.detail, "threads": threads, "limit": case.limit,
            "work_unit": "bytes" if case.limit == "copy" else "FLOP", "work": None, "ms": {}, "timed_calls": {},
-           "speedup": {}, "achieved_per_s": None, "limit_per_s": limit_value(limits, case.limit, threads),
-           "fraction_of_limit": None, "checks": [], "skipped": {}, "status": "ok", "error": None,
+           "speedup": {}, "achieved_per_s": None, "limit_per_s": None, "fraction_of_limit": None, "checks": [], "skipped": {}, "status": "ok", "error": None,
            "note": case.note or None}
     try:
         setup = case.setup(peers, threads)
@@ -268,7 +267,6 @@ def run_case(case: Case, threads: int, peers: Peers, settings: dict, limits: dic
     row["ms"] = ms
     row["speedup"] = {k: v / ms["dmlops"] for k, v in ms.items() if k != "dmlops"}
     row["achieved_per_s"] = setup.work / (ms["dmlops"] * 1e-3)
-    row["fraction_of_limit"] = row["achieved_per_s"] / row["limit_per_s"]
     return row
 
 
@@ -324,20 +322,24 @@ def run(ops: Optional[list] = None, threads: Optional[list] = None, quick: bool 
                         "onnx": loaded.versions.get("onnx")},
            "skipped_peers": dict(loaded.skipped), "seed": SEED, **{k: settings[k] for k in ("repeat", "budget", "warmup")},
            "load_average_start": load_average()}
-    bar = Progress(2 * len(threads) + len(cases) * len(threads), progress)
+    bar = Progress(4 * len(threads) + len(cases) * len(threads), progress)
 
     def announce(row: dict) -> None:  # loudly, at once: a wrong answer must not wait for the table
         sys.stderr.write(f"\nFAILED {row['op']} {row['case']} threads={row['threads']}: {row['error']}\n")
 
     gauge = load_gauge_start()
+    def limits() -> dict:
+        return measure(threads, settings["copy_bytes"], settings["fma_ms"], settings["repeat"], settings["budget"],
+                       settings["block_warmup"], bar.tick)
+
     try:
-        limits = measure(threads, settings["copy_bytes"], settings["fma_ms"], settings["repeat"], settings["budget"],
-                         settings["block_warmup"], bar.tick)
-        report = Report(env, limits)
+        at_start = limits()
+        report = Report(env, at_start)
         for case in cases:
             for t in threads:
                 bar.tick(f"{case.op} {case.name} {shape_text(case.shape)} {case.dtype} threads={t}")
-                report.rows.append(run_case(case, t, loaded, settings, limits, announce))
+                report.rows.append(run_case(case, t, loaded, settings, announce))
+        report.limits = best(at_start, limits())
         bar.close()
     finally:
         dmlops.set_num_threads(restore_threads)
@@ -346,6 +348,10 @@ def run(ops: Optional[list] = None, threads: Optional[list] = None, quick: bool 
     env["load_average_end"] = load_average()
     env["other_processes_cpus"] = other_load(*gauge)
     env["seconds"] = round(time.time() - env["started"], 2)
+    for row in report.rows:
+        if row["achieved_per_s"] is not None:
+            row["limit_per_s"] = limit_value(report.limits, row["limit"], row["threads"])
+            row["fraction_of_limit"] = row["achieved_per_s"] / row["limit_per_s"]
     report.targets = judge_targets(cases, report.rows, max(threads))
     if out is not False:
         print(report.text(), file=out)
