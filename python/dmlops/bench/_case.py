@@ -107,7 +107,11 @@ class Peers:
 
     def __init__(self, exclude: tuple = ()):
         self.skipped: dict = {}
-        self.torch = self.F = self.ort = self.onnx = None
+        # Modules, or None when not loaded.
+        self.torch: Any = None
+        self.F: Any = None
+        self.ort: Any = None
+        self.onnx: Any = None
         self.versions: dict = {"numpy": np.__version__}
         if "torch" in exclude:
             self.skipped["torch"] = "excluded by --peers"
@@ -140,7 +144,7 @@ class Peers:
             self.torch.set_num_threads(threads)
 
     def onnx_call(self, op_type: str, x: np.ndarray, threads: int, attrs: Optional[dict] = None,
-                  constants: tuple = (), opset: int = 19) -> Union[Peer, str, Callable[[], np.ndarray]]:
+                  constants: tuple = (), opset: int = 19) -> Union[str, Callable[[], np.ndarray]]:
         """An ONNX Runtime session running one node `op_type` on x, built in memory with the onnx
         helper API, on `threads` intra-op threads: a call, or the reason it cannot run.
 

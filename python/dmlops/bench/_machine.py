@@ -27,7 +27,7 @@ def copy_bandwidth(nbytes: int, threads: int, repeat: int, budget: float, block_
         ms = {name: min(t) * 1e3 for name, t in time_calls(fns, 1, repeat, budget, block_warmup).items()}
     finally:
         copier.close()
-    method = min(ms, key=ms.get)
+    method = min(ms, key=lambda name: ms[name])
     return {"GBps": 2 * nbytes / (ms[method] * 1e-3) / 1e9, "method": method, "bytes": nbytes,
             "ms": {k: round(v, 4) for k, v in ms.items()}}
 

@@ -155,7 +155,7 @@ class Report:
             "check: every peer's result was compared with dmlops' before timing (bit-exact for data movement, float "
             "tolerance for arithmetic; see the JSON).",
         ]
-        seen = set()
+        seen: set = set()
         for r in self.rows:
             for peer, why in r["skipped"].items():
                 key = (r["op"], r["case"], peer, why)
@@ -232,7 +232,7 @@ class Report:
 def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -> dict:
     dmlops.set_num_threads(threads)
     peers.set_threads(threads)
-    row = {"op": case.op, "family": case.family, "case": case.name, "shape": list(case.shape), "dtype": case.dtype,
+    row: dict = {"op": case.op, "family": case.family, "case": case.name, "shape": list(case.shape), "dtype": case.dtype,
            "detail": case.detail, "threads": threads, "limit": case.limit,
            "work_unit": "bytes" if case.limit == "copy" else "FLOP", "work": None, "ms": {}, "timed_calls": {},
            "speedup": {}, "achieved_per_s": None, "limit_per_s": None, "fraction_of_limit": None, "checks": [], "skipped": {}, "status": "ok", "error": None,
@@ -242,7 +242,7 @@ def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -
         ours = setup.dmlops()
     except Exception as e:  # a crash in dmlops is a result to report, not a reason to stop the run
         row.update(status="FAILED", error=f"dmlops raised {e.__class__.__name__}: {e}")
-        announce(row)
+        announce(row, row["error"])
         return row
     row["work"] = setup.work
     fns = {"dmlops": setup.dmlops}
@@ -260,8 +260,9 @@ def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -
         if error is None:
             fns[name] = peer.call
         else:
-            row.update(status="FAILED", error=f"dmlops differs from {name}: {error}")
-            announce(row)
+            mismatch = f"dmlops differs from {name}: {error}"
+            row.update(status="FAILED", error=mismatch if row["error"] is None else f"{row['error']}; {mismatch}")
+            announce(row, mismatch)
     ms = median_ms(time_calls(fns, settings["warmup"], settings["repeat"], settings["budget"],
                               settings["block_warmup"]))
     row["ms"] = ms
@@ -299,7 +300,7 @@ def run(ops: Optional[list] = None, threads: Optional[list] = None, quick: bool 
     libraries to use, those not installed are skipped with a line saying so."""
     out = sys.stdout if stream is None else stream
     tier = "smoke" if smoke else "quick" if quick else "full"
-    settings = dict(SETTINGS[tier])
+    settings: dict = dict(SETTINGS[tier])
     if repeat is not None:
         if repeat < 1:
             raise ValueError(f"dmlops.bench: repeat is {repeat}; it must be >= 1")
@@ -315,7 +316,7 @@ def run(ops: Optional[list] = None, threads: Optional[list] = None, quick: bool 
     restore_threads = dmlops.get_num_threads()
     torch_threads = loaded.torch.get_num_threads() if loaded.torch is not None else None
 
-    env = {"tier": tier, "started": time.time(), "cpu": cpu_model(), "logical_cpus": os.cpu_count(),
+    env: dict = {"tier": tier, "started": time.time(), "cpu": cpu_model(), "logical_cpus": os.cpu_count(),
            "usable_cpus": usable_cpus(), "python": platform.python_version(), "threads": threads,
            "versions": {"dmlops": dmlops.__version__, "numpy": loaded.versions["numpy"],
                         "torch": loaded.versions.get("torch"), "onnxruntime": loaded.versions.get("onnxruntime"),
@@ -324,8 +325,8 @@ def run(ops: Optional[list] = None, threads: Optional[list] = None, quick: bool 
            "load_average_start": load_average()}
     bar = Progress(4 * len(threads) + len(cases) * len(threads), progress)
 
-    def announce(row: dict) -> None:  # loudly, at once: a wrong answer must not wait for the table
-        sys.stderr.write(f"\nFAILED {row['op']} {row['case']} threads={row['threads']}: {row['error']}\n")
+    def announce(row: dict, what: str) -> None:  # loudly, at once: a wrong answer must not wait for the table
+        sys.stderr.write(f"\nFAILED {row['op']} {row['case']} threads={row['threads']}: {what}\n")
 
     gauge = load_gauge_start()
     def limits() -> dict:

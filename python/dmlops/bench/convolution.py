@@ -87,7 +87,7 @@ def case(name: str, layer: Layer, tiers=("full",), goals=None) -> Case:
     def setup(peers: Peers, threads: int) -> Setup:
         x, w = inputs(layer)
         dtype_eps = np.finfo(np.float32).eps
-        tol = Tolerance(atol=4 * layer.reduction() * dtype_eps)
+        tol = Tolerance(atol=4 * layer.reduction() * float(dtype_eps))
         if layer.dtype == "float16":  # one rounding to float16 on each side
             tol = Tolerance(atol=4 * float(np.finfo(np.float16).eps))
         run = {}

@@ -12,7 +12,7 @@ import dmlops
 from ._case import EXACT, Case, Peers, Setup, peer_or_reason, try_call
 from ._harness import make_input
 
-NUMPY_MODE = {"constant": "constant", "edge": "edge", "reflection": "reflect", "symmetric": "symmetric",
+NUMPY_MODE: dict = {"constant": "constant", "edge": "edge", "reflection": "reflect", "symmetric": "symmetric",
               "wrap": "wrap"}
 # torch and ONNX have no symmetric (half-sample) mode.
 TORCH_MODE = {"constant": "constant", "edge": "replicate", "reflection": "reflect", "wrap": "circular"}

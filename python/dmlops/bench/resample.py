@@ -75,7 +75,7 @@ def torch_resample(peers: Peers, x: np.ndarray, scale: float, mode: str, antiali
 def onnx_resample(peers: Peers, x: np.ndarray, scale: float, mode: str, antialiased: bool, threads: int):
     x4 = as_4d(x)
     out_shape = x.shape[:-2] + tuple(int(np.floor(n * scale)) for n in x.shape[-2:])
-    attrs = dict(coordinate_transformation_mode="half_pixel")
+    attrs: dict = dict(coordinate_transformation_mode="half_pixel")
     if mode == "nearest_neighbor":
         attrs.update(mode="nearest", nearest_mode="round_prefer_ceil")  # floor((o + 0.5) / scale)
     else:
