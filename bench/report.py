@@ -1,1 +1,6 @@
-import sys; from dmlops.bench import main; sys.exit(main())  # noqa: E401,E702  (python -m dmlops.bench)
+"""`python bench/report.py [options]` from a checkout is `python -m dmlops.bench [options]`."""
+import sys
+
+from dmlops.bench import main
+
+sys.exit(main())
