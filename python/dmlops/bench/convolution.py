@@ -1,5 +1,5 @@
 """Convolution cases (issue 4): dmlops.convolution against a numpy im2col formulation
-(sliding_window_view + one tensordot), torch's conv*d / conv_transpose2d and ONNX Runtime's
+(sliding_window_view + one einsum), torch's conv*d / conv_transpose2d and ONNX Runtime's
 Conv / ConvTranspose.
 
 Arithmetic: the limit is the FMA peak; FLOPs count 2 x the multiply-adds of the direct formula.
@@ -53,15 +53,25 @@ def inputs(layer: Layer):
 
 
 def numpy_conv(layer: Layer, x: np.ndarray, w: np.ndarray):
-    if layer.transposed or layer.groups != 1 or x.ndim != 4:
-        return "no numpy formulation written (2-D, ungrouped, forward only)"
-    p, s = layer.padding, layer.stride
-    kh, kw = layer.w_shape[2:]
+    """im2col by sliding_window_view, then one contraction over channels and taps: a tensordot
+    (BLAS) for one group, an einsum over the groups otherwise."""
+    if layer.transposed:
+        return "no numpy formulation written for transposed convolution"
+    d, p, s, g = x.ndim - 2, layer.padding, layer.stride, layer.groups
+    n, c, o = x.shape[0], x.shape[1], w.shape[0]
+    out, taps = "uvw"[:d], "ijk"[:d]
 
     def run():
-        xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
-        cols = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::s, ::s]
-        return np.tensordot(w, cols, axes=([1, 2, 3], [1, 4, 5])).transpose(1, 0, 2, 3).astype(x.dtype)
+        xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p)] * d)
+        cols = np.lib.stride_tricks.sliding_window_view(xp, w.shape[2:], axis=tuple(range(2, 2 + d)))
+        cols = cols[(slice(None), slice(None)) + (slice(None, None, s),) * d]  # (N, C, *out, *taps)
+        if g == 1:
+            y = np.tensordot(w, cols, axes=([1] + list(range(2, 2 + d)), [1] + list(range(2 + d, 2 + 2 * d))))
+            return np.moveaxis(y, 0, 1).astype(x.dtype)  # (O, N, *out) -> (N, O, *out)
+        cols = cols.reshape((n, g, c // g) + cols.shape[2:])  # (N, G, C/G, *out, *taps): still a view
+        y = np.einsum(f"ngc{out}{taps},goc{taps}->ngo{out}", cols, w.reshape((g, o // g) + w.shape[1:]),
+                      optimize=True)
+        return y.reshape((n, o) + y.shape[3:]).astype(x.dtype)
 
     return run
 
@@ -148,5 +158,6 @@ def cases() -> list:
         case("batch8 3x3 128@28", conv3x3(128, 28, batch=8)),
         case("channels-last 3x3 64@56", conv3x3(64, 56, channels_last=True)),
         case("smoke 3x3", Layer((1, 5, 9, 8), (6, 5, 3, 3)), ("smoke",)),
+        case("smoke grouped 3-D", Layer((1, 4, 5, 6, 7), (6, 2, 3, 3, 3), groups=2), ("smoke",)),
         case("smoke transposed", Layer((1, 4, 5, 5), (4, 3, 4, 4), stride=2, transposed=True), ("smoke",)),
     ]
