@@ -1,4 +1,4 @@
-// Convolution throughput: issue 4's layers (those of bench/compare_conv.py), forward and
+// Convolution throughput: issue 4's layers (those of python/dmlops/bench/convolution.py), forward and
 // transposed, float32 (and float16 / float64 for 3x3 layers). The counter is FLOP/s of the direct
 // formula (2 x multiply-adds), so layers of different shapes compare.
 //
@@ -16,6 +16,7 @@ namespace {
 
 using dmlops::DataType;
 using dmlops::Dims;
+using dmlops::bench::set_rates;
 using dmlops::bench::Buffer;
 using dmlops::bench::bytes_of;
 using dmlops::bench::packed_view;
@@ -47,6 +48,8 @@ void run(benchmark::State& state, DataType dtype, Dims x_sizes, Dims w_sizes, st
                        static_cast<double>(forward ? y_sizes.product() : x_sizes.product());
   state.counters["FLOP/s"] = benchmark::Counter(flops * static_cast<double>(state.iterations()),
                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  set_rates(state, static_cast<double>(bytes_of(dtype, x_sizes) + bytes_of(dtype, w_sizes) + bytes_of(dtype, y_sizes)),
+            static_cast<double>(y_sizes.product()));
 }
 
 constexpr auto kForward = dmlops::ConvolutionDirection::Forward;

@@ -23,6 +23,7 @@ namespace {
 
 using dmlops::DataType;
 using dmlops::Dims;
+using dmlops::bench::set_rates;
 using dmlops::bench::Buffer;
 using dmlops::bench::bytes_of;
 using dmlops::bench::packed_view;
@@ -83,6 +84,8 @@ void run_lp_pooling(benchmark::State& state, const Case& c) {
   state.counters["in_bytes/s"] =
       benchmark::Counter(static_cast<double>(in_bytes) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate, benchmark::Counter::kIs1024);
+  set_rates(state, static_cast<double>(in_bytes + bytes_of(c.dtype, out_desc.sizes)),
+            static_cast<double>(out_desc.sizes.product()));
 }
 
 // The case: ResNet's stem pooling geometry on a 64-channel 112x112 activation.

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/ops/padding.hpp"
@@ -26,6 +27,7 @@ namespace {
 
 using dmlops::DataType;
 using dmlops::Dims;
+using dmlops::bench::set_rates;
 using dmlops::PaddingMode;
 
 using ArgList = std::vector<std::int64_t>;
@@ -161,7 +163,8 @@ void BM_Pad(benchmark::State& state, const PadCase& c) {
     benchmark::ClobberMemory();
   }
   state.SetLabel(label(c, mode));
-  state.counters["bytes/s"] = rate(static_cast<double>(problem.in_bytes + problem.out_bytes), state);
+  set_rates(state, static_cast<double>(problem.in_bytes + problem.out_bytes),
+            static_cast<double>(problem.out_view.sizes.product()));
 }
 
 // Args: {mode, threads}. Padding and copies of its output bytes (both ways of ParallelCopy)
@@ -195,7 +198,8 @@ void BM_PadVsCopy(benchmark::State& state, const PadCase& c) {
   const double pad_rate = static_cast<double>(problem.in_bytes + problem.out_bytes) * iterations / pad_seconds;
   const double copy_rate = 2.0 * static_cast<double>(problem.out_bytes) * iterations / copy_seconds;
   state.SetLabel(label(c, mode));
-  state.counters["bytes/s"] = rate(static_cast<double>(problem.in_bytes + problem.out_bytes), state);
+  set_rates(state, static_cast<double>(problem.in_bytes + problem.out_bytes),
+            static_cast<double>(problem.out_view.sizes.product()));
   state.counters["copy_bytes/s"] = benchmark::Counter(copy_rate, benchmark::Counter::kDefaults,
                                                       benchmark::Counter::kIs1024);
   state.counters["copy_pct"] = 100.0 * pad_rate / copy_rate;

@@ -19,6 +19,7 @@ namespace {
 
 using dmlops::DataType;
 using dmlops::Dims;
+using dmlops::bench::set_rates;
 using dmlops::InterpolationMode;
 using dmlops::bench::Buffer;
 using dmlops::bench::bytes_of;
@@ -43,11 +44,7 @@ void time_execute(benchmark::State& state, const Desc& desc, const std::string& 
     benchmark::ClobberMemory();
   }
   state.SetLabel(label + " " + std::string(dmlops::name(dtype)));
-  const auto iterations = static_cast<double>(state.iterations());
-  state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(in_bytes + out_bytes) * iterations,
-                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1024);
-  state.counters["elements/s"] = benchmark::Counter(static_cast<double>(out_desc.element_count()) * iterations,
-                                                    benchmark::Counter::kIsRate);
+  set_rates(state, static_cast<double>(in_bytes + out_bytes), static_cast<double>(out_desc.element_count()));
 }
 
 // Args: {mode, threads}.

@@ -45,6 +45,16 @@ inline std::int64_t bytes_of(DataType dtype, const Dims& sizes) {
   return sizes.product() * static_cast<std::int64_t>(element_size(dtype));
 }
 
+// The two counters every kernel benchmark reports, per second of real time (the benchmarks run
+// with UseRealTime: the pool's threads work while the caller waits): bytes/s counts the bytes a
+// call reads plus writes, elements/s the output elements it writes.
+inline void set_rates(benchmark::State& state, double bytes_per_call, double elements_per_call) {
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["bytes/s"] = benchmark::Counter(bytes_per_call * calls, benchmark::Counter::kIsRate,
+                                                 benchmark::Counter::kIs1024);
+  state.counters["elements/s"] = benchmark::Counter(elements_per_call * calls, benchmark::Counter::kIsRate);
+}
+
 // Args: {bytes, threads}. The ceiling: memcpy of `bytes` in 256 KiB pieces over the same thread
 // pool. bytes/s counts the read and the write (2 x bytes).
 inline void time_memcpy(benchmark::State& state) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/ops/unfold.hpp"
@@ -25,6 +26,7 @@ namespace {
 
 using dmlops::DataType;
 using dmlops::Dims;
+using dmlops::bench::set_rates;
 
 using ArgList = std::vector<std::int64_t>;
 const ArgList kThreads = {1, 2};
@@ -89,6 +91,7 @@ void run_unfold(benchmark::State& state, DataType dtype, const Dims& sizes, cons
   state.SetLabel(std::string(dmlops::name(dtype)) + " out " + std::to_string(out_bytes >> 10) + " KiB");
   state.counters["out_bytes/s"] = benchmark::Counter(static_cast<double>(out_bytes) * static_cast<double>(state.iterations()),
                                                      benchmark::Counter::kIsRate, benchmark::Counter::kIs1024);
+  set_rates(state, static_cast<double>(in_bytes + out_bytes), static_cast<double>(out_desc.sizes.product()));
 }
 
 // Args: {threads}. `spatial` are the output's spatial sizes.
@@ -113,6 +116,7 @@ void run_fold(benchmark::State& state, DataType dtype, const Dims& sizes, const 
   state.SetLabel(std::string(dmlops::name(dtype)) + " in " + std::to_string(in_bytes >> 10) + " KiB");
   state.counters["in_bytes/s"] = benchmark::Counter(static_cast<double>(in_bytes) * static_cast<double>(state.iterations()),
                                                     benchmark::Counter::kIsRate, benchmark::Counter::kIs1024);
+  set_rates(state, static_cast<double>(in_bytes + out_bytes), static_cast<double>(sizes.product()));
 }
 
 // The target case: a ResNet activation, 3x3 window, padding 1 (a 3x3 convolution's im2col).

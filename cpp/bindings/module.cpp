@@ -15,6 +15,7 @@ void bind_unfold(py::module_& m);
 void bind_resample(py::module_& m);
 void bind_convolution(py::module_& m);
 void bind_lp_pooling(py::module_& m);
+void bind_machine(py::module_& m);
 }  // namespace dmlops::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -57,4 +58,5 @@ PYBIND11_MODULE(_core, m) {
   bind_resample(m);
   bind_convolution(m);
   bind_lp_pooling(m);
+  bind_machine(m);
 }

@@ -1,0 +1,5 @@
+import sys
+
+from ._report import main
+
+sys.exit(main())

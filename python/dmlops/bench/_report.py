@@ -1,0 +1,415 @@
+"""The report: runs the selected cases, checks every peer against dmlops, times them, and prints,
+saves and plots the results. See dmlops.bench for the command line."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Optional, TextIO
+
+import numpy as np
+
+import dmlops
+
+from . import convolution, lp_pooling, padding, resample, unfold
+from ._case import PEERS, Case, Peer, Peers
+from ._harness import (BLOCK_WARMUP_S, SEED, cpu_model, load_average, load_gauge_start, median_ms, other_load,
+                       time_calls, usable_cpus)
+from ._machine import best, limit_value, measure
+
+FAMILIES = {"padding": padding, "convolution": convolution, "lp_pooling": lp_pooling, "unfold": unfold,
+            "resample": resample}
+
+# Per tier: timed calls at most, seconds of timed calls per implementation, warm-up calls and
+# seconds, copy-limit buffer size and FMA-loop milliseconds.
+SETTINGS = {
+    "full": dict(repeat=30, budget=1.0, warmup=5, block_warmup=BLOCK_WARMUP_S, copy_bytes=256 << 20, fma_ms=200.0),
+    "quick": dict(repeat=7, budget=0.2, warmup=2, block_warmup=BLOCK_WARMUP_S, copy_bytes=256 << 20, fma_ms=100.0),
+    "smoke": dict(repeat=3, budget=0.002, warmup=1, block_warmup=0.0, copy_bytes=8 << 20, fma_ms=10.0),
+}
+LIMIT_TEXT = {"copy": "copy", "fma": "FMA"}
+
+
+def all_cases() -> list:
+    return [c for module in FAMILIES.values() for c in module.cases()]
+
+
+def select(tier: str, ops: Optional[list] = None) -> list:
+    """The cases of a tier, optionally only those whose family or operator is in `ops`."""
+    chosen = [c for c in all_cases() if tier in c.tiers]
+    if ops:
+        names = {c.family for c in all_cases()} | {c.op for c in all_cases()}
+        unknown = sorted(set(ops) - names)
+        if unknown:
+            raise ValueError(f"dmlops.bench: unknown operator {', '.join(unknown)}; choose from {', '.join(sorted(names))}")
+        chosen = [c for c in chosen if c.family in ops or c.op in ops]
+    return chosen
+
+
+class Progress:
+    """A one-line progress bar on stderr (no dependency): [#####.....] 12/40 label."""
+
+    def __init__(self, total: int, enabled: bool, stream: Optional[TextIO] = None):
+        self.total, self.done, self.enabled = max(total, 1), 0, enabled
+        self.stream = stream or sys.stderr
+        self.started = time.perf_counter()
+
+    def tick(self, label: str) -> None:
+        if self.enabled:
+            filled = 30 * self.done // self.total
+            elapsed = time.perf_counter() - self.started
+            self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {elapsed:5.1f}s "
+                              f"{label[:70]:<70}")
+            self.stream.flush()
+        self.done += 1
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write(f"\r[{'#' * 30}] {self.total}/{self.total} "
+                              f"{time.perf_counter() - self.started:5.1f}s {'done':<70}\n")
+            self.stream.flush()
+
+
+def shape_text(shape: tuple) -> str:
+    return "x".join(map(str, shape))
+
+
+def fmt(value: Optional[float], spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+@dataclass
+class Report:
+    """Everything one run measured: environment, machine limits, one row per case and thread
+    count, the operator issues' goals judged, and how busy other processes kept the machine."""
+
+    environment: dict
+    limits: dict
+    rows: list = field(default_factory=list)
+    targets: list = field(default_factory=list)
+
+    @property
+    def failures(self) -> list:
+        return [r for r in self.rows if r["status"] != "ok"]
+
+    @property
+    def peers(self) -> list:
+        """The peer columns that have at least one figure, in PEERS order."""
+        return [p for p in PEERS if any(p in r["ms"] for r in self.rows)]
+
+    def to_dict(self) -> dict:
+        limits = {**self.limits, "copy": {str(k): v for k, v in self.limits["copy"].items()},
+                  "fma": {str(k): v for k, v in self.limits["fma"].items()}}
+        return {"environment": self.environment, "limits": limits, "results": self.rows, "targets": self.targets}
+
+    def save_json(self, path: str) -> None:
+        with open(path, "w") as f:
+            json.dump(self.to_dict(), f, indent=1)
+
+    def header(self) -> str:
+        env, lim = self.environment, self.limits
+        versions = "   ".join(f"{k} {v or '-'}" for k, v in env["versions"].items())
+        lines = [
+            f"dmlops benchmark report ({env['tier']} run, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(env['started']))})",
+            f"CPU: {env['cpu']}; {env['usable_cpus']} usable of {env['logical_cpus']} logical CPUs; kernels' ISA "
+            f"{lim['isa']}; threads {','.join(map(str, env['threads']))}",
+            versions,
+            f"seeds: inputs {SEED}, filters {SEED + 1}; median of up to {env['repeat']} timed calls per figure "
+            f"(or {env['budget']:g} s of them, at least {min(5, env['repeat'])}) after >= {env['warmup']} warm-up calls",
+            "limits (best of start and end of this run): "
+            + "; ".join(f"{t} thr: copy {lim['copy'][t]['GBps']:.1f} GB/s ({lim['copy'][t]['method']}, "
+                        f"{lim['copy'][t]['bytes'] >> 20} MiB), FMA {lim['fma'][t]['GFLOPs']:.0f} GFLOP/s"
+                        for t in env["threads"]),
+        ]
+        lines += [f"{peer}: skipped - {why}" for peer, why in env["skipped_peers"].items()]
+        return "\n".join(lines)
+
+    def table(self) -> str:
+        peers = self.peers
+        short = {"numpy": "numpy", "torch": "torch", "onnxruntime": "ort"}
+        head = (f"{'op':<11} {'case':<28} {'shape':<18} {'dtype':<7} {'thr':>3} | {'dmlops':>8} "
+                + "".join(f"{short[p]:>8} " for p in peers) + "| "
+                + "".join(f"{short[p] + '/dml':>9} " for p in peers) + f"| {'of limit':>9} | check")
+        lines = [head, "-" * len(head)]
+        for r in self.rows:
+            ms = r["ms"]
+            limit = "-" if r["fraction_of_limit"] is None else f"{100 * r['fraction_of_limit']:.0f}% {LIMIT_TEXT[r['limit']]}"
+            lines.append(
+                f"{r['op']:<11} {r['case'][:28]:<28} {shape_text(r['shape'])[:18]:<18} {r['dtype']:<7} {r['threads']:>3} | "
+                f"{fmt(ms.get('dmlops'), '8.3f'):>8} " + "".join(f"{fmt(ms.get(p), '8.3f'):>8} " for p in peers) + "| "
+                + "".join(f"{fmt(r['speedup'].get(p), '8.2f') + 'x' if p in r['speedup'] else '-':>9} " for p in peers)
+                + f"| {limit:>9} | {'ok' if r['status'] == 'ok' else 'FAILED'}")
+        return "\n".join(lines)
+
+    def notes(self) -> str:
+        lines = [
+            "ms: median wall time per call, every implementation allocating its output; peer/dml: peer time over dmlops "
+            "time (above 1x: dmlops is faster).",
+            "of limit: copy = (bytes read + written) per second over the copy bandwidth measured above (data movement, "
+            "and lp pooling and linear resampling,\n  whose few operations per byte leave them memory-bound; above 100% "
+            "means the case fits in cache); FMA = FLOP/s over the FMA peak (convolution).",
+            "check: every peer's result was compared with dmlops' before timing (bit-exact for data movement, float "
+            "tolerance for arithmetic; see the JSON).",
+        ]
+        seen: set = set()
+        for r in self.rows:
+            for peer, why in r["skipped"].items():
+                key = (r["op"], r["case"], peer, why)
+                if key not in seen and peer not in self.environment["skipped_peers"]:
+                    seen.add(key)
+                    lines.append(f"  {r['op']} {r['case']}: {peer} n/a - {why}")
+            if r.get("note") and (r["op"], r["case"], "note") not in seen:
+                seen.add((r["op"], r["case"], "note"))
+                lines.append(f"  {r['op']} {r['case']}: {r['note']}")
+        busy = self.environment.get("other_processes_cpus")
+        lines.append(f"load average {self.environment['load_average_start']} at the start, "
+                     f"{self.environment.get('load_average_end', 'n/a')} at the end; other processes kept "
+                     f"{fmt(busy, '.2f')} of {self.environment['logical_cpus']} CPUs busy on average"
+                     + (" - figures disturbed, rerun on a quiet machine" if busy is not None and busy > 0.1 else ""))
+        return "\n".join(lines)
+
+    def targets_text(self) -> str:
+        if not self.targets:
+            return ""
+        lines = [f"Goals of the operator issues (at {self.targets[0]['threads']} threads):"]
+        for v in self.targets:
+            what = "of limit" if v["metric"] == "limit" else f"speed-up vs {v['metric']}"
+            value = ("n/a" if v["value"] is None else f"{100 * v['value']:.0f}%" if v["metric"] == "limit"
+                     else f"{v['value']:.2f}x")
+            goal = f"{100 * v['goal']:.0f}%" if v["metric"] == "limit" else f"{v['goal']:.1f}x"
+            met = "n/a" if v["met"] is None else ("met" if v["met"] else "NOT MET")
+            lines.append(f"  {v['op']:<11} {v['case']:<28} {what:<21} {value:>7} >= {goal:<5} {met}")
+        return "\n".join(lines)
+
+    def failures_text(self) -> str:
+        if not self.failures:
+            return "All correctness checks passed."
+        lines = [f"FAILED: {len(self.failures)} case(s) - dmlops disagrees with a peer or raised:"]
+        lines += [f"  {r['op']} {r['case']} threads={r['threads']}: {r['error']}" for r in self.failures]
+        return "\n".join(lines)
+
+    def text(self) -> str:
+        parts = [self.header(), "", self.table(), self.notes()]
+        if self.targets:
+            parts += ["", self.targets_text()]
+        parts += ["", self.failures_text()]
+        return "\n".join(parts)
+
+    def plot(self, path: Optional[str] = None, ax=None):
+        """A bar chart of the speed-ups (peer time / dmlops time, log scale) per case and thread
+        count; saved to `path` or drawn into `ax`. Needs matplotlib. Returns the figure."""
+        from matplotlib.figure import Figure
+
+        rows = [r for r in self.rows if r["speedup"]]
+        peers = [p for p in self.peers if p != "dmlops"]
+        if ax is None:
+            fig = Figure(figsize=(min(18.0, max(6.0, 0.2 * len(rows) * max(1, len(peers)) + 2)), 5.0),
+                         layout="constrained")
+            ax = fig.add_subplot()
+        else:
+            fig = ax.figure
+        x = np.arange(len(rows))
+        width = 0.8 / max(1, len(peers))
+        for i, peer in enumerate(peers):
+            values = [r["speedup"].get(peer, np.nan) for r in rows]
+            ax.bar(x + (i - (len(peers) - 1) / 2) * width, values, width, label=f"vs {peer}")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_ylabel("dmlops speed-up (peer time / dmlops time)", fontsize=8)
+        ax.set_xticks(x, [f"{r['op']} {r['case']} t{r['threads']}" for r in rows], rotation=70, ha="right",
+                      fontsize=7)
+        ax.set_title(f"dmlops speed-ups ({self.environment['cpu']}, {self.environment['tier']} run)", fontsize=9)
+        ax.legend(fontsize=8)
+        if path:
+            fig.savefig(path, dpi=120)
+        return fig
+
+
+def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -> dict:
+    dmlops.set_num_threads(threads)
+    peers.set_threads(threads)
+    row: dict = {"op": case.op, "family": case.family, "case": case.name, "shape": list(case.shape), "dtype": case.dtype,
+           "detail": case.detail, "threads": threads, "limit": case.limit,
+           "work_unit": "bytes" if case.limit == "copy" else "FLOP", "work": None, "ms": {}, "timed_calls": {},
+           "speedup": {}, "achieved_per_s": None, "limit_per_s": None, "fraction_of_limit": None, "checks": [], "skipped": {}, "status": "ok", "error": None,
+           "note": case.note or None}
+    try:
+        setup = case.setup(peers, threads)
+        ours = setup.dmlops()
+    except Exception as e:  # a crash in dmlops is a result to report, not a reason to stop the run
+        row.update(status="FAILED", error=f"dmlops raised {e.__class__.__name__}: {e}")
+        announce(row, row["error"])
+        return row
+    row["work"] = setup.work
+    fns = {"dmlops": setup.dmlops}
+    for name in PEERS:
+        peer = setup.peers.get(name, peers.skipped.get(name, f"no {name} formulation"))
+        if not isinstance(peer, Peer):
+            row["skipped"][name] = peer
+            continue
+        try:
+            error = peer.tolerance.mismatch(ours, peer.call())
+        except Exception as e:  # the peer failed where its trial call succeeded
+            row["skipped"][name] = f"{name} raised {e.__class__.__name__}: {str(e).splitlines()[0][:80]}"
+            continue
+        row["checks"].append({"peer": name, "tolerance": str(peer.tolerance), "ok": error is None, "error": error})
+        if error is None:
+            fns[name] = peer.call
+        else:
+            mismatch = f"dmlops differs from {name}: {error}"
+            row.update(status="FAILED", error=mismatch if row["error"] is None else f"{row['error']}; {mismatch}")
+            announce(row, mismatch)
+    ms = median_ms(time_calls(fns, settings["warmup"], settings["repeat"], settings["budget"],
+                              settings["block_warmup"]))
+    row["ms"] = ms
+    row["speedup"] = {k: v / ms["dmlops"] for k, v in ms.items() if k != "dmlops"}
+    row["achieved_per_s"] = setup.work / (ms["dmlops"] * 1e-3)
+    return row
+
+
+def judge_targets(cases: list, rows: list, threads: int) -> list:
+    verdicts = []
+    goals = {(c.op, c.name): c.goals for c in cases if c.goals}
+    for r in rows:
+        if r["threads"] != threads or (r["op"], r["case"]) not in goals:
+            continue
+        for metric, goal in goals[(r["op"], r["case"])].items():
+            value = r["fraction_of_limit"] if metric == "limit" else r["speedup"].get(metric)
+            verdicts.append({"op": r["op"], "case": r["case"], "threads": threads, "metric": metric, "value": value,
+                             "goal": goal, "met": None if value is None else value >= goal})
+    return verdicts
+
+
+def default_threads() -> list:
+    return sorted({1, usable_cpus()})
+
+
+def run(ops: Optional[list] = None, threads: Optional[list] = None, quick: bool = False, smoke: bool = False,
+        repeat: Optional[int] = None, peers: tuple = PEERS, progress: bool = True,
+        stream: Optional[TextIO] = None) -> Report:
+    """Runs the benchmark report and returns it (Report: .rows, .limits, .targets, .failures,
+    .table(), .plot(), .save_json()). Prints it to `stream` (default stdout; False: silent).
+
+    ops: operator families or functions to run (default all: padding, convolution, lp_pooling,
+    unfold, resample); threads: thread counts (default 1 and the usable CPUs); quick: the issues'
+    target shapes only; smoke: tiny shapes, few repeats (seconds; for tests); peers: the peer
+    libraries to use, those not installed are skipped with a line saying so."""
+    out = sys.stdout if stream is None else stream
+    tier = "smoke" if smoke else "quick" if quick else "full"
+    settings: dict = dict(SETTINGS[tier])
+    if repeat is not None:
+        if repeat < 1:
+            raise ValueError(f"dmlops.bench: repeat is {repeat}; it must be >= 1")
+        settings["repeat"] = repeat
+    threads = list(threads or default_threads())
+    if not threads or min(threads) < 1:
+        raise ValueError(f"dmlops.bench: threads is {threads}; give positive integers, e.g. [1, 2]")
+    unknown = set(peers) - set(PEERS)
+    if unknown:
+        raise ValueError(f"dmlops.bench: unknown peer {', '.join(sorted(unknown))}; choose from {', '.join(PEERS)}")
+    cases = select(tier, ops)
+    loaded = Peers(exclude=tuple(p for p in PEERS if p not in peers))
+    restore_threads = dmlops.get_num_threads()
+    torch_threads = loaded.torch.get_num_threads() if loaded.torch is not None else None
+
+    env: dict = {"tier": tier, "started": time.time(), "cpu": cpu_model(), "logical_cpus": os.cpu_count(),
+           "usable_cpus": usable_cpus(), "python": platform.python_version(), "threads": threads,
+           "versions": {"dmlops": dmlops.__version__, "numpy": loaded.versions["numpy"],
+                        "torch": loaded.versions.get("torch"), "onnxruntime": loaded.versions.get("onnxruntime"),
+                        "onnx": loaded.versions.get("onnx")},
+           "skipped_peers": dict(loaded.skipped), "seed": SEED, **{k: settings[k] for k in ("repeat", "budget", "warmup")},
+           "load_average_start": load_average()}
+    bar = Progress(4 * len(threads) + len(cases) * len(threads), progress)
+
+    def announce(row: dict, what: str) -> None:  # loudly, at once: a wrong answer must not wait for the table
+        sys.stderr.write(f"\nFAILED {row['op']} {row['case']} threads={row['threads']}: {what}\n")
+
+    gauge = load_gauge_start()
+    def limits() -> dict:
+        return measure(threads, settings["copy_bytes"], settings["fma_ms"], settings["repeat"], settings["budget"],
+                       settings["block_warmup"], bar.tick)
+
+    try:
+        at_start = limits()
+        report = Report(env, at_start)
+        for case in cases:
+            for t in threads:
+                bar.tick(f"{case.op} {case.name} {shape_text(case.shape)} {case.dtype} threads={t}")
+                report.rows.append(run_case(case, t, loaded, settings, announce))
+        report.limits = best(at_start, limits())
+        bar.close()
+    finally:
+        dmlops.set_num_threads(restore_threads)
+        if torch_threads is not None:
+            loaded.torch.set_num_threads(torch_threads)
+    env["load_average_end"] = load_average()
+    env["other_processes_cpus"] = other_load(*gauge)
+    env["seconds"] = round(time.time() - env["started"], 2)
+    for row in report.rows:
+        if row["achieved_per_s"] is not None:
+            row["limit_per_s"] = limit_value(report.limits, row["limit"], row["threads"])
+            row["fraction_of_limit"] = row["achieved_per_s"] / row["limit_per_s"]
+    report.targets = judge_targets(cases, report.rows, max(threads))
+    if out is not False:
+        print(report.text(), file=out)
+    return report
+
+
+def parse_list(text: str, what: str, kind=str) -> list:
+    try:
+        values = [kind(v.strip()) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what} must be a comma-separated list, e.g. 1,2") from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"{what} is empty")
+    return values
+
+
+def main(argv: Optional[list] = None) -> int:
+    from . import __doc__ as doc
+
+    parser = argparse.ArgumentParser(prog="python -m dmlops.bench", description=doc.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="\n\n".join(doc.split("\n\n")[1:]))
+    parser.add_argument("--quick", action="store_true", help="the operator issues' target shapes only (under a minute)")
+    parser.add_argument("--smoke", action="store_true", help="tiny shapes, few repeats: checks the report runs")
+    parser.add_argument("--threads", type=lambda s: parse_list(s, "--threads", int), default=None,
+                        help="comma-separated thread counts (default: 1 and the usable CPUs)")
+    parser.add_argument("--op", action="append", default=None, metavar="NAME",
+                        help="only this operator family or function (repeatable): padding/pad, convolution, "
+                             "lp_pooling, unfold/fold, resample/upsample_2d")
+    parser.add_argument("--peers", type=lambda s: parse_list(s, "--peers"), default=list(PEERS),
+                        help=f"peer libraries to compare with (default {','.join(PEERS)})")
+    parser.add_argument("--repeat", type=int, default=None, help="timed calls per figure at most")
+    parser.add_argument("--json", metavar="PATH", help="write everything to this JSON file")
+    parser.add_argument("--plot", metavar="PATH", help="bar chart of the speed-ups (needs matplotlib)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--list", action="store_true", help="list the cases the options select and exit")
+    args = parser.parse_args(argv)
+    ops = [name for item in args.op for name in item.split(",") if name] if args.op else None
+    tier = "smoke" if args.smoke else "quick" if args.quick else "full"
+    try:
+        if args.list:
+            for c in select(tier, ops):
+                print(f"{c.family:<12} {c.op:<12} {c.name:<28} {shape_text(c.shape):<18} {c.dtype:<8} {c.detail}")
+            return 0
+        report = run(ops, args.threads, args.quick, args.smoke, args.repeat, tuple(args.peers),
+                     progress=not args.no_progress)
+    except ValueError as e:
+        parser.error(str(e))
+    if args.json:
+        report.save_json(args.json)
+        print(f"wrote {args.json}")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print("matplotlib is not installed: --plot skipped (pip install matplotlib)")
+        else:
+            report.plot(args.plot)
+            print(f"wrote {args.plot}")
+    return 1 if report.failures else 0

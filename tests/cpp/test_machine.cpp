@@ -1,0 +1,42 @@
+// The FMA-peak probe of the benchmark report: it names the ISA the GEMM kernels use, returns a
+// plausible rate, and rejects bad arguments.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "dmlops/core/cpu.hpp"
+#include "dmlops/core/error.hpp"
+#include "dmlops/machine.hpp"
+
+namespace dmlops {
+namespace {
+
+TEST(Machine, FmaIsaFollowsTheCpuSwitches) {
+  const std::string isa = fma_isa();
+  if (avx512_enabled()) {
+    EXPECT_EQ(isa, "avx512f");
+  } else if (avx2_fma_enabled()) {
+    EXPECT_EQ(isa, "avx2+fma");
+  } else {
+    EXPECT_EQ(isa, "sse2");
+  }
+}
+
+TEST(Machine, FmaPeakIsPositiveAndBelowAnyRealCpu) {
+  // Only bounds that hold on a machine busy with other work: a share of a CPU can be tiny.
+  // Above: 10 GHz x 2 AVX-512 FMA units x 32 FLOPs per thread.
+  for (int threads : {1, 2}) {
+    const double gflops = fma_peak_gflops(threads, 5.0);
+    EXPECT_GT(gflops, 0.0);
+    EXPECT_LT(gflops, 640.0 * threads);
+  }
+}
+
+TEST(Machine, FmaPeakRejectsBadArguments) {
+  EXPECT_THROW(fma_peak_gflops(0, 1.0), InvalidArgument);
+  EXPECT_THROW(fma_peak_gflops(1, 0.0), InvalidArgument);
+  EXPECT_THROW(fma_peak_gflops(1, -1.0), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace dmlops

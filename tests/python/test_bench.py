@@ -1,0 +1,150 @@
+"""python -m dmlops.bench, run in its smoke tier (tiny shapes, a few seconds): the report runs
+every operator family, checks every peer it times, writes its JSON and plot, skips missing peer
+libraries with one line each, and fails loudly when dmlops' answer is wrong."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import numpy as np
+import pytest
+
+import dmlops
+from dmlops import bench
+from dmlops.bench import _report
+from dmlops.bench._case import EXACT, Tolerance
+
+FAMILIES = {"padding", "convolution", "lp_pooling", "unfold", "resample"}
+OPTIONAL = ("torch", "onnxruntime", "onnx", "matplotlib")
+
+
+def installed(module: str) -> bool:
+    return sys.modules.get(module, False) is not None and importlib.util.find_spec(module) is not None
+
+
+def check_report_json(data: dict, threads: list) -> None:
+    env, limits, rows = data["environment"], data["limits"], data["results"]
+    assert env["tier"] == "smoke" and env["threads"] == threads and env["seed"] == bench._harness.SEED
+    assert env["versions"]["numpy"] == np.__version__ and env["versions"]["dmlops"] == dmlops.__version__
+    assert limits["isa"] == dmlops._core.fma_isa()
+    for t in map(str, threads):
+        assert limits["copy"][t]["GBps"] > 0 and limits["copy"][t]["method"] in ("np.copyto", "dmlops.pad")
+        assert limits["fma"][t]["GFLOPs"] > 0
+    assert {r["family"] for r in rows} == FAMILIES
+    assert {(r["case"], r["op"]) for r in rows} == {(c.name, c.op) for c in _report.select("smoke")}
+    for r in rows:
+        assert r["status"] == "ok", r["error"]
+        assert r["threads"] in threads and r["limit"] in ("copy", "fma") and r["work"] > 0
+        assert r["ms"]["dmlops"] > 0 and 0 < r["fraction_of_limit"] == pytest.approx(
+            r["achieved_per_s"] / r["limit_per_s"])
+        # Every timed peer was checked first, and passed; every other peer says why not.
+        timed = set(r["ms"]) - {"dmlops"}
+        assert {c["peer"] for c in r["checks"] if c["ok"]} == timed
+        assert set(r["speedup"]) == timed
+        assert timed | set(r["skipped"]) == set(bench.PEERS)
+        for peer in timed:
+            assert r["speedup"][peer] == pytest.approx(r["ms"][peer] / r["ms"]["dmlops"], rel=1e-3)
+        # numpy has a formulation of every smoke case but the transposed convolution.
+        assert ("numpy" in timed) == (r["case"] != "smoke transposed")
+
+
+def test_smoke_report_with_the_installed_peers(tmp_path, capsys):
+    out_json, out_png = tmp_path / "report.json", tmp_path / "report.png"
+    code = bench.main(["--smoke", "--threads", "1,2", "--json", str(out_json), "--plot", str(out_png)])
+    text = capsys.readouterr()
+    assert code == 0, text.out + text.err
+    assert "All correctness checks passed." in text.out and "FAILED" not in text.out
+    data = json.loads(out_json.read_text())
+    check_report_json(data, [1, 2])
+    rows = data["results"]
+    # A peer that is installed is compared (and timed) somewhere; one that is not is named once.
+    for peer, module in (("torch", "torch"), ("onnxruntime", "onnxruntime")):
+        if installed(module) and (peer != "onnxruntime" or installed("onnx")):
+            assert any(peer in r["ms"] for r in rows), peer
+            assert peer not in data["environment"]["skipped_peers"]
+        else:
+            assert f"{peer}: skipped" in text.out
+    assert out_png.exists() == installed("matplotlib")
+    if installed("matplotlib"):
+        assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_smoke_report_without_the_optional_libraries(tmp_path, capsys, monkeypatch):
+    for module in OPTIONAL:  # an import of a module mapped to None raises ImportError
+        monkeypatch.setitem(sys.modules, module, None)
+    out_json, out_png = tmp_path / "report.json", tmp_path / "report.png"
+    code = bench.main(["--smoke", "--threads", "2", "--no-progress", "--json", str(out_json), "--plot", str(out_png)])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    for peer in ("torch", "onnxruntime"):
+        assert sum(line.startswith(f"{peer}: skipped") for line in text.splitlines()) == 1
+    assert "matplotlib is not installed: --plot skipped" in text and not out_png.exists()
+    data = json.loads(out_json.read_text())
+    check_report_json(data, [2])
+    assert all(set(r["ms"]) | {"numpy"} == {"dmlops", "numpy"} for r in data["results"])
+
+
+def test_a_wrong_dmlops_result_marks_the_case_failed(monkeypatch, capsys):
+    real_pad = dmlops.pad
+
+    def off_by_one(x, start, end, *args, **kwargs):
+        y = real_pad(x, start, end, *args, **kwargs)
+        if kwargs.get("out") is None:
+            y.flat[-1] += 1
+        return y
+
+    monkeypatch.setattr(dmlops, "pad", off_by_one)
+    assert bench.main(["--smoke", "--op", "pad", "--threads", "1", "--no-progress", "--peers", "numpy"]) == 1
+    captured = capsys.readouterr()
+    assert "FAILED pad" in captured.err and "dmlops differs from numpy" in captured.err
+    assert "FAILED: 2 case(s)" in captured.out
+    report = bench.run(["padding"], [1], smoke=True, peers=("numpy",), progress=False, stream=False)
+    assert len(report.failures) == 2 and all(not c["ok"] for r in report.failures for c in r["checks"])
+
+
+def test_tiers_and_operator_filter():
+    for tier in ("quick", "smoke"):
+        assert {c.family for c in _report.select(tier)} == FAMILIES
+    assert {c.op for c in _report.select("full", ["unfold"])} == {"unfold", "fold"}
+    assert {c.family for c in _report.select("quick", ["upsample_2d", "pad"])} == {"resample", "padding"}
+    # Every case has a name of its own within its operator.
+    names = [(c.op, c.name) for c in _report.all_cases()]
+    assert len(names) == len(set(names))
+    with pytest.raises(ValueError, match="unknown operator nope"):
+        _report.select("quick", ["nope"])
+    with pytest.raises(SystemExit):
+        bench.main(["--op", "nope"])
+    with pytest.raises(SystemExit):
+        bench.main(["--threads", "0"])
+
+
+def test_list_prints_the_selected_cases(capsys):
+    assert bench.main(["--quick", "--list", "--op", "convolution"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(_report.select("quick", ["convolution"])) and "resnet 3x3 64@56" in lines[0]
+
+
+def test_tolerances():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert EXACT.mismatch(a, a.copy()) is None
+    assert "1 elements differ" in EXACT.mismatch(a, a + (a == 5))
+    assert "dtype" in EXACT.mismatch(a, a.astype(np.float64))
+    assert "shape" in EXACT.mismatch(a, a.T)
+    close = Tolerance(atol=1e-3)
+    assert close.mismatch(a, a + 5e-3) is None  # 1e-3 x max|a| = 0.011
+    assert "exceeds" in close.mismatch(a, a + 0.02)
+    border = Tolerance(atol=1e-6, border=1)
+    b = a.copy()
+    b[0, 0] = 100  # outside the compared interior
+    assert border.mismatch(a, b) is None
+    b[1, 1] = 100
+    assert border.mismatch(a, b) is not None
+
+
+def test_fma_peak_and_isa():
+    assert dmlops._core.fma_isa() in ("avx512f", "avx2+fma", "sse2")
+    assert dmlops._core.fma_peak_gflops(1, 5.0) > 0
+    with pytest.raises(ValueError, match="threads is 0"):
+        dmlops._core.fma_peak_gflops(0, 5.0)
