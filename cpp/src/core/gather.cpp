@@ -252,6 +252,9 @@ struct Plan {
   std::vector<std::int32_t> gather_index;
   std::int64_t inner_in_size = 0;
   std::int64_t columns_per_block = 1, column_blocks = 1;
+  // Each output row is written `row_copies` times, `copy_stride` bytes apart (see
+  // fold_repeated_rows).
+  std::int64_t row_copies = 1, copy_stride = 0;
 };
 
 // Output and input addresses of successive planes: the outer dimensions but the last (the
@@ -338,6 +341,22 @@ void gather_row(const Plan& plan, T fill_value, std::byte* out, const std::byte*
   }
 }
 
+// Columns [c0, c1) of the output row at `out`, reading the input row at plane.in() + in_offset.
+// A row equal to one this thread has already written is copied from it: the row `back` bytes
+// before (when nonzero), or the plane's repeated row (when at most `rows_done` rows back).
+template <class T>
+void write_row(const Plan& plan, const PlaneCursor& plane, T fill_value, std::byte* out, std::int64_t in_offset,
+               std::int64_t c0, std::int64_t c1, std::int64_t back, std::int64_t rows_done) {
+  const std::int64_t step = plan.inner_out_stride;
+  if (plane.fill() || in_offset == kFillOffset) return fill_row<T>(out + c0 * step, step, fill_value, c1 - c0);
+  if (c0 == 0 && c1 == plan.inner_size) {
+    if (back > 0) return copy_row<T>(out, step, out - back, step, plan.inner_size);
+    const auto [rows_back, out_back] = plane.same_as_earlier();
+    if (rows_back > 0 && rows_back <= rows_done) return copy_row<T>(out, step, out - out_back, step, plan.inner_size);
+  }
+  gather_row<T>(plan, fill_value, out, plane.in() + in_offset, c0, c1);
+}
+
 // Tasks [task_begin, task_end): task t is column block t % column_blocks of row t / column_blocks.
 // The row dimension (the last outer one) is walked here directly, so a row costs a few integer
 // operations besides its data.
@@ -364,37 +383,26 @@ void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int6
     std::byte* out = plane.out() + o * row_out_stride;
     const std::int64_t c0 = block * plan.columns_per_block;
     const std::int64_t c1 = std::min(plan.inner_size, c0 + plan.columns_per_block);
-    if (plane.fill() || in_offset == kFillOffset) {
-      fill_row<T>(out + c0 * plan.inner_out_stride, plan.inner_out_stride, fill_value, c1 - c0);
-      continue;
-    }
-    if (blocks == 1) {
-      // A row whose input row repeats an earlier one's is a copy of that row, if this thread
-      // has written it (rows of other threads may not be finished yet).
-      if (o > 0 && !row_offsets.empty() && row_offsets[o - 1] == in_offset && row > first_row) {
-        copy_row<T>(out, plan.inner_out_stride, out - row_out_stride, plan.inner_out_stride, plan.inner_size);
-        continue;
-      }
-      const auto [rows_back, out_back] = plane.same_as_earlier();
-      if (rows_back > 0 && row - rows_back >= first_row) {
-        copy_row<T>(out, plan.inner_out_stride, out - out_back, plan.inner_out_stride, plan.inner_size);
-        continue;
-      }
-    }
-    gather_row<T>(plan, fill_value, out, plane.in() + in_offset, c0, c1);
+    const std::int64_t step = plan.inner_out_stride;
+    write_row<T>(plan, plane, fill_value, out, in_offset, c0, c1,
+                 blocks == 1 && o > 0 && !row_offsets.empty() && row_offsets[o - 1] == in_offset && row > first_row
+                     ? row_out_stride : 0,
+                 row - first_row);
+    for (std::int64_t j = 1; j < plan.row_copies; ++j)
+      copy_row<T>(out + j * plan.copy_stride + c0 * step, step, out + c0 * step, step, c1 - c0);
   }
 }
 
 // When the row dimension repeats every input row exactly k times (map o -> o / k, as nearest
-// upsampling by an integer factor does) and the k output rows lie back to back in memory, they
-// are one row k times as long, made of the row's runs k times over: fewer, longer rows, and the
-// repeated rows are written from the input row (in L1) instead of copied from the output.
+// upsampling by an integer factor does), each input row makes one output row, gathered once
+// and copied k - 1 times while it is in L1: a third of the bookkeeping per output row, and a
+// plain copy instead of a second gather (a repeat shuffle, say).
 void fold_repeated_rows(Plan& plan) {
   if (plan.outer_rank < 1) return;
   const int d = plan.outer_rank - 1;
   std::vector<std::int64_t>& offsets = plan.in_offsets[d];
   const std::int64_t n = plan.outer_sizes[d];
-  if (offsets.empty() || plan.out_stride[d] != plan.inner_size * plan.inner_out_stride) return;
+  if (offsets.empty()) return;
   std::int64_t k = 1;
   while (k < n && offsets[static_cast<std::size_t>(k)] == offsets[0]) ++k;
   if (k == 1 || n % k != 0) return;
@@ -405,16 +413,9 @@ void fold_repeated_rows(Plan& plan) {
   for (std::int64_t o = 0; o < n; o += k) folded.push_back(offsets[static_cast<std::size_t>(o)]);
   offsets = std::move(folded);
   plan.outer_sizes[d] = n / k;
+  plan.row_copies = k;
+  plan.copy_stride = plan.out_stride[d];
   plan.out_stride[d] *= k;
-  std::vector<Run> runs;
-  for (std::int64_t j = 0; j < k; ++j) {
-    for (Run run : plan.runs) {
-      run.out_begin += j * plan.inner_size;
-      runs.push_back(run);
-    }
-  }
-  plan.runs = std::move(runs);
-  plan.inner_size *= k;
 }
 
 }  // namespace
