@@ -385,9 +385,9 @@ struct PaddedPlane {
     }
   }
 
-  // Writes the entries inside the input of channel plane `src` (spatial byte strides
-  // `in_strides`) into `dst`; the padding entries are the same for every channel: the caller
-  // zeroes them once, when it makes the scratch.
+  // Writes the whole padded plane of channel plane `src` (spatial byte strides `in_strides`)
+  // into `dst`: the input's entries, and zeros around them (only there, so the scratch need not
+  // be zero-filled first).
   template <class T, class Acc>
   void fill(const Geometry& g, const std::byte* src, const Dims& in_strides, Acc* dst) const {
     Dims index = Dims::filled(g.D, 0);  // the padded row, over the outer axes
@@ -400,11 +400,17 @@ struct PaddedPlane {
         offset += i * in_strides[a];
       }
       for (int a = last - 1; a >= 0 && ++index[a] == padded[a]; --a) index[a] = 0;
-      if (!inside) continue;
+      if (!inside) {
+        std::fill_n(dst, row_len, Acc(0));
+        continue;
+      }
       for (std::int64_t q = 0; q < phases; ++q) {
         const auto [first, stop] = phase_inputs[static_cast<std::size_t>(q)];
+        Acc* phase = dst + q * phase_len;
+        std::fill_n(phase, first, Acc(0));
         load_run<T, Acc>(src + offset + (first * phases + q - g.start[last]) * in_strides[last],
-                         phases * in_strides[last], stop - first, dst + q * phase_len + first);
+                         phases * in_strides[last], stop - first, phase + first);
+        std::fill(phase + stop, phase + phase_len, Acc(0));
       }
     }
   }
@@ -478,27 +484,28 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     direct = direct && g.start[a] == 0 &&
              in_strides[a] == (a == g.D - 1 ? std::int64_t{sizeof(Acc)} : in_strides[a + 1] * g.in_spatial[a + 1]);
   }
-  std::vector<Acc> planes = scratch<Acc>(direct ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input"));
+  const std::unique_ptr<Acc[]> planes =
+      unfilled_scratch<Acc>(direct ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input"));
   const auto plane_of = [&](std::int64_t n, std::int64_t c) -> const Acc* {
     if (direct) return reinterpret_cast<const Acc*>(in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1]);
-    return planes.data() + (n * g.in_channels + c) * pad.size;
+    return planes.get() + (n * g.in_channels + c) * pad.size;
   };
   if (!direct) {
     parallel_for(0, g.batch * g.in_channels, std::max<std::int64_t>(1, (1 << 14) / pad.size), [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t i = begin; i < end; ++i) {
         const std::byte* src = in_base + i / g.in_channels * v.in.byte_strides[0] + i % g.in_channels * v.in.byte_strides[1];
-        pad.fill<T>(g, src, in_strides, planes.data() + i * pad.size);
+        pad.fill<T>(g, src, in_strides, planes.get() + i * pad.size);
       }
     });
   }
 
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    // `row`: one row of B before packing. Consecutive tasks of one position block (channel
-    // blocks vary fastest) reuse the packed panel. A block's positions are pieces of output
-    // rows: (column in the block, plane offset, length).
-    std::vector<std::array<std::int64_t, 3>> pieces;
+    // Consecutive tasks of one position block (channel blocks vary fastest) reuse the packed
+    // panel. A block's positions are pieces of output rows cut at micro-panel boundaries; row
+    // k = (c, t) of B reads them from channel c's padded plane shifted by tap t.
+    std::vector<GemmPiece> pieces;
+    std::vector<const Acc*> sources(static_cast<std::size_t>(K));
     const std::unique_ptr<Acc[]> panel = unfilled_scratch<Acc>(K * block), result = unfilled_scratch<Acc>(channel_block * block);
-    std::vector<Acc> row = scratch<Acc>(block);
     std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t position_task = task / channel_blocks, m0 = task % channel_blocks * channel_block;
@@ -510,21 +517,15 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         pieces.clear();
         for (std::int64_t col = 0; col < count;) {
           const std::int64_t r = (p0 + col) / pad.out_width, x = (p0 + col) % pad.out_width;
-          const std::int64_t len = std::min(pad.out_width - x, count - col);
+          const std::int64_t len = std::min({pad.out_width - x, count - col, NR - col % NR});
           pieces.push_back({col, pad.row_base[r] + x, len});
           col += len;
         }
-        std::fill(row.data() + count, row.data() + width, Acc(0));
         for (std::int64_t c = 0; c < g.in_per_group; ++c) {
           const Acc* plane = plane_of(n, grp * g.in_per_group + c);
-          for (std::int64_t t = 0; t < taps; ++t) {
-            const Acc* src = plane + pad.tap_offset[t];
-            for (const auto& [col, offset, len] : pieces) {
-              for (std::int64_t j = 0; j < len; ++j) row[col + j] = src[offset + j];
-            }
-            pack_gemm_b_row(panel.get(), K, c * taps + t, row.data(), width);
-          }
+          for (std::int64_t t = 0; t < taps; ++t) sources[c * taps + t] = plane + pad.tap_offset[t];
         }
+        pack_gemm_b_gather(K, sources.data(), pieces.data(), std::ssize(pieces), width, panel.get());
       }
       const std::int64_t rows = std::min(channel_block, M - m0);
       gemm_packed(round_up(rows, kGemmRows), width, K, packed.get() + (grp * M_pad + m0) * K, panel.get(),
@@ -568,20 +569,20 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
   const std::int64_t multiplier = g.out_per_group, tasks = g.batch * g.in_channels;
   const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * out_rows * out_width));
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<Acc> plane = scratch<Acc>(pad.size);  // zero: see PaddedPlane::fill
+    const std::unique_ptr<Acc[]> plane = unfilled_scratch<Acc>(pad.size);
     std::vector<Acc> weights = scratch<Acc>(taps), result = scratch<Acc>(out_rows * out_width);
     std::vector<Acc> wide = scratch<Acc>(unit_strides ? flat_length : 0);
     std::vector<const Acc*> sources(static_cast<std::size_t>(taps));
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / g.in_channels, c = task % g.in_channels;
-      pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1], in_strides, plane.data());
+      pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1], in_strides, plane.get());
       for (std::int64_t m = 0; m < multiplier; ++m) {
         const std::int64_t oc = c * multiplier + m;
         for (std::int64_t t = 0; t < taps; ++t)
           weights[t] = load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, flip));
         const Acc bias = bias_of<T, Acc>(v, oc);
         if (unit_strides) {  // every output row at once, as one long row (see above)
-          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + pad.tap_offset[t];
+          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.get() + pad.tap_offset[t];
           weighted_row_sum(taps, sources.data(), weights.data(), flat_length, wide.data());
         }
         for (std::int64_t row = 0; row < out_rows; ++row) {
@@ -589,7 +590,7 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
           if (unit_strides) {
             std::copy_n(wide.data() + base, out_width, result.data() + row * out_width);
           } else {
-            for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + base + pad.tap_offset[t];
+            for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.get() + base + pad.tap_offset[t];
             weighted_row_sum(taps, sources.data(), weights.data(), out_width, result.data() + row * out_width);
           }
         }

@@ -299,6 +299,24 @@ TEST(Convolution, UnpaddedInputsReadInPlaceMatchTheReference) {
   }
 }
 
+// A layer with a reduction long enough (40 channels x 9 taps) for several position blocks per
+// plane, output rows (45 and 23 wide) that make the GEMM micro-panels both whole row pieces and
+// pieces of two rows, padded borders, stride 1 and 2, float32 and float16 (converted planes).
+TEST(Convolution, PositionBlocksAndRowPiecesMatchTheReference) {
+  std::mt19937 rng(404);
+  for (DataType dtype : {DataType::Float32, DataType::Float16}) {
+    for (std::int64_t stride : {1, 2}) {
+      Case c;
+      c.x_sizes = {1, 40, 33, 45};
+      c.w_sizes = {7, 40, 3, 3};
+      c.desc.strides = {stride, stride};
+      c.desc.start_padding = c.desc.end_padding = {1, 1};
+      run_case(c, dtype, rng, std::string(name(dtype)) + " stride " + std::to_string(stride));
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST(Convolution, ThreadCountsGiveIdenticalBits) {
   std::mt19937 rng(5);
   for (ConvolutionDirection direction : {ConvolutionDirection::Forward, ConvolutionDirection::Backward}) {

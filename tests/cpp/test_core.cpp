@@ -1744,6 +1744,39 @@ void check_weighted_row_sum() {
   }
 }
 
+// pack_gemm_b_gather against gemm_b_offset, exactly: micro-panels made of one full piece (the
+// fixed-size copy), of several pieces, of a partial piece and uncovered (zero) columns, and a
+// tail panel; K rows from distinct, unaligned source rows.
+template <class Acc>
+void check_gemm_b_gather() {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  std::vector<Acc> storage(4000);
+  for (std::size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<Acc>(i + 1);
+  // Columns: [0, NR) one piece; [NR, 2NR) three pieces; [2NR, 3NR) a piece and a gap; [3NR, 4NR)
+  // a short piece then zeros to the end.
+  const std::vector<GemmPiece> pieces = {
+      {0, 3, NR}, {NR, 40, 5}, {NR + 5, 7, 1}, {NR + 6, 90, NR - 6}, {2 * NR, 11, NR - 3}, {3 * NR, 60, 2}};
+  const std::int64_t N = 4 * NR;
+  for (std::int64_t K : {1, 3, 10}) {
+    std::vector<const Acc*> source;
+    for (std::int64_t k = 0; k < K; ++k) source.push_back(storage.data() + 1 + 37 * k);
+    std::vector<Acc> expected(static_cast<std::size_t>(K * N), Acc(0)), b(expected.size(), Acc(-1));
+    for (const GemmPiece& piece : pieces) {
+      for (std::int64_t k = 0; k < K; ++k) {
+        for (std::int64_t j = 0; j < piece.length; ++j)
+          expected[static_cast<std::size_t>(gemm_b_offset<Acc>(K, k, piece.column + j))] = source[k][piece.offset + j];
+      }
+    }
+    pack_gemm_b_gather(K, source.data(), pieces.data(), std::ssize(pieces), N, b.data());
+    EXPECT_EQ(b, expected) << "K " << K;
+  }
+}
+
+TEST(Gemm, GatherPackingMatchesTheLayout) {
+  check_gemm_b_gather<float>();
+  check_gemm_b_gather<double>();
+}
+
 TEST(Gemm, WeightedRowSumMatchesPlainLoops) {
   check_weighted_row_sum<float>();
   check_weighted_row_sum<double>();

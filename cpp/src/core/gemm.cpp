@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 
 #include "dmlops/core/cpu.hpp"
@@ -211,7 +212,47 @@ __attribute__((target("avx2,fma"))) void weighted_row_sum_avx2(std::int64_t taps
   }
 }
 
+template <class Acc>
+[[gnu::always_inline]] inline void pack_b_gather_body(std::int64_t K, const Acc* const* source, const GemmPiece* pieces,
+                                                      std::int64_t piece_count, std::int64_t N, Acc* b) {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  std::int64_t i = 0;
+  for (std::int64_t j0 = 0; j0 < N; j0 += NR, b += K * NR) {
+    const std::int64_t first = i;
+    while (i < piece_count && pieces[i].column < j0 + NR) ++i;
+    if (i - first == 1 && pieces[first].length == NR) {  // the common case: one row piece, a fixed-size copy
+      const std::int64_t offset = pieces[first].offset;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const Acc* src = source[k] + offset;
+        Acc* dst = b + k * NR;
+        std::memcpy(dst, src, NR * sizeof(Acc));  // fixed size: inlined as vector moves
+      }
+      continue;
+    }
+    for (std::int64_t k = 0; k < K; ++k) {
+      Acc* dst = b + k * NR;
+      for (std::int64_t j = 0; j < NR; ++j) dst[j] = Acc(0);
+      for (std::int64_t p = first; p < i; ++p) {
+        const GemmPiece& piece = pieces[p];
+        const Acc* src = source[k] + piece.offset;
+        Acc* to = dst + (piece.column - j0);
+        for (std::int64_t j = 0; j < piece.length; ++j) to[j] = src[j];
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void pack_gemm_b_gather(std::int64_t K, const float* const* source, const GemmPiece* pieces, std::int64_t piece_count,
+                        std::int64_t N, float* b) {
+  IsaKernel<&pack_b_gather_body<float>>::run(K, source, pieces, piece_count, N, b);
+}
+
+void pack_gemm_b_gather(std::int64_t K, const double* const* source, const GemmPiece* pieces, std::int64_t piece_count,
+                        std::int64_t N, double* b) {
+  IsaKernel<&pack_b_gather_body<double>>::run(K, source, pieces, piece_count, N, b);
+}
 
 void weighted_row_sum(std::int64_t taps, const float* const* rows, const float* weights, std::int64_t n, float* out) {
   if (avx2_fma_enabled()) return weighted_row_sum_avx2(taps, rows, weights, n, out);

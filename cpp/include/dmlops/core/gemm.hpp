@@ -65,6 +65,22 @@ void pack_gemm_b_row(Acc* b, std::int64_t K, std::int64_t k, const Acc* row, std
   for (std::int64_t j = 0; j < N; j += NR) std::memcpy(b + gemm_b_offset<Acc>(K, k, j), row + j, NR * sizeof(Acc));
 }
 
+// One piece of a row of B that the gather packer copies: columns [column, column + length) of
+// row k are source[k][offset .. offset + length). A piece lies inside one micro-panel.
+struct GemmPiece {
+  std::int64_t column, offset, length;
+};
+
+// Packs a whole B (K x N, N a multiple of NR) gathered from K source rows, micro-panel by
+// micro-panel (each written as one contiguous stream): `pieces` (sorted by column, none crossing a
+// multiple of NR) say where each column comes from; columns no piece covers are zero. This is
+// the implicit im2col of a convolution: source[k] is an input row shifted by one window tap, and
+// a micro-panel that lies in one output row is one piece, so one vector copy per k.
+void pack_gemm_b_gather(std::int64_t K, const float* const* source, const GemmPiece* pieces, std::int64_t piece_count,
+                        std::int64_t N, float* b);
+void pack_gemm_b_gather(std::int64_t K, const double* const* source, const GemmPiece* pieces, std::int64_t piece_count,
+                        std::int64_t N, double* b);
+
 // C = A * B over whole tiles (see above): M rows (padded to kGemmRows), N columns (a multiple
 // of gemm_columns<Acc>()), both operands packed.
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a_packed, const float* b_packed,
