@@ -19,6 +19,8 @@
 // times more zeros than values and needs the output padding spelled out as extra zeros.
 #include "dmlops/ops/convolution.hpp"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -27,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/gemm.hpp"
@@ -215,10 +218,8 @@ void load_run(const std::byte* src, std::int64_t step, std::int64_t n, Acc* dst)
     if (step == sizeof(Half) && aligned(src, alignof(Half)))
       return half_to_float(reinterpret_cast<const Half*>(src), dst, static_cast<std::size_t>(n));
   } else {
-    // An inline loop, not memcpy: the packing copies pieces of at most one micro-panel width,
-    // where a library call costs more than the copy.
-    if (step == sizeof(T)) {
-      for (std::int64_t j = 0; j < n; ++j) dst[j] = load_value<T, Acc>(src + j * std::int64_t{sizeof(T)});
+    if (step == sizeof(T)) {  // T is Acc: whole input rows, one memcpy
+      std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
       return;
     }
   }
@@ -345,13 +346,44 @@ BlockWalker forward_walker(const Geometry& g) {
   return BlockWalker(std::move(axes));
 }
 
+// even[i] = src[2i], odd[i] = src[2i + 1] for i < pairs: float rows of a stride-2 layer, eight
+// pairs per step (two loads, two shuffles, two lane permutes).
+__attribute__((target("avx2"))) void split_pairs_avx2(const float* src, std::int64_t pairs, float* even, float* odd) {
+  std::int64_t i = 0;
+  for (; i + 8 <= pairs; i += 8) {
+    const __m256 a = _mm256_loadu_ps(src + 2 * i), b = _mm256_loadu_ps(src + 2 * i + 8);
+    // [a0 a2 b0 b2 | a4 a6 b4 b6] -> [a0 a2 a4 a6 b0 b2 b4 b6], likewise for the odd entries.
+    const __m256d e = _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+    const __m256d o = _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm256_storeu_ps(even + i, _mm256_castpd_ps(_mm256_permute4x64_pd(e, _MM_SHUFFLE(3, 1, 2, 0))));
+    _mm256_storeu_ps(odd + i, _mm256_castpd_ps(_mm256_permute4x64_pd(o, _MM_SHUFFLE(3, 1, 2, 0))));
+  }
+  for (; i < pairs; ++i) even[i] = src[2 * i], odd[i] = src[2 * i + 1];
+}
+
+// dst[q * phase_len + i] = src[i * phases + q] for the n values of src; entries past n (the
+// last phases' ends) are zero.
+template <class Acc>
+void split_phases(const Acc* src, std::int64_t n, std::int64_t phases, std::int64_t phase_len, Acc* dst) {
+  std::int64_t done = 0;  // entries of every phase already written
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (phases == 2 && avx2_enabled()) {
+      done = n / 2;
+      split_pairs_avx2(src, done, dst, dst + phase_len);
+    }
+  }
+  for (std::int64_t q = 0; q < phases; ++q) {
+    for (std::int64_t i = done; i < phase_len; ++i) dst[q * phase_len + i] = i * phases + q < n ? src[i * phases + q] : Acc(0);
+  }
+}
+
 struct PaddedPlane {
   int last = 0;
   Dims padded, row_strides;  // row_strides in elements, over the outer axes
   std::int64_t phases = 1, phase_len = 0, row_len = 0, rows = 1, size = 0;
   std::int64_t out_width = 0;
   std::vector<std::int64_t> tap_offset, row_base;
-  std::vector<std::pair<std::int64_t, std::int64_t>> phase_inputs;  // phase entries [first, stop) inside the input
+  std::int64_t row_first = 0, row_stop = 0;  // the padded row's entries [row_first, row_stop) inside the input
 
   PaddedPlane(const Geometry& g, const Taps& tap) : last(g.D - 1) {
     for (int a = 0; a < g.D; ++a)
@@ -378,18 +410,16 @@ struct PaddedPlane {
       row_base.push_back(base);
       for (int a = last - 1; a >= 0 && ++index[a] == g.out_spatial[a]; --a) index[a] = 0;
     }
-    // Phase q's entry i holds input column i * phases + q - start.
-    for (std::int64_t q = 0; q < phases; ++q) {
-      const std::int64_t first = std::min(phase_len, std::max<std::int64_t>(0, ceil_div(g.start[last] - q, phases)));
-      phase_inputs.emplace_back(first, std::clamp(ceil_div(g.in_spatial[last] + g.start[last] - q, phases), first, phase_len));
-    }
+    row_first = std::min(g.start[last], padded[last]);
+    row_stop = std::clamp(g.start[last] + g.in_spatial[last], row_first, padded[last]);
   }
 
   // Writes the whole padded plane of channel plane `src` (spatial byte strides `in_strides`)
   // into `dst`: the input's entries, and zeros around them (only there, so the scratch need not
-  // be zero-filled first).
+  // be zero-filled first). A row is made in natural order (in place when there is one phase,
+  // else in `line`, padded[last] values) and then split into its phases.
   template <class T, class Acc>
-  void fill(const Geometry& g, const std::byte* src, const Dims& in_strides, Acc* dst) const {
+  void fill(const Geometry& g, const std::byte* src, const Dims& in_strides, Acc* dst, Acc* line) const {
     Dims index = Dims::filled(g.D, 0);  // the padded row, over the outer axes
     for (std::int64_t r = 0; r < rows; ++r, dst += row_len) {
       std::int64_t offset = 0;
@@ -404,13 +434,12 @@ struct PaddedPlane {
         std::fill_n(dst, row_len, Acc(0));
         continue;
       }
-      for (std::int64_t q = 0; q < phases; ++q) {
-        const auto [first, stop] = phase_inputs[static_cast<std::size_t>(q)];
-        Acc* phase = dst + q * phase_len;
-        std::fill_n(phase, first, Acc(0));
-        load_run<T, Acc>(src + offset + (first * phases + q - g.start[last]) * in_strides[last],
-                         phases * in_strides[last], stop - first, phase + first);
-        std::fill(phase + stop, phase + phase_len, Acc(0));
+      Acc* natural = phases == 1 ? dst : line;
+      std::fill_n(natural, row_first, Acc(0));
+      load_run<T, Acc>(src + offset, in_strides[last], row_stop - row_first, natural + row_first);
+      std::fill(natural + row_stop, natural + (phases == 1 ? row_len : padded[last]), Acc(0));
+      if (phases > 1) {
+        split_phases(line, padded[last], phases, phase_len, dst);
       }
     }
   }
@@ -492,9 +521,10 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   };
   if (!direct) {
     parallel_for(0, g.batch * g.in_channels, std::max<std::int64_t>(1, (1 << 14) / pad.size), [&](std::int64_t begin, std::int64_t end) {
+      std::vector<Acc> line(static_cast<std::size_t>(pad.padded[pad.last]));
       for (std::int64_t i = begin; i < end; ++i) {
         const std::byte* src = in_base + i / g.in_channels * v.in.byte_strides[0] + i % g.in_channels * v.in.byte_strides[1];
-        pad.fill<T>(g, src, in_strides, planes.get() + i * pad.size);
+        pad.fill<T>(g, src, in_strides, planes.get() + i * pad.size, line.data());
       }
     });
   }
@@ -570,32 +600,33 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
   const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * out_rows * out_width));
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const std::unique_ptr<Acc[]> plane = unfilled_scratch<Acc>(pad.size);
-    std::vector<Acc> weights = scratch<Acc>(taps), result = scratch<Acc>(out_rows * out_width);
+    std::vector<Acc> line(static_cast<std::size_t>(pad.padded[pad.last]));
+    std::vector<Acc> weights = scratch<Acc>(taps), result = scratch<Acc>(unit_strides ? 0 : out_rows * out_width);
     std::vector<Acc> wide = scratch<Acc>(unit_strides ? flat_length : 0);
     std::vector<const Acc*> sources(static_cast<std::size_t>(taps));
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / g.in_channels, c = task % g.in_channels;
-      pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1], in_strides, plane.get());
+      pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1], in_strides, plane.get(), line.data());
       for (std::int64_t m = 0; m < multiplier; ++m) {
         const std::int64_t oc = c * multiplier + m;
         for (std::int64_t t = 0; t < taps; ++t)
           weights[t] = load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, flip));
         const Acc bias = bias_of<T, Acc>(v, oc);
-        if (unit_strides) {  // every output row at once, as one long row (see above)
+        std::byte* out_plane = out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1];
+        if (unit_strides) {  // every output row at once, as one long row (see above), stored row by row
           for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.get() + pad.tap_offset[t];
           weighted_row_sum(taps, sources.data(), weights.data(), flat_length, wide.data());
+          for (std::int64_t row = 0; row < out_rows; ++row)
+            finish_row<T, Acc>(wide.data() + pad.row_base[row], out_width, bias, desc.fused_activation, out_plane,
+                               g.out_spatial, out_strides, row * out_width);
+          continue;
         }
         for (std::int64_t row = 0; row < out_rows; ++row) {
-          const std::int64_t base = pad.row_base[row];
-          if (unit_strides) {
-            std::copy_n(wide.data() + base, out_width, result.data() + row * out_width);
-          } else {
-            for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.get() + base + pad.tap_offset[t];
-            weighted_row_sum(taps, sources.data(), weights.data(), out_width, result.data() + row * out_width);
-          }
+          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.get() + pad.row_base[row] + pad.tap_offset[t];
+          weighted_row_sum(taps, sources.data(), weights.data(), out_width, result.data() + row * out_width);
         }
-        finish_row<T, Acc>(result.data(), out_rows * out_width, bias, desc.fused_activation,
-                           out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1], g.out_spatial, out_strides, 0);
+        finish_row<T, Acc>(result.data(), out_rows * out_width, bias, desc.fused_activation, out_plane, g.out_spatial,
+                           out_strides, 0);
       }
     }
   });

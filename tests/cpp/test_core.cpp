@@ -1671,6 +1671,7 @@ TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
 }
 
 // gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
+// sizes, M across row blocks of A)
 // sizes), K from 1 up and across K blocks; B packed row by row; both element types. The micro-kernel writes whole tiles, so C has
 // round_up(M, kGemmRows) rows; only the first M are compared.
 template <class Acc>
@@ -1678,7 +1679,7 @@ void check_gemm() {
   constexpr std::int64_t NR = gemm_columns<Acc>();
   std::mt19937 rng(99);
   std::uniform_real_distribution<double> value(-1.0, 1.0);
-  for (std::int64_t M : {1, 5, 6, 7, 13}) {
+  for (std::int64_t M : {1, 5, 6, 7, 13, 257}) {  // 257: several row blocks of A
     for (std::int64_t N : {NR, 2 * NR, 5 * NR}) {
       for (std::int64_t K : {std::int64_t{1}, std::int64_t{2}, std::int64_t{9}, std::int64_t{70}, kGemmDepth, kGemmDepth + 3, 2 * kGemmDepth + 1}) {
         std::vector<Acc> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * (N + 3)));

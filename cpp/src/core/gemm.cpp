@@ -13,6 +13,8 @@ namespace dmlops {
 namespace {
 
 constexpr int R = static_cast<int>(kGemmRows);
+// A block of A (block_rows x kGemmDepth values) that stays in L2 with room for B's panel and C.
+constexpr std::int64_t kGemmBlockBytes = 256 * 1024;
 
 // One R x NR tile, portable: the compiler vectorises the j loops.
 // Each tile sums K rows; with `accumulate` it adds to C (the sums of the earlier K blocks).
@@ -150,23 +152,31 @@ template <class Acc, class Tile, class PairTile = std::nullptr_t>
 void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int64_t ldc,
            Tile tile, PairTile pair_tile = kNoPairTile) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
+  // Rows of A per pass: their K block (kGemmBlockBytes) stays in L2 while the micro-panels of B
+  // pass over it. The blocks only choose which tile runs when; every C element still sums its K
+  // blocks in increasing order, so the bits do not depend on them.
+  constexpr std::int64_t block_rows =
+      std::max<std::int64_t>(kGemmRows, kGemmBlockBytes / (kGemmDepth * std::int64_t{sizeof(Acc)}) / kGemmRows * kGemmRows);
   for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
     const std::int64_t depth = std::min(kGemmDepth, K - k0);
-    // Micro-panels of B outside (two at a time with a pair tile): each K block of one stays in
-    // L1 while every panel of A (the whole K block of A stays in L2) passes over it.
-    for (std::int64_t j = 0; j < N;) {
-      const Acc* b_block = b + j * K + k0 * NR;
-      if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
-        if (j + 2 * NR <= N) {
-          for (std::int64_t p = 0; p < M; p += kGemmRows)
-            pair_tile(depth, K * NR, a + p * K + k0 * kGemmRows, b_block, c + p * ldc + j, ldc, k0 > 0);
-          j += 2 * NR;
-          continue;
+    for (std::int64_t m0 = 0; m0 < M; m0 += block_rows) {
+      const std::int64_t m1 = std::min(M, m0 + block_rows);
+      // Micro-panels of B outside (two at a time with a pair tile): each K block of one stays in
+      // L1 while every panel of the A block passes over it.
+      for (std::int64_t j = 0; j < N;) {
+        const Acc* b_block = b + j * K + k0 * NR;
+        if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
+          if (j + 2 * NR <= N) {
+            for (std::int64_t p = m0; p < m1; p += kGemmRows)
+              pair_tile(depth, K * NR, a + p * K + k0 * kGemmRows, b_block, c + p * ldc + j, ldc, k0 > 0);
+            j += 2 * NR;
+            continue;
+          }
         }
+        for (std::int64_t p = m0; p < m1; p += kGemmRows)
+          tile(depth, a + p * K + k0 * kGemmRows, b_block, c + p * ldc + j, ldc, k0 > 0);
+        j += NR;
       }
-      for (std::int64_t p = 0; p < M; p += kGemmRows)
-        tile(depth, a + p * K + k0 * kGemmRows, b_block, c + p * ldc + j, ldc, k0 > 0);
-      j += NR;
     }
   }
 }

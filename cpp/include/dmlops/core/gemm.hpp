@@ -12,7 +12,7 @@
 // C receives whole tiles: it needs round_up(M, kGemmRows) rows of ldc >= N.
 //
 // The product is blocked over K (kGemmDepth rows of B, whose micro-panel then stays in L1 while
-// every panel of A passes over it), but each C element is still summed in one fixed order,
+// the panels of an L2-sized block of A's rows pass over it) and over M (those blocks), but each C element is still summed in one fixed order,
 // increasing k, whatever the caller's split of M or N: results do not depend on the thread count.
 //
 // Micro-kernels: 6 x 16 floats / 6 x 8 doubles in twelve AVX2 registers with FMA, chosen at
