@@ -50,6 +50,7 @@ constexpr std::int64_t kMinBlock = 128;          // forward positions per task, 
 constexpr std::int64_t kMinChannelBlock = 48;    // output channels per forward task, at least
 constexpr std::int64_t kPlaneBytes = 1024 * 1024;  // a backward task's accumulator planes
 constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not worth a thread
+constexpr std::int64_t kLongRow = 32;  // depthwise output rows this long are stored one by one, not moved first
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -361,19 +362,15 @@ __attribute__((target("avx2"))) void split_pairs_avx2(const float* src, std::int
   for (; i < pairs; ++i) even[i] = src[2 * i], odd[i] = src[2 * i + 1];
 }
 
-// dst[q * phase_len + i] = src[i * phases + q] for the n values of src; entries past n (the
-// last phases' ends) are zero.
+// dst[q * phase_len + i] = src[i * phases + q]: a row of phases * phase_len values split into
+// its phases.
 template <class Acc>
-void split_phases(const Acc* src, std::int64_t n, std::int64_t phases, std::int64_t phase_len, Acc* dst) {
-  std::int64_t done = 0;  // entries of every phase already written
+void split_phases(const Acc* src, std::int64_t phases, std::int64_t phase_len, Acc* dst) {
   if constexpr (std::is_same_v<Acc, float>) {
-    if (phases == 2 && avx2_enabled()) {
-      done = n / 2;
-      split_pairs_avx2(src, done, dst, dst + phase_len);
-    }
+    if (phases == 2 && avx2_enabled()) return split_pairs_avx2(src, phase_len, dst, dst + phase_len);
   }
   for (std::int64_t q = 0; q < phases; ++q) {
-    for (std::int64_t i = done; i < phase_len; ++i) dst[q * phase_len + i] = i * phases + q < n ? src[i * phases + q] : Acc(0);
+    for (std::int64_t i = 0; i < phase_len; ++i) dst[q * phase_len + i] = src[i * phases + q];
   }
 }
 
@@ -417,7 +414,8 @@ struct PaddedPlane {
   // Writes the whole padded plane of channel plane `src` (spatial byte strides `in_strides`)
   // into `dst`: the input's entries, and zeros around them (only there, so the scratch need not
   // be zero-filled first). A row is made in natural order (in place when there is one phase,
-  // else in `line`, padded[last] values) and then split into its phases.
+  // else in `line`: row_len values, zero outside [row_first, row_stop), which this never
+  // writes) and then split into its phases.
   template <class T, class Acc>
   void fill(const Geometry& g, const std::byte* src, const Dims& in_strides, Acc* dst, Acc* line) const {
     Dims index = Dims::filled(g.D, 0);  // the padded row, over the outer axes
@@ -434,12 +432,13 @@ struct PaddedPlane {
         std::fill_n(dst, row_len, Acc(0));
         continue;
       }
-      Acc* natural = phases == 1 ? dst : line;
-      std::fill_n(natural, row_first, Acc(0));
-      load_run<T, Acc>(src + offset, in_strides[last], row_stop - row_first, natural + row_first);
-      std::fill(natural + row_stop, natural + (phases == 1 ? row_len : padded[last]), Acc(0));
-      if (phases > 1) {
-        split_phases(line, padded[last], phases, phase_len, dst);
+      if (phases == 1) {
+        std::fill_n(dst, row_first, Acc(0));
+        load_run<T, Acc>(src + offset, in_strides[last], row_stop - row_first, dst + row_first);
+        std::fill(dst + row_stop, dst + row_len, Acc(0));
+      } else {
+        load_run<T, Acc>(src + offset, in_strides[last], row_stop - row_first, line + row_first);
+        split_phases(line, phases, phase_len, dst);
       }
     }
   }
@@ -521,7 +520,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   };
   if (!direct) {
     parallel_for(0, g.batch * g.in_channels, std::max<std::int64_t>(1, (1 << 14) / pad.size), [&](std::int64_t begin, std::int64_t end) {
-      std::vector<Acc> line(static_cast<std::size_t>(pad.padded[pad.last]));
+      std::vector<Acc> line(static_cast<std::size_t>(pad.row_len));  // zero: see PaddedPlane::fill
       for (std::int64_t i = begin; i < end; ++i) {
         const std::byte* src = in_base + i / g.in_channels * v.in.byte_strides[0] + i % g.in_channels * v.in.byte_strides[1];
         pad.fill<T>(g, src, in_strides, planes.get() + i * pad.size, line.data());
@@ -600,7 +599,7 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
   const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * out_rows * out_width));
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const std::unique_ptr<Acc[]> plane = unfilled_scratch<Acc>(pad.size);
-    std::vector<Acc> line(static_cast<std::size_t>(pad.padded[pad.last]));
+    std::vector<Acc> line(static_cast<std::size_t>(pad.row_len));  // zero: see PaddedPlane::fill
     std::vector<Acc> weights = scratch<Acc>(taps), result = scratch<Acc>(unit_strides ? 0 : out_rows * out_width);
     std::vector<Acc> wide = scratch<Acc>(unit_strides ? flat_length : 0);
     std::vector<const Acc*> sources(static_cast<std::size_t>(taps));
@@ -616,9 +615,18 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
         if (unit_strides) {  // every output row at once, as one long row (see above), stored row by row
           for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.get() + pad.tap_offset[t];
           weighted_row_sum(taps, sources.data(), weights.data(), flat_length, wide.data());
-          for (std::int64_t row = 0; row < out_rows; ++row)
-            finish_row<T, Acc>(wide.data() + pad.row_base[row], out_width, bias, desc.fused_activation, out_plane,
-                               g.out_spatial, out_strides, row * out_width);
+          if (out_width >= kLongRow) {
+            for (std::int64_t row = 0; row < out_rows; ++row)
+              finish_row<T, Acc>(wide.data() + pad.row_base[row], out_width, bias, desc.fused_activation, out_plane,
+                                 g.out_spatial, out_strides, row * out_width);
+            continue;
+          }
+          // Short rows: packed in place (row_base[row] >= row * out_width, so increasing rows
+          // never overwrite a row not yet moved), then stored at once.
+          for (std::int64_t row = 1; row < out_rows; ++row)
+            std::memmove(wide.data() + row * out_width, wide.data() + pad.row_base[row], out_width * sizeof(Acc));
+          finish_row<T, Acc>(wide.data(), out_rows * out_width, bias, desc.fused_activation, out_plane, g.out_spatial,
+                             out_strides, 0);
           continue;
         }
         for (std::int64_t row = 0; row < out_rows; ++row) {
