@@ -50,6 +50,7 @@ constexpr std::int64_t kMinBlock = 128;          // forward positions per task, 
 constexpr std::int64_t kMinChannelBlock = 48;    // output channels per forward task, at least
 constexpr std::int64_t kPlaneBytes = 1024 * 1024;  // a backward task's accumulator planes
 constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not worth a thread
+constexpr std::int64_t kChannelBlock = 16;  // channels-last input channels padded together
 constexpr std::int64_t kLongRow = 32;  // depthwise output rows this long are stored one by one, not moved first
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -411,13 +412,18 @@ struct PaddedPlane {
     row_stop = std::clamp(g.start[last] + g.in_spatial[last], row_first, padded[last]);
   }
 
-  // Writes the whole padded plane of channel plane `src` (spatial byte strides `in_strides`)
-  // into `dst`: the input's entries, and zeros around them (only there, so the scratch need not
-  // be zero-filled first). A row is made in natural order (in place when there is one phase,
-  // else in `line`: row_len values, zero outside [row_first, row_stop), which this never
-  // writes) and then split into its phases.
+  // Writes the whole padded planes of `channels` channels into dst + c * size: the input's
+  // entries (channel c's plane at src + c * channel_step, spatial byte strides `in_strides`) and
+  // zeros around them (only there, so the scratch need not be zero-filled first). A row is made
+  // in natural order, in place when it is one channel's without phases, else in `lines`
+  // (channels * row_len values, zero outside [row_first, row_stop) of each row_len, which this
+  // never writes), then copied or split into its phases. Several channels at once suit inputs
+  // whose channels are closer in memory than their columns (channels-last): each input row is
+  // then read once, a cache line of channels at a time, instead of once per channel.
   template <class T, class Acc>
-  void fill(const Geometry& g, const std::byte* src, const Dims& in_strides, Acc* dst, Acc* line) const {
+  void fill(const Geometry& g, const std::byte* src, std::int64_t channel_step, std::int64_t channels,
+            const Dims& in_strides, Acc* dst, Acc* lines) const {
+    const std::int64_t width = row_stop - row_first, step = in_strides[last];
     Dims index = Dims::filled(g.D, 0);  // the padded row, over the outer axes
     for (std::int64_t r = 0; r < rows; ++r, dst += row_len) {
       std::int64_t offset = 0;
@@ -429,16 +435,30 @@ struct PaddedPlane {
       }
       for (int a = last - 1; a >= 0 && ++index[a] == padded[a]; --a) index[a] = 0;
       if (!inside) {
-        std::fill_n(dst, row_len, Acc(0));
+        for (std::int64_t c = 0; c < channels; ++c) std::fill_n(dst + c * size, row_len, Acc(0));
         continue;
       }
-      if (phases == 1) {
+      if (channels == 1 && phases == 1) {
         std::fill_n(dst, row_first, Acc(0));
-        load_run<T, Acc>(src + offset, in_strides[last], row_stop - row_first, dst + row_first);
+        load_run<T, Acc>(src + offset, step, width, dst + row_first);
         std::fill(dst + row_stop, dst + row_len, Acc(0));
+        continue;
+      }
+      if (channels == 1) {
+        load_run<T, Acc>(src + offset, step, width, lines + row_first);
       } else {
-        load_run<T, Acc>(src + offset, in_strides[last], row_stop - row_first, line + row_first);
-        split_phases(line, phases, phase_len, dst);
+        for (std::int64_t x = 0; x < width; ++x) {
+          const std::byte* column = src + offset + x * step;
+          for (std::int64_t c = 0; c < channels; ++c)
+            lines[c * row_len + row_first + x] = load_value<T, Acc>(column + c * channel_step);
+        }
+      }
+      for (std::int64_t c = 0; c < channels; ++c) {
+        if (phases == 1) {
+          std::memcpy(dst + c * size, lines + c * row_len, static_cast<std::size_t>(row_len) * sizeof(Acc));
+        } else {
+          split_phases(lines + c * row_len, phases, phase_len, dst + c * size);
+        }
       }
     }
   }
@@ -519,11 +539,16 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     return planes.get() + (n * g.in_channels + c) * pad.size;
   };
   if (!direct) {
-    parallel_for(0, g.batch * g.in_channels, std::max<std::int64_t>(1, (1 << 14) / pad.size), [&](std::int64_t begin, std::int64_t end) {
-      std::vector<Acc> line(static_cast<std::size_t>(pad.row_len));  // zero: see PaddedPlane::fill
+    // Channels-last inputs: kChannelBlock channels (a cache line of float32) per task.
+    const bool interleaved = std::abs(v.in.byte_strides[1]) < std::abs(in_strides[g.D - 1]);
+    const std::int64_t channels = interleaved ? kChannelBlock : 1, per_batch = ceil_div(g.in_channels, channels);
+    parallel_for(0, g.batch * per_batch, std::max<std::int64_t>(1, (1 << 14) / (pad.size * channels)), [&](std::int64_t begin, std::int64_t end) {
+      std::vector<Acc> lines(static_cast<std::size_t>(channels * pad.row_len));  // zero: see PaddedPlane::fill
       for (std::int64_t i = begin; i < end; ++i) {
-        const std::byte* src = in_base + i / g.in_channels * v.in.byte_strides[0] + i % g.in_channels * v.in.byte_strides[1];
-        pad.fill<T>(g, src, in_strides, planes.get() + i * pad.size, line.data());
+        const std::int64_t n = i / per_batch, c0 = i % per_batch * channels;
+        pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c0 * v.in.byte_strides[1], v.in.byte_strides[1],
+                    std::min(channels, g.in_channels - c0), in_strides, planes.get() + (n * g.in_channels + c0) * pad.size,
+                    lines.data());
       }
     });
   }
@@ -605,7 +630,7 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
     std::vector<const Acc*> sources(static_cast<std::size_t>(taps));
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / g.in_channels, c = task % g.in_channels;
-      pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1], in_strides, plane.get(), line.data());
+      pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1], 0, 1, in_strides, plane.get(), line.data());
       for (std::int64_t m = 0; m < multiplier; ++m) {
         const std::int64_t oc = c * multiplier + m;
         for (std::int64_t t = 0; t < taps; ++t)

@@ -301,18 +301,24 @@ TEST(Convolution, UnpaddedInputsReadInPlaceMatchTheReference) {
 
 // A layer with a reduction long enough (40 channels x 9 taps) for several position blocks per
 // plane, output rows (45 and 23 wide) that make the GEMM micro-panels both whole row pieces and
-// pieces of two rows, padded borders, stride 1 and 2, float32 and float16 (converted planes).
+// pieces of two rows, padded borders, stride 1 and 2, float32 and float16 (converted planes),
+// and channels-last inputs (padded in blocks of channels: two whole blocks and a partial one).
 TEST(Convolution, PositionBlocksAndRowPiecesMatchTheReference) {
   std::mt19937 rng(404);
   for (DataType dtype : {DataType::Float32, DataType::Float16}) {
     for (std::int64_t stride : {1, 2}) {
-      Case c;
-      c.x_sizes = {1, 40, 33, 45};
-      c.w_sizes = {7, 40, 3, 3};
-      c.desc.strides = {stride, stride};
-      c.desc.start_padding = c.desc.end_padding = {1, 1};
-      run_case(c, dtype, rng, std::string(name(dtype)) + " stride " + std::to_string(stride));
-      if (HasFatalFailure()) return;
+      for (bool channels_last : {false, true}) {
+        if (channels_last && dtype == DataType::Float16) continue;  // the fill is the same code for every dtype
+        Case c;
+        c.x_sizes = {1, 40, 33, 45};
+        c.w_sizes = {7, 40, 3, 3};
+        c.desc.strides = {stride, stride};
+        c.desc.start_padding = c.desc.end_padding = {1, 1};
+        if (channels_last) c.x_order = {0, 2, 3, 1};
+        run_case(c, dtype, rng,
+                 std::string(name(dtype)) + " stride " + std::to_string(stride) + (channels_last ? " nhwc" : ""));
+        if (HasFatalFailure()) return;
+      }
     }
   }
 }
