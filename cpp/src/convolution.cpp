@@ -36,6 +36,7 @@
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/rows.hpp"
+#include "dmlops/core/scratch.hpp"
 #include "dmlops/core/window.hpp"
 
 namespace dmlops {
@@ -294,13 +295,6 @@ std::vector<Acc> scratch(std::int64_t n) {
   return std::vector<Acc>(static_cast<std::size_t>(n));
 }
 
-// Scratch that the caller writes in full before reading: not zero-filled, which for a
-// megabyte-sized packed filter or panel would cost as much as packing it.
-template <class Acc>
-std::unique_ptr<Acc[]> unfilled_scratch(std::int64_t n) {
-  return std::unique_ptr<Acc[]>(new Acc[static_cast<std::size_t>(n)]);
-}
-
 // Every window tap's multi-index and the byte offset of that tap within one filter plane.
 struct Taps {
   std::vector<Dims> index;
@@ -484,7 +478,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   for (std::int64_t c = 0; c < g.in_per_group; ++c) {
     for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * v.filter.byte_strides[1] + tap.filter(t, flip));
   }
-  const std::unique_ptr<Acc[]> packed = unfilled_scratch<Acc>(g.groups * M_pad * K);
+  const Scratch<Acc> packed(g.groups * M_pad * K);
   const std::int64_t panels = M_pad / kGemmRows;
   parallel_for(0, g.groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t task = begin; task < end; ++task) {
@@ -532,8 +526,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     direct = direct && g.start[a] == 0 &&
              in_strides[a] == (a == g.D - 1 ? std::int64_t{sizeof(Acc)} : in_strides[a + 1] * g.in_spatial[a + 1]);
   }
-  const std::unique_ptr<Acc[]> planes =
-      unfilled_scratch<Acc>(direct ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input"));
+  const Scratch<Acc> planes(direct ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input"));
   const auto plane_of = [&](std::int64_t n, std::int64_t c) -> const Acc* {
     if (direct) return reinterpret_cast<const Acc*>(in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1]);
     return planes.get() + (n * g.in_channels + c) * pad.size;
@@ -559,7 +552,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     // k = (c, t) of B reads them from channel c's padded plane shifted by tap t.
     std::vector<GemmPiece> pieces;
     std::vector<const Acc*> sources(static_cast<std::size_t>(K));
-    const std::unique_ptr<Acc[]> panel = unfilled_scratch<Acc>(K * block), result = unfilled_scratch<Acc>(channel_block * block);
+    const Scratch<Acc> panel(K * block), result(channel_block * block);
     std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t position_task = task / channel_blocks, m0 = task % channel_blocks * channel_block;
@@ -623,7 +616,7 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
   const std::int64_t multiplier = g.out_per_group, tasks = g.batch * g.in_channels;
   const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * out_rows * out_width));
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    const std::unique_ptr<Acc[]> plane = unfilled_scratch<Acc>(pad.size);
+    const Scratch<Acc> plane(pad.size);
     std::vector<Acc> line(static_cast<std::size_t>(pad.row_len));  // zero: see PaddedPlane::fill
     std::vector<Acc> weights = scratch<Acc>(taps), result = scratch<Acc>(unit_strides ? 0 : out_rows * out_width);
     std::vector<Acc> wide = scratch<Acc>(unit_strides ? flat_length : 0);
@@ -707,9 +700,9 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   auto* out_base = static_cast<std::byte*>(v.out.data);
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const std::int64_t M_max = round_up(per_task * taps, kGemmRows);
-    const std::unique_ptr<Acc[]> packed = unfilled_scratch<Acc>(M_max * K), panel = unfilled_scratch<Acc>(K * block);
-    const std::unique_ptr<Acc[]> result = unfilled_scratch<Acc>(M_max * block);
-    std::vector<Acc> sums = scratch<Acc>(per_task * out_positions);
+    const Scratch<Acc> packed(M_max * K), panel(K * block);
+    const Scratch<Acc> result(M_max * block);
+    const Scratch<Acc> sums(per_task * out_positions);
     std::vector<Acc> row = scratch<Acc>(block);
     std::vector<std::int64_t> row_offset(static_cast<std::size_t>(M_max));
     for (std::int64_t task = begin; task < end; ++task) {
@@ -726,7 +719,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                     return load_value<T, Acc>(group_filter + ic * v.filter.byte_strides[0] + row_offset[r]);
                   },
                   packed.get());
-      std::fill_n(sums.data(), ocs * out_positions, Acc(0));
+      std::fill_n(sums.get(), ocs * out_positions, Acc(0));
       for (std::int64_t p0 = 0; p0 < positions; p0 += block) {
         const std::int64_t count = std::min(block, positions - p0), width = round_up(count, NR);
         for (std::int64_t ic = 0; ic < K; ++ic) {
@@ -745,7 +738,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                 tap.index[t], p0, p0 + count, acc_strides, /*base_offset=*/oc * out_positions,
                 [](std::int64_t, std::int64_t) {},  // outside the output: dropped
                 [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t len) {
-                  Acc* dst = sums.data() + offset;
+                  Acc* dst = sums.get() + offset;
                   const Acc* src = cols + (col - p0);
                   for (std::int64_t j = 0; j < len; ++j) dst[j * step] += src[j];
                 });
@@ -754,7 +747,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       }
       for (std::int64_t oc = 0; oc < ocs; ++oc) {
         const std::int64_t channel = grp * g.out_per_group + oc0 + oc;
-        finish_row<T, Acc>(sums.data() + oc * out_positions, out_positions, bias_of<T, Acc>(v, channel),
+        finish_row<T, Acc>(sums.get() + oc * out_positions, out_positions, bias_of<T, Acc>(v, channel),
                            desc.fused_activation, out_base + n * v.out.byte_strides[0] + channel * v.out.byte_strides[1],
                            g.out_spatial, out_strides, 0);
       }

@@ -33,6 +33,7 @@
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/filter.hpp"
 #include "dmlops/core/gemm.hpp"
+#include "dmlops/core/scratch.hpp"
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
@@ -1771,6 +1772,39 @@ void check_gemm_b_gather() {
     pack_gemm_b_gather(K, source.data(), pieces.data(), std::ssize(pieces), N, b.data());
     EXPECT_EQ(b, expected) << "K " << K;
   }
+}
+
+// Scratch blocks: aligned, reused by the next request that fits (the same memory, no new
+// allocation), several alive at once are distinct, and the per-thread cache stays under its cap.
+TEST(Scratch, ReusesBlocksWithinTheCap) {
+  std::thread([] {  // a fresh thread: an empty cache
+    EXPECT_EQ(scratch_cached_bytes(), 0u);
+    float* first;
+    {
+      const Scratch<float> a(1000);
+      first = a.get();
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first) % 64, 0u);
+      std::fill_n(a.get(), 1000, 1.0f);
+    }
+    EXPECT_EQ(scratch_cached_bytes(), 4000u);
+    {
+      const Scratch<float> b(900), c(900);  // b takes the cached block, c a new one
+      EXPECT_EQ(b.get(), first);
+      EXPECT_NE(c.get(), first);
+      EXPECT_EQ(scratch_cached_bytes(), 0u);
+    }
+    EXPECT_EQ(scratch_cached_bytes(), 4000u + 3600u);
+    {
+      const Scratch<std::byte> huge(static_cast<std::int64_t>(kScratchCacheBytes) + 1);  // never cached
+      huge.get()[0] = std::byte{1};
+    }
+    EXPECT_EQ(scratch_cached_bytes(), 4000u + 3600u);
+    {
+      const Scratch<std::byte> big(static_cast<std::int64_t>(kScratchCacheBytes) - 100);  // cached, evicting smaller ones
+    }
+    EXPECT_LE(scratch_cached_bytes(), kScratchCacheBytes);
+    EXPECT_EQ(scratch_cached_bytes(), kScratchCacheBytes - 100);
+  }).join();
 }
 
 TEST(Gemm, GatherPackingMatchesTheLayout) {
