@@ -546,13 +546,23 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     });
   }
 
+  // B packed piece by piece inside the product (in L1, never written out whole) when A's K
+  // block fits L2, which that order needs; else the whole panel first, once per position block.
+  const bool inline_b = channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= kGemmBlockBytes;
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     // Consecutive tasks of one position block (channel blocks vary fastest) reuse the packed
     // panel. A block's positions are pieces of output rows cut at micro-panel boundaries; row
     // k = (c, t) of B reads them from channel c's padded plane shifted by tap t.
     std::vector<GemmPiece> pieces;
     std::vector<const Acc*> sources(static_cast<std::size_t>(K));
-    const Scratch<Acc> panel(K * block), result(channel_block * block);
+    const Scratch<Acc> panel(inline_b ? 0 : K * block), result(channel_block * block);
+    // Packs a piece of B for gemm_pack_b_inline: the pieces of columns [j, j + columns).
+    const GemmPackB<Acc> pack_piece = [&](std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst) {
+      const auto by_column = [](const GemmPiece& piece, std::int64_t column) { return piece.column < column; };
+      const auto first = std::lower_bound(pieces.begin(), pieces.end(), j, by_column);
+      const auto stop = std::lower_bound(first, pieces.end(), j + columns, by_column);
+      pack_gemm_b_gather(depth, sources.data() + k0, &*first, stop - first, j, columns, dst);
+    };
     std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t position_task = task / channel_blocks, m0 = task % channel_blocks * channel_block;
@@ -572,11 +582,15 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
           const Acc* plane = plane_of(n, grp * g.in_per_group + c);
           for (std::int64_t t = 0; t < taps; ++t) sources[c * taps + t] = plane + pad.tap_offset[t];
         }
-        pack_gemm_b_gather(K, sources.data(), pieces.data(), std::ssize(pieces), width, panel.get());
+        if (!inline_b) pack_gemm_b_gather(K, sources.data(), pieces.data(), std::ssize(pieces), 0, width, panel.get());
       }
       const std::int64_t rows = std::min(channel_block, M - m0);
-      gemm_packed(round_up(rows, kGemmRows), width, K, packed.get() + (grp * M_pad + m0) * K, panel.get(),
-                  result.get(), width);
+      const Acc* a = packed.get() + (grp * M_pad + m0) * K;
+      if (inline_b) {
+        gemm_pack_b_inline(round_up(rows, kGemmRows), width, K, a, pack_piece, result.get(), width);
+      } else {
+        gemm_packed(round_up(rows, kGemmRows), width, K, a, panel.get(), result.get(), width);
+      }
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t oc = grp * M + m0 + i;
         finish_row<T, Acc>(result.get() + i * width, count, bias_of<T, Acc>(v, oc), desc.fused_activation,

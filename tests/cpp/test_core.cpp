@@ -1672,9 +1672,9 @@ TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
 }
 
 // gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
-// sizes, M across row blocks of A)
-// sizes), K from 1 up and across K blocks; B packed row by row; both element types. The micro-kernel writes whole tiles, so C has
-// round_up(M, kGemmRows) rows; only the first M are compared.
+// sizes, M across row blocks of A), K from 1 up and across K blocks; B packed row by row; both
+// element types. The micro-kernel writes whole tiles, so C has round_up(M, kGemmRows) rows;
+// only the first M are compared. gemm_pack_b_inline must give gemm_packed's bits.
 template <class Acc>
 void check_gemm() {
   constexpr std::int64_t NR = gemm_columns<Acc>();
@@ -1694,6 +1694,20 @@ void check_gemm() {
         const std::int64_t ldc = N + 1;
         std::vector<Acc> c(static_cast<std::size_t>(round_up(M, kGemmRows) * ldc));
         gemm_packed(round_up(M, kGemmRows), N, K, packed.data(), b_packed.data(), c.data(), ldc);
+        // B packed piece by piece inside the product: the same tiles, so the same bits.
+        std::vector<Acc> c_inline(c.size());
+        const GemmPackB<Acc> pack_b = [&](std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst) {
+          for (std::int64_t q = 0; q < columns / NR; ++q) {
+            for (std::int64_t k = 0; k < depth; ++k)
+              std::copy_n(b_packed.data() + gemm_b_offset<Acc>(K, k0 + k, j + q * NR), NR, dst + (q * depth + k) * NR);
+          }
+        };
+        gemm_pack_b_inline(round_up(M, kGemmRows), N, K, packed.data(), pack_b, c_inline.data(), ldc);
+        for (std::int64_t i = 0; i < M; ++i) {
+          for (std::int64_t j = 0; j < N; ++j)
+            ASSERT_EQ(c_inline[static_cast<std::size_t>(i * ldc + j)], c[static_cast<std::size_t>(i * ldc + j)])
+                << "inline B, M " << M << " N " << N << " K " << K << " at " << i << ", " << j;
+        }
         for (std::int64_t i = 0; i < M; ++i) {
           for (std::int64_t j = 0; j < N; ++j) {
             double exact = 0, magnitude = 0;
@@ -1769,7 +1783,7 @@ void check_gemm_b_gather() {
           expected[static_cast<std::size_t>(gemm_b_offset<Acc>(K, k, piece.column + j))] = source[k][piece.offset + j];
       }
     }
-    pack_gemm_b_gather(K, source.data(), pieces.data(), std::ssize(pieces), N, b.data());
+    pack_gemm_b_gather(K, source.data(), pieces.data(), std::ssize(pieces), 0, N, b.data());
     EXPECT_EQ(b, expected) << "K " << K;
   }
 }

@@ -8,13 +8,12 @@
 #include <type_traits>
 
 #include "dmlops/core/cpu.hpp"
+#include "dmlops/core/scratch.hpp"
 
 namespace dmlops {
 namespace {
 
 constexpr int R = static_cast<int>(kGemmRows);
-// A block of A (block_rows x kGemmDepth values) that stays in L2 with room for B's panel and C.
-constexpr std::int64_t kGemmBlockBytes = 256 * 1024;
 
 // One R x NR tile, portable: the compiler vectorises the j loops.
 // Each tile sums K rows; with `accumulate` it adds to C (the sums of the earlier K blocks).
@@ -181,6 +180,33 @@ void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const A
   }
 }
 
+// gemm_pack_b_inline's loops: per K block and piece of B (two micro-panels with a pair tile),
+// pack the piece, then pass every panel of A over it.
+template <class Acc, class Tile, class PairTile = std::nullptr_t>
+void drive_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const GemmPackB<Acc>& pack_b,
+                         Acc* c, std::int64_t ldc, Tile tile, PairTile pair_tile = kNoPairTile) {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  const Scratch<Acc> piece(2 * NR * kGemmDepth);
+  for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
+    const std::int64_t depth = std::min(kGemmDepth, K - k0);
+    for (std::int64_t j = 0; j < N;) {
+      if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
+        if (j + 2 * NR <= N) {
+          pack_b(k0, depth, j, 2 * NR, piece.get());
+          for (std::int64_t p = 0; p < M; p += kGemmRows)
+            pair_tile(depth, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
+          j += 2 * NR;
+          continue;
+        }
+      }
+      pack_b(k0, depth, j, NR, piece.get());
+      for (std::int64_t p = 0; p < M; p += kGemmRows)
+        tile(depth, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
+      j += NR;
+    }
+  }
+}
+
 template <class Acc>
 void weighted_row_sum_portable(std::int64_t taps, const Acc* const* rows, const Acc* weights, std::int64_t n, Acc* out) {
   std::fill_n(out, n, Acc(0));
@@ -224,10 +250,11 @@ __attribute__((target("avx2,fma"))) void weighted_row_sum_avx2(std::int64_t taps
 
 template <class Acc>
 [[gnu::always_inline]] inline void pack_b_gather_body(std::int64_t K, const Acc* const* source, const GemmPiece* pieces,
-                                                      std::int64_t piece_count, std::int64_t N, Acc* b) {
+                                                      std::int64_t piece_count, std::int64_t column0, std::int64_t N,
+                                                      Acc* b) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
   std::int64_t i = 0;
-  for (std::int64_t j0 = 0; j0 < N; j0 += NR, b += K * NR) {
+  for (std::int64_t j0 = column0; j0 < column0 + N; j0 += NR, b += K * NR) {
     const std::int64_t first = i;
     while (i < piece_count && pieces[i].column < j0 + NR) ++i;
     if (i - first == 1 && pieces[first].length == NR) {  // the common case: one row piece, a fixed-size copy
@@ -239,14 +266,20 @@ template <class Acc>
       }
       continue;
     }
+    std::int64_t covered = 0;
+    for (std::int64_t p = first; p < i; ++p) covered += pieces[p].length;
     for (std::int64_t k = 0; k < K; ++k) {
       Acc* dst = b + k * NR;
-      for (std::int64_t j = 0; j < NR; ++j) dst[j] = Acc(0);
+      if (covered < NR) std::fill_n(dst, NR, Acc(0));  // a tail or a gap
       for (std::int64_t p = first; p < i; ++p) {
         const GemmPiece& piece = pieces[p];
         const Acc* src = source[k] + piece.offset;
         Acc* to = dst + (piece.column - j0);
-        for (std::int64_t j = 0; j < piece.length; ++j) to[j] = src[j];
+        // Pieces of two output rows: in blocks of a quarter micro-panel, then one by one.
+        constexpr std::int64_t kQuarter = NR / 4;
+        std::int64_t j = 0;
+        for (; j + kQuarter <= piece.length; j += kQuarter) std::memcpy(to + j, src + j, kQuarter * sizeof(Acc));
+        for (; j < piece.length; ++j) to[j] = src[j];
       }
     }
   }
@@ -255,13 +288,13 @@ template <class Acc>
 }  // namespace
 
 void pack_gemm_b_gather(std::int64_t K, const float* const* source, const GemmPiece* pieces, std::int64_t piece_count,
-                        std::int64_t N, float* b) {
-  IsaKernel<&pack_b_gather_body<float>>::run(K, source, pieces, piece_count, N, b);
+                        std::int64_t column0, std::int64_t N, float* b) {
+  IsaKernel<&pack_b_gather_body<float>>::run(K, source, pieces, piece_count, column0, N, b);
 }
 
 void pack_gemm_b_gather(std::int64_t K, const double* const* source, const GemmPiece* pieces, std::int64_t piece_count,
-                        std::int64_t N, double* b) {
-  IsaKernel<&pack_b_gather_body<double>>::run(K, source, pieces, piece_count, N, b);
+                        std::int64_t column0, std::int64_t N, double* b) {
+  IsaKernel<&pack_b_gather_body<double>>::run(K, source, pieces, piece_count, column0, N, b);
 }
 
 void weighted_row_sum(std::int64_t taps, const float* const* rows, const float* weights, std::int64_t n, float* out) {
@@ -285,6 +318,19 @@ void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a
                  std::int64_t ldc) {
   if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f64_avx2);
   drive(M, N, K, a, b, c, ldc, tile_portable<double>);
+}
+
+void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const GemmPackB<float>& pack_b,
+                        float* c, std::int64_t ldc) {
+  if (avx512_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2, tile_f32x2_avx512);
+  if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2);
+  drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_portable<float>);
+}
+
+void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const double* a,
+                        const GemmPackB<double>& pack_b, double* c, std::int64_t ldc) {
+  if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f64_avx2);
+  drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_portable<double>);
 }
 
 }  // namespace dmlops

@@ -25,12 +25,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 
 namespace dmlops {
 
 inline constexpr std::int64_t kGemmRows = 6;
 // K block: 256 rows of a 16-float micro-panel of B are 16 KiB, half of a 32 KiB L1.
 inline constexpr std::int64_t kGemmDepth = 256;
+// A block of A's rows (x kGemmDepth values) that stays in L2 with room for B's panel and C.
+inline constexpr std::int64_t kGemmBlockBytes = 256 * 1024;
 template <class Acc>
 constexpr std::int64_t gemm_columns() {
   return 32 / sizeof(Acc) * 2;  // two AVX2 registers per row
@@ -76,10 +79,12 @@ struct GemmPiece {
 // multiple of NR) say where each column comes from; columns no piece covers are zero. This is
 // the implicit im2col of a convolution: source[k] is an input row shifted by one window tap, and
 // a micro-panel that lies in one output row is one piece, so one vector copy per k.
+// `column0` (a multiple of NR) is the first column packed: the pieces then start there, and b
+// holds columns [column0, column0 + N).
 void pack_gemm_b_gather(std::int64_t K, const float* const* source, const GemmPiece* pieces, std::int64_t piece_count,
-                        std::int64_t N, float* b);
+                        std::int64_t column0, std::int64_t N, float* b);
 void pack_gemm_b_gather(std::int64_t K, const double* const* source, const GemmPiece* pieces, std::int64_t piece_count,
-                        std::int64_t N, double* b);
+                        std::int64_t column0, std::int64_t N, double* b);
 
 // C = A * B over whole tiles (see above): M rows (padded to kGemmRows), N columns (a multiple
 // of gemm_columns<Acc>()), both operands packed.
@@ -87,6 +92,18 @@ void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a_
                  float* c, std::int64_t ldc);
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a_packed, const double* b_packed,
                  double* c, std::int64_t ldc);
+
+// C = A * B with B packed on the fly, one K block of one or two micro-panels at a time, just
+// before the tiles that read it, so B never leaves L1: pack_b(k0, depth, j, columns, dst) writes
+// rows [k0, k0 + depth) of columns [j, j + columns) as columns / NR micro-panels of depth rows
+// (micro-panel q at dst + q * depth * NR). Same tiles and sums as gemm_packed, so the same
+// bits; every panel of A passes over each piece, so A's K block (M x kGemmDepth) should fit L2.
+template <class Acc>
+using GemmPackB = std::function<void(std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst)>;
+void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const float* a_packed,
+                        const GemmPackB<float>& pack_b, float* c, std::int64_t ldc);
+void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const double* a_packed,
+                        const GemmPackB<double>& pack_b, double* c, std::int64_t ldc);
 
 // out[j] = sum over t of weights[t] * rows[t][j], j in [0, n): a weighted sum of shifted rows
 // (a direct convolution with one input channel per output, e.g. depthwise), summed in
