@@ -357,15 +357,27 @@ __attribute__((target("avx2"))) void split_pairs_avx2(const float* src, std::int
   for (; i < pairs; ++i) even[i] = src[2 * i], odd[i] = src[2 * i + 1];
 }
 
-// dst[q * phase_len + i] = src[i * phases + q]: a row of phases * phase_len values split into
-// its phases.
+// dst[q * phase_len + i] = row[i * phases + q]: a padded row split into its phases, where
+// row[x] = in[x - first] for x in [first, stop) and 0 elsewhere (so `in` may be the input row
+// itself: read, never copied first).
 template <class Acc>
-void split_phases(const Acc* src, std::int64_t phases, std::int64_t phase_len, Acc* dst) {
+void split_phases(const Acc* in, std::int64_t first, std::int64_t stop, std::int64_t phases, std::int64_t phase_len,
+                  Acc* dst) {
+  std::int64_t lo = 0, hi = 0;  // entries [lo, hi) of every phase written by the vector kernel
   if constexpr (std::is_same_v<Acc, float>) {
-    if (phases == 2 && avx2_enabled()) return split_pairs_avx2(src, phase_len, dst, dst + phase_len);
+    if (phases == 2 && avx2_enabled()) {  // the pairs (2i, 2i + 1) inside [first, stop)
+      lo = std::min((first + 1) / 2, phase_len);
+      hi = std::clamp(stop / 2, lo, phase_len);
+      if (hi > lo) split_pairs_avx2(in + (2 * lo - first), hi - lo, dst + lo, dst + phase_len + lo);
+    }
   }
+  const auto write = [&](std::int64_t q, std::int64_t i) {
+    const std::int64_t x = i * phases + q;
+    dst[q * phase_len + i] = x >= first && x < stop ? in[x - first] : Acc(0);
+  };
   for (std::int64_t q = 0; q < phases; ++q) {
-    for (std::int64_t i = 0; i < phase_len; ++i) dst[q * phase_len + i] = src[i * phases + q];
+    for (std::int64_t i = 0; i < lo; ++i) write(q, i);
+    for (std::int64_t i = hi; i < phase_len; ++i) write(q, i);
   }
 }
 
@@ -411,7 +423,8 @@ struct PaddedPlane {
   // zeros around them (only there, so the scratch need not be zero-filled first). A row is made
   // in natural order, in place when it is one channel's without phases, else in `lines`
   // (channels * row_len values, zero outside [row_first, row_stop) of each row_len, which this
-  // never writes), then copied or split into its phases. Several channels at once suit inputs
+  // never writes), then copied or split into its phases; one channel's contiguous row of Acc
+  // is split straight from the input. Several channels at once suit inputs
   // whose channels are closer in memory than their columns (channels-last): each input row is
   // then read once, a cache line of channels at a time, instead of once per channel.
   template <class T, class Acc>
@@ -438,6 +451,10 @@ struct PaddedPlane {
         std::fill(dst + row_stop, dst + row_len, Acc(0));
         continue;
       }
+      if (channels == 1 && std::is_same_v<T, Acc> && step == sizeof(T) && aligned(src + offset, alignof(Acc))) {
+        split_phases(reinterpret_cast<const Acc*>(src + offset), row_first, row_stop, phases, phase_len, dst);
+        continue;
+      }
       if (channels == 1) {
         load_run<T, Acc>(src + offset, step, width, lines + row_first);
       } else {
@@ -451,7 +468,7 @@ struct PaddedPlane {
         if (phases == 1) {
           std::memcpy(dst + c * size, lines + c * row_len, static_cast<std::size_t>(row_len) * sizeof(Acc));
         } else {
-          split_phases(lines + c * row_len, phases, phase_len, dst + c * size);
+          split_phases(lines + c * row_len, 0, row_len, phases, phase_len, dst + c * size);
         }
       }
     }
