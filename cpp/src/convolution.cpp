@@ -495,17 +495,28 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   for (std::int64_t c = 0; c < g.in_per_group; ++c) {
     for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * v.filter.byte_strides[1] + tap.filter(t, flip));
   }
+  // A filter of Acc whose rows are contiguous in A's column order (cross-correlation, dense
+  // {OutC, InC/G, K...}) is read as plain rows.
+  bool dense_rows = std::is_same_v<T, Acc> && aligned(w, alignof(Acc)) && v.filter.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0;
+  for (std::int64_t k = 0; k < K && dense_rows; ++k) dense_rows = column_offset[k] == k * std::int64_t{sizeof(Acc)};
+  const std::int64_t filter_ld = v.filter.byte_strides[0] / std::int64_t{sizeof(Acc)};
   const Scratch<Acc> packed(g.groups * M_pad * K);
   const std::int64_t panels = M_pad / kGemmRows;
   parallel_for(0, g.groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t grp = task / panels, p = task % panels * kGemmRows;
       const std::byte* rows = w + (grp * M + p) * v.filter.byte_strides[0];
+      Acc* dst = packed.get() + (grp * M_pad + p) * K;
+      if (dense_rows) {
+        const Acc* first = reinterpret_cast<const Acc*>(rows);
+        pack_gemm_a(std::min(kGemmRows, M - p), K, [&](std::int64_t r, std::int64_t k) { return first[r * filter_ld + k]; }, dst);
+        continue;
+      }
       pack_gemm_a(std::min(kGemmRows, M - p), K,
                   [&](std::int64_t r, std::int64_t k) {
                     return load_value<T, Acc>(rows + r * v.filter.byte_strides[0] + column_offset[k]);
                   },
-                  packed.get() + (grp * M_pad + p) * K);
+                  dst);
     }
   });
 

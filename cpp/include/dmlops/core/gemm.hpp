@@ -47,8 +47,15 @@ inline std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
 template <class Acc, class At>
 void pack_gemm_a(std::int64_t M, std::int64_t K, At&& at, Acc* packed) {
   for (std::int64_t p = 0; p < M; p += kGemmRows) {
+    const std::int64_t rows = std::min(kGemmRows, M - p);
+    if (rows == kGemmRows) {  // a whole panel: no test per element
+      for (std::int64_t k = 0; k < K; ++k) {
+        for (std::int64_t r = 0; r < kGemmRows; ++r) *packed++ = static_cast<Acc>(at(p + r, k));
+      }
+      continue;
+    }
     for (std::int64_t k = 0; k < K; ++k) {
-      for (std::int64_t r = 0; r < kGemmRows; ++r) *packed++ = p + r < M ? static_cast<Acc>(at(p + r, k)) : Acc(0);
+      for (std::int64_t r = 0; r < kGemmRows; ++r) *packed++ = r < rows ? static_cast<Acc>(at(p + r, k)) : Acc(0);
     }
   }
 }
