@@ -488,8 +488,8 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
   const Taps tap(walker, v.filter);
-  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'], packed panel by panel in
-  // parallel (a large layer's filter is megabytes), from the columns' byte offsets.
+  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'], packed from the columns'
+  // byte offsets (up front or inside the product: see inline_a below).
   const auto* w = static_cast<const std::byte*>(v.filter.data);
   std::vector<std::int64_t> column_offset;
   for (std::int64_t c = 0; c < g.in_per_group; ++c) {
@@ -500,25 +500,21 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   bool dense_rows = std::is_same_v<T, Acc> && aligned(w, alignof(Acc)) && v.filter.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0;
   for (std::int64_t k = 0; k < K && dense_rows; ++k) dense_rows = column_offset[k] == k * std::int64_t{sizeof(Acc)};
   const std::int64_t filter_ld = v.filter.byte_strides[0] / std::int64_t{sizeof(Acc)};
-  const Scratch<Acc> packed(g.groups * M_pad * K);
-  const std::int64_t panels = M_pad / kGemmRows;
-  parallel_for(0, g.groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t task = begin; task < end; ++task) {
-      const std::int64_t grp = task / panels, p = task % panels * kGemmRows;
-      const std::byte* rows = w + (grp * M + p) * v.filter.byte_strides[0];
-      Acc* dst = packed.get() + (grp * M_pad + p) * K;
-      if (dense_rows) {
-        const Acc* first = reinterpret_cast<const Acc*>(rows);
-        pack_gemm_a(std::min(kGemmRows, M - p), K, [&](std::int64_t r, std::int64_t k) { return first[r * filter_ld + k]; }, dst);
-        continue;
-      }
-      pack_gemm_a(std::min(kGemmRows, M - p), K,
-                  [&](std::int64_t r, std::int64_t k) {
-                    return load_value<T, Acc>(rows + r * v.filter.byte_strides[0] + column_offset[k]);
-                  },
-                  dst);
+  // Packs rows [row0, row0 + count) of group grp's A, columns [k0, k0 + depth), as pack_gemm_a does.
+  const auto pack_filter = [&](std::int64_t grp, std::int64_t row0, std::int64_t count, std::int64_t k0, std::int64_t depth,
+                               Acc* dst) {
+    const std::byte* rows = w + (grp * M + row0) * v.filter.byte_strides[0];
+    if (dense_rows) {
+      const Acc* first = reinterpret_cast<const Acc*>(rows) + k0;
+      return pack_gemm_a(count, depth, [&](std::int64_t r, std::int64_t k) { return first[r * filter_ld + k]; }, dst);
     }
-  });
+    const std::int64_t* columns = column_offset.data() + k0;
+    pack_gemm_a(count, depth,
+                [&](std::int64_t r, std::int64_t k) {
+                  return load_value<T, Acc>(rows + r * v.filter.byte_strides[0] + columns[k]);
+                },
+                dst);
+  };
 
   // Position blocks: NR-multiples whose im2col panel fits kPanelBytes (at least kMinBlock
   // positions, so that A, streamed once per task, is reused), of about equal sizes.
@@ -577,6 +573,20 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   // B packed piece by piece inside the product (in L1, never written out whole) when A's K
   // block fits L2, which that order needs; else the whole panel first, once per position block.
   const bool inline_b = channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= kGemmBlockBytes;
+  // A larger A used by one task only (one batch item, one position block: e.g. 3x3 512@7, whose
+  // filter is 9 MB) is packed inside the product too, a K block of an L2 block of rows at a
+  // time, instead of being written out whole and read back; else once, up front, in parallel.
+  const bool inline_a = !inline_b && g.batch * blocks == 1;
+  const Scratch<Acc> packed(inline_a ? 0 : g.groups * M_pad * K);
+  if (!inline_a) {
+    const std::int64_t panels = M_pad / kGemmRows;
+    parallel_for(0, g.groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t task = begin; task < end; ++task) {
+        const std::int64_t grp = task / panels, p = task % panels * kGemmRows;
+        pack_filter(grp, p, std::min(kGemmRows, M - p), 0, K, packed.get() + (grp * M_pad + p) * K);
+      }
+    });
+  }
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     // Consecutive tasks of one position block (channel blocks vary fastest) reuse the packed
     // panel. A block's positions are pieces of output rows cut at micro-panel boundaries; row
@@ -613,9 +623,14 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         if (!inline_b) pack_gemm_b_gather(K, sources.data(), pieces.data(), std::ssize(pieces), 0, width, panel.get());
       }
       const std::int64_t rows = std::min(channel_block, M - m0);
-      const Acc* a = packed.get() + (grp * M_pad + m0) * K;
+      const Acc* a = inline_a ? nullptr : packed.get() + (grp * M_pad + m0) * K;
       if (inline_b) {
         gemm_pack_b_inline(round_up(rows, kGemmRows), width, K, a, pack_piece, result.get(), width);
+      } else if (inline_a) {
+        const GemmPackA<Acc> pack_rows = [&](std::int64_t k0, std::int64_t depth, std::int64_t r0, std::int64_t count, Acc* dst) {
+          pack_filter(grp, m0 + r0, std::min(count, rows - r0), k0, depth, dst);
+        };
+        gemm_pack_a_inline(round_up(rows, kGemmRows), width, K, pack_rows, panel.get(), result.get(), width);
       } else {
         gemm_packed(round_up(rows, kGemmRows), width, K, a, panel.get(), result.get(), width);
       }

@@ -323,6 +323,33 @@ TEST(Convolution, PositionBlocksAndRowPiecesMatchTheReference) {
   }
 }
 
+// More output channels (262) than one L2 block of the filter's rows holds, a reduction (270)
+// over two K blocks: B is then packed whole per position block, and A inside the product (one
+// batch item, one position block) or up front (two batch items); 1 and 2 threads; float32 and
+// float64 (whose rows are twice the bytes: the inline-A path at 1 thread); both modes (the
+// filter read as plain rows or through its tap offsets).
+TEST(Convolution, ManyOutputChannelsMatchTheReference) {
+  std::mt19937 rng(262);
+  for (DataType dtype : {DataType::Float32, DataType::Float64}) {
+    for (std::int64_t batch : {1, 2}) {
+      for (int threads : {1, 2}) {
+        for (ConvolutionMode mode : {ConvolutionMode::CrossCorrelation, ConvolutionMode::Convolution}) {
+          if (threads == 2 && mode == ConvolutionMode::Convolution) continue;  // the same paths as one thread
+          ThreadCountGuard guard(threads);
+          Case c;
+          c.x_sizes = {batch, 30, 6, 9};
+          c.w_sizes = {262, 30, 3, 3};
+          c.desc.start_padding = c.desc.end_padding = {1, 0};
+          c.desc.mode = mode;
+          run_case(c, dtype, rng, std::string(name(dtype)) + " batch " + std::to_string(batch) + " threads " +
+                                      std::to_string(threads) + " " + std::string(name(mode)));
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
 TEST(Convolution, ThreadCountsGiveIdenticalBits) {
   std::mt19937 rng(5);
   for (ConvolutionDirection direction : {ConvolutionDirection::Forward, ConvolutionDirection::Backward}) {

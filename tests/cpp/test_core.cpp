@@ -1674,7 +1674,8 @@ TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
 // gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
 // sizes, M across row blocks of A), K from 1 up and across K blocks; B packed row by row; both
 // element types. The micro-kernel writes whole tiles, so C has round_up(M, kGemmRows) rows;
-// only the first M are compared. gemm_pack_b_inline must give gemm_packed's bits.
+// only the first M are compared. gemm_pack_b_inline and gemm_pack_a_inline must give
+// gemm_packed's bits.
 template <class Acc>
 void check_gemm() {
   constexpr std::int64_t NR = gemm_columns<Acc>();
@@ -1703,10 +1704,20 @@ void check_gemm() {
           }
         };
         gemm_pack_b_inline(round_up(M, kGemmRows), N, K, packed.data(), pack_b, c_inline.data(), ldc);
+        // A packed block by block inside the product (pack_gemm_a of the block's rows and columns).
+        std::vector<Acc> c_inline_a(c.size());
+        const GemmPackA<Acc> pack_a = [&](std::int64_t k0, std::int64_t depth, std::int64_t m0, std::int64_t rows, Acc* dst) {
+          pack_gemm_a(std::min(rows, M - m0), depth,
+                      [&](std::int64_t i, std::int64_t k) { return a[static_cast<std::size_t>((m0 + i) * K + k0 + k)]; }, dst);
+        };
+        gemm_pack_a_inline(round_up(M, kGemmRows), N, K, pack_a, b_packed.data(), c_inline_a.data(), ldc);
         for (std::int64_t i = 0; i < M; ++i) {
-          for (std::int64_t j = 0; j < N; ++j)
+          for (std::int64_t j = 0; j < N; ++j) {
             ASSERT_EQ(c_inline[static_cast<std::size_t>(i * ldc + j)], c[static_cast<std::size_t>(i * ldc + j)])
                 << "inline B, M " << M << " N " << N << " K " << K << " at " << i << ", " << j;
+            ASSERT_EQ(c_inline_a[static_cast<std::size_t>(i * ldc + j)], c[static_cast<std::size_t>(i * ldc + j)])
+                << "inline A, M " << M << " N " << N << " K " << K << " at " << i << ", " << j;
+          }
         }
         for (std::int64_t i = 0; i < M; ++i) {
           for (std::int64_t j = 0; j < N; ++j) {

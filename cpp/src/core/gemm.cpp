@@ -147,19 +147,27 @@ __attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const dou
 // No pair tile: every micro-panel goes through `tile`.
 constexpr std::nullptr_t kNoPairTile = nullptr;
 
+// Rows of A per pass: their K block (kGemmBlockBytes) stays in L2 while the micro-panels of B
+// pass over it. The blocks only choose which tile runs when; every C element still sums its K
+// blocks in increasing order, so the bits do not depend on them.
+template <class Acc>
+constexpr std::int64_t kBlockRows =
+    std::max<std::int64_t>(kGemmRows, kGemmBlockBytes / (kGemmDepth * std::int64_t{sizeof(Acc)}) / kGemmRows * kGemmRows);
+
+// With `pack_a` (gemm_pack_a_inline), each K block of each block of rows is packed into
+// `a_block` first and read from there; else `a` is the whole packed A.
 template <class Acc, class Tile, class PairTile = std::nullptr_t>
 void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int64_t ldc,
-           Tile tile, PairTile pair_tile = kNoPairTile) {
+           Tile tile, PairTile pair_tile = kNoPairTile, const GemmPackA<Acc>* pack_a = nullptr, Acc* a_block = nullptr) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
-  // Rows of A per pass: their K block (kGemmBlockBytes) stays in L2 while the micro-panels of B
-  // pass over it. The blocks only choose which tile runs when; every C element still sums its K
-  // blocks in increasing order, so the bits do not depend on them.
-  constexpr std::int64_t block_rows =
-      std::max<std::int64_t>(kGemmRows, kGemmBlockBytes / (kGemmDepth * std::int64_t{sizeof(Acc)}) / kGemmRows * kGemmRows);
+  constexpr std::int64_t block_rows = kBlockRows<Acc>;
   for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
     const std::int64_t depth = std::min(kGemmDepth, K - k0);
     for (std::int64_t m0 = 0; m0 < M; m0 += block_rows) {
       const std::int64_t m1 = std::min(M, m0 + block_rows);
+      // Panel p's K block: in the whole packed A, or in the block just packed.
+      const auto a_at = [&](std::int64_t p) { return pack_a ? a_block + (p - m0) * depth : a + p * K + k0 * kGemmRows; };
+      if (pack_a) (*pack_a)(k0, depth, m0, m1 - m0, a_block);
       // Micro-panels of B outside (two at a time with a pair tile): each K block of one stays in
       // L1 while every panel of the A block passes over it.
       for (std::int64_t j = 0; j < N;) {
@@ -167,13 +175,13 @@ void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const A
         if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
           if (j + 2 * NR <= N) {
             for (std::int64_t p = m0; p < m1; p += kGemmRows)
-              pair_tile(depth, K * NR, a + p * K + k0 * kGemmRows, b_block, c + p * ldc + j, ldc, k0 > 0);
+              pair_tile(depth, K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
             j += 2 * NR;
             continue;
           }
         }
         for (std::int64_t p = m0; p < m1; p += kGemmRows)
-          tile(depth, a + p * K + k0 * kGemmRows, b_block, c + p * ldc + j, ldc, k0 > 0);
+          tile(depth, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
         j += NR;
       }
     }
@@ -318,6 +326,22 @@ void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a
                  std::int64_t ldc) {
   if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f64_avx2);
   drive(M, N, K, a, b, c, ldc, tile_portable<double>);
+}
+
+void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<float>& pack_a, const float* b,
+                        float* c, std::int64_t ldc) {
+  const Scratch<float> block(kBlockRows<float> * kGemmDepth);
+  if (avx512_enabled())
+    return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, tile_f32x2_avx512, &pack_a, block.get());
+  if (avx2_fma_enabled()) return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, kNoPairTile, &pack_a, block.get());
+  drive<float>(M, N, K, nullptr, b, c, ldc, tile_portable<float>, kNoPairTile, &pack_a, block.get());
+}
+
+void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<double>& pack_a,
+                        const double* b, double* c, std::int64_t ldc) {
+  const Scratch<double> block(kBlockRows<double> * kGemmDepth);
+  if (avx2_fma_enabled()) return drive<double>(M, N, K, nullptr, b, c, ldc, tile_f64_avx2, kNoPairTile, &pack_a, block.get());
+  drive<double>(M, N, K, nullptr, b, c, ldc, tile_portable<double>, kNoPairTile, &pack_a, block.get());
 }
 
 void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const GemmPackB<float>& pack_b,

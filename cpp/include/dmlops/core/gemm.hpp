@@ -112,6 +112,19 @@ void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const fl
 void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const double* a_packed,
                         const GemmPackB<double>& pack_b, double* c, std::int64_t ldc);
 
+// C = A * B with A packed on the fly, one K block of an L2-sized block of rows at a time, just
+// before the tiles that read it: pack_a(k0, depth, m0, rows, dst) writes rows [m0, m0 + rows)
+// (rows a multiple of kGemmRows) of columns [k0, k0 + depth) as rows / kGemmRows panels of depth
+// columns (panel q at dst + q * kGemmRows * depth, laid out like pack_gemm_a's). For an A that
+// is used once (e.g. a large filter against one block of positions), this saves writing the
+// whole packed A out and reading it back. Same tiles and sums as gemm_packed, so the same bits.
+template <class Acc>
+using GemmPackA = std::function<void(std::int64_t k0, std::int64_t depth, std::int64_t m0, std::int64_t rows, Acc* dst)>;
+void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<float>& pack_a,
+                        const float* b_packed, float* c, std::int64_t ldc);
+void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<double>& pack_a,
+                        const double* b_packed, double* c, std::int64_t ldc);
+
 // out[j] = sum over t of weights[t] * rows[t][j], j in [0, n): a weighted sum of shifted rows
 // (a direct convolution with one input channel per output, e.g. depthwise), summed in
 // increasing t. The float version runs AVX2+FMA when avx2_fma_enabled() (then every term is one
