@@ -19,6 +19,8 @@
 // times more zeros than values and needs the output padding spelled out as extra zeros.
 #include "dmlops/ops/convolution.hpp"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -27,12 +29,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/gemm.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/rows.hpp"
+#include "dmlops/core/scratch.hpp"
 #include "dmlops/core/window.hpp"
 
 namespace dmlops {
@@ -47,6 +51,8 @@ constexpr std::int64_t kMinBlock = 128;          // forward positions per task, 
 constexpr std::int64_t kMinChannelBlock = 48;    // output channels per forward task, at least
 constexpr std::int64_t kPlaneBytes = 1024 * 1024;  // a backward task's accumulator planes
 constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not worth a thread
+constexpr std::int64_t kChannelBlock = 16;  // channels-last input channels padded together
+constexpr std::int64_t kLongRow = 32;  // depthwise output rows this long are stored one by one, not moved first
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -215,10 +221,8 @@ void load_run(const std::byte* src, std::int64_t step, std::int64_t n, Acc* dst)
     if (step == sizeof(Half) && aligned(src, alignof(Half)))
       return half_to_float(reinterpret_cast<const Half*>(src), dst, static_cast<std::size_t>(n));
   } else {
-    // An inline loop, not memcpy: the packing copies pieces of at most one micro-panel width,
-    // where a library call costs more than the copy.
-    if (step == sizeof(T)) {
-      for (std::int64_t j = 0; j < n; ++j) dst[j] = load_value<T, Acc>(src + j * std::int64_t{sizeof(T)});
+    if (step == sizeof(T)) {  // T is Acc: whole input rows, one memcpy
+      std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
       return;
     }
   }
@@ -291,13 +295,6 @@ std::vector<Acc> scratch(std::int64_t n) {
   return std::vector<Acc>(static_cast<std::size_t>(n));
 }
 
-// Scratch that the caller writes in full before reading: not zero-filled, which for a
-// megabyte-sized packed filter or panel would cost as much as packing it.
-template <class Acc>
-std::unique_ptr<Acc[]> unfilled_scratch(std::int64_t n) {
-  return std::unique_ptr<Acc[]>(new Acc[static_cast<std::size_t>(n)]);
-}
-
 // Every window tap's multi-index and the byte offset of that tap within one filter plane.
 struct Taps {
   std::vector<Dims> index;
@@ -345,13 +342,52 @@ BlockWalker forward_walker(const Geometry& g) {
   return BlockWalker(std::move(axes));
 }
 
+// even[i] = src[2i], odd[i] = src[2i + 1] for i < pairs: float rows of a stride-2 layer, eight
+// pairs per step (two loads, two shuffles, two lane permutes).
+__attribute__((target("avx2"))) void split_pairs_avx2(const float* src, std::int64_t pairs, float* even, float* odd) {
+  std::int64_t i = 0;
+  for (; i + 8 <= pairs; i += 8) {
+    const __m256 a = _mm256_loadu_ps(src + 2 * i), b = _mm256_loadu_ps(src + 2 * i + 8);
+    // [a0 a2 b0 b2 | a4 a6 b4 b6] -> [a0 a2 a4 a6 b0 b2 b4 b6], likewise for the odd entries.
+    const __m256d e = _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+    const __m256d o = _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm256_storeu_ps(even + i, _mm256_castpd_ps(_mm256_permute4x64_pd(e, _MM_SHUFFLE(3, 1, 2, 0))));
+    _mm256_storeu_ps(odd + i, _mm256_castpd_ps(_mm256_permute4x64_pd(o, _MM_SHUFFLE(3, 1, 2, 0))));
+  }
+  for (; i < pairs; ++i) even[i] = src[2 * i], odd[i] = src[2 * i + 1];
+}
+
+// dst[q * phase_len + i] = row[i * phases + q]: a padded row split into its phases, where
+// row[x] = in[x - first] for x in [first, stop) and 0 elsewhere (so `in` may be the input row
+// itself: read, never copied first).
+template <class Acc>
+void split_phases(const Acc* in, std::int64_t first, std::int64_t stop, std::int64_t phases, std::int64_t phase_len,
+                  Acc* dst) {
+  std::int64_t lo = 0, hi = 0;  // entries [lo, hi) of every phase written by the vector kernel
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (phases == 2 && avx2_enabled()) {  // the pairs (2i, 2i + 1) inside [first, stop)
+      lo = std::min((first + 1) / 2, phase_len);
+      hi = std::clamp(stop / 2, lo, phase_len);
+      if (hi > lo) split_pairs_avx2(in + (2 * lo - first), hi - lo, dst + lo, dst + phase_len + lo);
+    }
+  }
+  const auto write = [&](std::int64_t q, std::int64_t i) {
+    const std::int64_t x = i * phases + q;
+    dst[q * phase_len + i] = x >= first && x < stop ? in[x - first] : Acc(0);
+  };
+  for (std::int64_t q = 0; q < phases; ++q) {
+    for (std::int64_t i = 0; i < lo; ++i) write(q, i);
+    for (std::int64_t i = hi; i < phase_len; ++i) write(q, i);
+  }
+}
+
 struct PaddedPlane {
   int last = 0;
   Dims padded, row_strides;  // row_strides in elements, over the outer axes
   std::int64_t phases = 1, phase_len = 0, row_len = 0, rows = 1, size = 0;
   std::int64_t out_width = 0;
   std::vector<std::int64_t> tap_offset, row_base;
-  std::vector<std::pair<std::int64_t, std::int64_t>> phase_inputs;  // phase entries [first, stop) inside the input
+  std::int64_t row_first = 0, row_stop = 0;  // the padded row's entries [row_first, row_stop) inside the input
 
   PaddedPlane(const Geometry& g, const Taps& tap) : last(g.D - 1) {
     for (int a = 0; a < g.D; ++a)
@@ -378,18 +414,23 @@ struct PaddedPlane {
       row_base.push_back(base);
       for (int a = last - 1; a >= 0 && ++index[a] == g.out_spatial[a]; --a) index[a] = 0;
     }
-    // Phase q's entry i holds input column i * phases + q - start.
-    for (std::int64_t q = 0; q < phases; ++q) {
-      const std::int64_t first = std::min(phase_len, std::max<std::int64_t>(0, ceil_div(g.start[last] - q, phases)));
-      phase_inputs.emplace_back(first, std::clamp(ceil_div(g.in_spatial[last] + g.start[last] - q, phases), first, phase_len));
-    }
+    row_first = std::min(g.start[last], padded[last]);
+    row_stop = std::clamp(g.start[last] + g.in_spatial[last], row_first, padded[last]);
   }
 
-  // Writes the entries inside the input of channel plane `src` (spatial byte strides
-  // `in_strides`) into `dst`; the padding entries are the same for every channel: the caller
-  // zeroes them once, when it makes the scratch.
+  // Writes the whole padded planes of `channels` channels into dst + c * size: the input's
+  // entries (channel c's plane at src + c * channel_step, spatial byte strides `in_strides`) and
+  // zeros around them (only there, so the scratch need not be zero-filled first). A row is made
+  // in natural order, in place when it is one channel's without phases, else in `lines`
+  // (channels * row_len values, zero outside [row_first, row_stop) of each row_len, which this
+  // never writes), then copied or split into its phases; one channel's contiguous row of Acc
+  // is split straight from the input. Several channels at once suit inputs
+  // whose channels are closer in memory than their columns (channels-last): each input row is
+  // then read once, a cache line of channels at a time, instead of once per channel.
   template <class T, class Acc>
-  void fill(const Geometry& g, const std::byte* src, const Dims& in_strides, Acc* dst) const {
+  void fill(const Geometry& g, const std::byte* src, std::int64_t channel_step, std::int64_t channels,
+            const Dims& in_strides, Acc* dst, Acc* lines) const {
+    const std::int64_t width = row_stop - row_first, step = in_strides[last];
     Dims index = Dims::filled(g.D, 0);  // the padded row, over the outer axes
     for (std::int64_t r = 0; r < rows; ++r, dst += row_len) {
       std::int64_t offset = 0;
@@ -400,11 +441,35 @@ struct PaddedPlane {
         offset += i * in_strides[a];
       }
       for (int a = last - 1; a >= 0 && ++index[a] == padded[a]; --a) index[a] = 0;
-      if (!inside) continue;
-      for (std::int64_t q = 0; q < phases; ++q) {
-        const auto [first, stop] = phase_inputs[static_cast<std::size_t>(q)];
-        load_run<T, Acc>(src + offset + (first * phases + q - g.start[last]) * in_strides[last],
-                         phases * in_strides[last], stop - first, dst + q * phase_len + first);
+      if (!inside) {
+        for (std::int64_t c = 0; c < channels; ++c) std::fill_n(dst + c * size, row_len, Acc(0));
+        continue;
+      }
+      if (channels == 1 && phases == 1) {
+        std::fill_n(dst, row_first, Acc(0));
+        load_run<T, Acc>(src + offset, step, width, dst + row_first);
+        std::fill(dst + row_stop, dst + row_len, Acc(0));
+        continue;
+      }
+      if (channels == 1 && std::is_same_v<T, Acc> && step == sizeof(T) && aligned(src + offset, alignof(Acc))) {
+        split_phases(reinterpret_cast<const Acc*>(src + offset), row_first, row_stop, phases, phase_len, dst);
+        continue;
+      }
+      if (channels == 1) {
+        load_run<T, Acc>(src + offset, step, width, lines + row_first);
+      } else {
+        for (std::int64_t x = 0; x < width; ++x) {
+          const std::byte* column = src + offset + x * step;
+          for (std::int64_t c = 0; c < channels; ++c)
+            lines[c * row_len + row_first + x] = load_value<T, Acc>(column + c * channel_step);
+        }
+      }
+      for (std::int64_t c = 0; c < channels; ++c) {
+        if (phases == 1) {
+          std::memcpy(dst + c * size, lines + c * row_len, static_cast<std::size_t>(row_len) * sizeof(Acc));
+        } else {
+          split_phases(lines + c * row_len, 0, row_len, phases, phase_len, dst + c * size);
+        }
       }
     }
   }
@@ -423,26 +488,33 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
   const Taps tap(walker, v.filter);
-  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'], packed panel by panel in
-  // parallel (a large layer's filter is megabytes), from the columns' byte offsets.
+  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'], packed from the columns'
+  // byte offsets (up front or inside the product: see inline_a below).
   const auto* w = static_cast<const std::byte*>(v.filter.data);
   std::vector<std::int64_t> column_offset;
   for (std::int64_t c = 0; c < g.in_per_group; ++c) {
     for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * v.filter.byte_strides[1] + tap.filter(t, flip));
   }
-  const std::unique_ptr<Acc[]> packed = unfilled_scratch<Acc>(g.groups * M_pad * K);
-  const std::int64_t panels = M_pad / kGemmRows;
-  parallel_for(0, g.groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t task = begin; task < end; ++task) {
-      const std::int64_t grp = task / panels, p = task % panels * kGemmRows;
-      const std::byte* rows = w + (grp * M + p) * v.filter.byte_strides[0];
-      pack_gemm_a(std::min(kGemmRows, M - p), K,
-                  [&](std::int64_t r, std::int64_t k) {
-                    return load_value<T, Acc>(rows + r * v.filter.byte_strides[0] + column_offset[k]);
-                  },
-                  packed.get() + (grp * M_pad + p) * K);
+  // A filter of Acc whose rows are contiguous in A's column order (cross-correlation, dense
+  // {OutC, InC/G, K...}) is read as plain rows.
+  bool dense_rows = std::is_same_v<T, Acc> && aligned(w, alignof(Acc)) && v.filter.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0;
+  for (std::int64_t k = 0; k < K && dense_rows; ++k) dense_rows = column_offset[k] == k * std::int64_t{sizeof(Acc)};
+  const std::int64_t filter_ld = v.filter.byte_strides[0] / std::int64_t{sizeof(Acc)};
+  // Packs rows [row0, row0 + count) of group grp's A, columns [k0, k0 + depth), as pack_gemm_a does.
+  const auto pack_filter = [&](std::int64_t grp, std::int64_t row0, std::int64_t count, std::int64_t k0, std::int64_t depth,
+                               Acc* dst) {
+    const std::byte* rows = w + (grp * M + row0) * v.filter.byte_strides[0];
+    if (dense_rows) {
+      const Acc* first = reinterpret_cast<const Acc*>(rows) + k0;
+      return pack_gemm_a(count, depth, [&](std::int64_t r, std::int64_t k) { return first[r * filter_ld + k]; }, dst);
     }
-  });
+    const std::int64_t* columns = column_offset.data() + k0;
+    pack_gemm_a(count, depth,
+                [&](std::int64_t r, std::int64_t k) {
+                  return load_value<T, Acc>(rows + r * v.filter.byte_strides[0] + columns[k]);
+                },
+                dst);
+  };
 
   // Position blocks: NR-multiples whose im2col panel fits kPanelBytes (at least kMinBlock
   // positions, so that A, streamed once per task, is reused), of about equal sizes.
@@ -478,27 +550,57 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     direct = direct && g.start[a] == 0 &&
              in_strides[a] == (a == g.D - 1 ? std::int64_t{sizeof(Acc)} : in_strides[a + 1] * g.in_spatial[a + 1]);
   }
-  std::vector<Acc> planes = scratch<Acc>(direct ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input"));
+  const Scratch<Acc> planes(direct ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input"));
   const auto plane_of = [&](std::int64_t n, std::int64_t c) -> const Acc* {
     if (direct) return reinterpret_cast<const Acc*>(in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1]);
-    return planes.data() + (n * g.in_channels + c) * pad.size;
+    return planes.get() + (n * g.in_channels + c) * pad.size;
   };
   if (!direct) {
-    parallel_for(0, g.batch * g.in_channels, std::max<std::int64_t>(1, (1 << 14) / pad.size), [&](std::int64_t begin, std::int64_t end) {
+    // Channels-last inputs: kChannelBlock channels (a cache line of float32) per task.
+    const bool interleaved = std::abs(v.in.byte_strides[1]) < std::abs(in_strides[g.D - 1]);
+    const std::int64_t channels = interleaved ? kChannelBlock : 1, per_batch = ceil_div(g.in_channels, channels);
+    parallel_for(0, g.batch * per_batch, std::max<std::int64_t>(1, (1 << 14) / (pad.size * channels)), [&](std::int64_t begin, std::int64_t end) {
+      std::vector<Acc> lines(static_cast<std::size_t>(channels * pad.row_len));  // zero: see PaddedPlane::fill
       for (std::int64_t i = begin; i < end; ++i) {
-        const std::byte* src = in_base + i / g.in_channels * v.in.byte_strides[0] + i % g.in_channels * v.in.byte_strides[1];
-        pad.fill<T>(g, src, in_strides, planes.data() + i * pad.size);
+        const std::int64_t n = i / per_batch, c0 = i % per_batch * channels;
+        pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c0 * v.in.byte_strides[1], v.in.byte_strides[1],
+                    std::min(channels, g.in_channels - c0), in_strides, planes.get() + (n * g.in_channels + c0) * pad.size,
+                    lines.data());
       }
     });
   }
 
+  // B packed piece by piece inside the product (in L1, never written out whole) when A's K
+  // block fits L2, which that order needs; else the whole panel first, once per position block.
+  const bool inline_b = channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= kGemmBlockBytes;
+  // A larger A used by one task only (one batch item, one position block: e.g. 3x3 512@7, whose
+  // filter is 9 MB) is packed inside the product too, a K block of an L2 block of rows at a
+  // time, instead of being written out whole and read back; else once, up front, in parallel.
+  const bool inline_a = !inline_b && g.batch * blocks == 1;
+  const Scratch<Acc> packed(inline_a ? 0 : g.groups * M_pad * K);
+  if (!inline_a) {
+    const std::int64_t panels = M_pad / kGemmRows;
+    parallel_for(0, g.groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t task = begin; task < end; ++task) {
+        const std::int64_t grp = task / panels, p = task % panels * kGemmRows;
+        pack_filter(grp, p, std::min(kGemmRows, M - p), 0, K, packed.get() + (grp * M_pad + p) * K);
+      }
+    });
+  }
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    // `row`: one row of B before packing. Consecutive tasks of one position block (channel
-    // blocks vary fastest) reuse the packed panel. A block's positions are pieces of output
-    // rows: (column in the block, plane offset, length).
-    std::vector<std::array<std::int64_t, 3>> pieces;
-    const std::unique_ptr<Acc[]> panel = unfilled_scratch<Acc>(K * block), result = unfilled_scratch<Acc>(channel_block * block);
-    std::vector<Acc> row = scratch<Acc>(block);
+    // Consecutive tasks of one position block (channel blocks vary fastest) reuse the packed
+    // panel. A block's positions are pieces of output rows cut at micro-panel boundaries; row
+    // k = (c, t) of B reads them from channel c's padded plane shifted by tap t.
+    std::vector<GemmPiece> pieces;
+    std::vector<const Acc*> sources(static_cast<std::size_t>(K));
+    const Scratch<Acc> panel(inline_b ? 0 : K * block), result(channel_block * block);
+    // Packs a piece of B for gemm_pack_b_inline: the pieces of columns [j, j + columns).
+    const GemmPackB<Acc> pack_piece = [&](std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst) {
+      const auto by_column = [](const GemmPiece& piece, std::int64_t column) { return piece.column < column; };
+      const auto first = std::lower_bound(pieces.begin(), pieces.end(), j, by_column);
+      const auto stop = std::lower_bound(first, pieces.end(), j + columns, by_column);
+      pack_gemm_b_gather(depth, sources.data() + k0, &*first, stop - first, j, columns, dst);
+    };
     std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t position_task = task / channel_blocks, m0 = task % channel_blocks * channel_block;
@@ -510,25 +612,28 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         pieces.clear();
         for (std::int64_t col = 0; col < count;) {
           const std::int64_t r = (p0 + col) / pad.out_width, x = (p0 + col) % pad.out_width;
-          const std::int64_t len = std::min(pad.out_width - x, count - col);
+          const std::int64_t len = std::min({pad.out_width - x, count - col, NR - col % NR});
           pieces.push_back({col, pad.row_base[r] + x, len});
           col += len;
         }
-        std::fill(row.data() + count, row.data() + width, Acc(0));
         for (std::int64_t c = 0; c < g.in_per_group; ++c) {
           const Acc* plane = plane_of(n, grp * g.in_per_group + c);
-          for (std::int64_t t = 0; t < taps; ++t) {
-            const Acc* src = plane + pad.tap_offset[t];
-            for (const auto& [col, offset, len] : pieces) {
-              for (std::int64_t j = 0; j < len; ++j) row[col + j] = src[offset + j];
-            }
-            pack_gemm_b_row(panel.get(), K, c * taps + t, row.data(), width);
-          }
+          for (std::int64_t t = 0; t < taps; ++t) sources[c * taps + t] = plane + pad.tap_offset[t];
         }
+        if (!inline_b) pack_gemm_b_gather(K, sources.data(), pieces.data(), std::ssize(pieces), 0, width, panel.get());
       }
       const std::int64_t rows = std::min(channel_block, M - m0);
-      gemm_packed(round_up(rows, kGemmRows), width, K, packed.get() + (grp * M_pad + m0) * K, panel.get(),
-                  result.get(), width);
+      const Acc* a = inline_a ? nullptr : packed.get() + (grp * M_pad + m0) * K;
+      if (inline_b) {
+        gemm_pack_b_inline(round_up(rows, kGemmRows), width, K, a, pack_piece, result.get(), width);
+      } else if (inline_a) {
+        const GemmPackA<Acc> pack_rows = [&](std::int64_t k0, std::int64_t depth, std::int64_t r0, std::int64_t count, Acc* dst) {
+          pack_filter(grp, m0 + r0, std::min(count, rows - r0), k0, depth, dst);
+        };
+        gemm_pack_a_inline(round_up(rows, kGemmRows), width, K, pack_rows, panel.get(), result.get(), width);
+      } else {
+        gemm_packed(round_up(rows, kGemmRows), width, K, a, panel.get(), result.get(), width);
+      }
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t oc = grp * M + m0 + i;
         finish_row<T, Acc>(result.get() + i * width, count, bias_of<T, Acc>(v, oc), desc.fused_activation,
@@ -568,33 +673,43 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
   const std::int64_t multiplier = g.out_per_group, tasks = g.batch * g.in_channels;
   const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * out_rows * out_width));
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<Acc> plane = scratch<Acc>(pad.size);  // zero: see PaddedPlane::fill
-    std::vector<Acc> weights = scratch<Acc>(taps), result = scratch<Acc>(out_rows * out_width);
+    const Scratch<Acc> plane(pad.size);
+    std::vector<Acc> line(static_cast<std::size_t>(pad.row_len));  // zero: see PaddedPlane::fill
+    std::vector<Acc> weights = scratch<Acc>(taps), result = scratch<Acc>(unit_strides ? 0 : out_rows * out_width);
     std::vector<Acc> wide = scratch<Acc>(unit_strides ? flat_length : 0);
     std::vector<const Acc*> sources(static_cast<std::size_t>(taps));
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / g.in_channels, c = task % g.in_channels;
-      pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1], in_strides, plane.data());
+      pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1], 0, 1, in_strides, plane.get(), line.data());
       for (std::int64_t m = 0; m < multiplier; ++m) {
         const std::int64_t oc = c * multiplier + m;
         for (std::int64_t t = 0; t < taps; ++t)
           weights[t] = load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, flip));
         const Acc bias = bias_of<T, Acc>(v, oc);
-        if (unit_strides) {  // every output row at once, as one long row (see above)
-          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + pad.tap_offset[t];
+        std::byte* out_plane = out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1];
+        if (unit_strides) {  // every output row at once, as one long row (see above), stored row by row
+          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.get() + pad.tap_offset[t];
           weighted_row_sum(taps, sources.data(), weights.data(), flat_length, wide.data());
+          if (out_width >= kLongRow) {
+            for (std::int64_t row = 0; row < out_rows; ++row)
+              finish_row<T, Acc>(wide.data() + pad.row_base[row], out_width, bias, desc.fused_activation, out_plane,
+                                 g.out_spatial, out_strides, row * out_width);
+            continue;
+          }
+          // Short rows: packed in place (row_base[row] >= row * out_width, so increasing rows
+          // never overwrite a row not yet moved), then stored at once.
+          for (std::int64_t row = 1; row < out_rows; ++row)
+            std::memmove(wide.data() + row * out_width, wide.data() + pad.row_base[row], out_width * sizeof(Acc));
+          finish_row<T, Acc>(wide.data(), out_rows * out_width, bias, desc.fused_activation, out_plane, g.out_spatial,
+                             out_strides, 0);
+          continue;
         }
         for (std::int64_t row = 0; row < out_rows; ++row) {
-          const std::int64_t base = pad.row_base[row];
-          if (unit_strides) {
-            std::copy_n(wide.data() + base, out_width, result.data() + row * out_width);
-          } else {
-            for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.data() + base + pad.tap_offset[t];
-            weighted_row_sum(taps, sources.data(), weights.data(), out_width, result.data() + row * out_width);
-          }
+          for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.get() + pad.row_base[row] + pad.tap_offset[t];
+          weighted_row_sum(taps, sources.data(), weights.data(), out_width, result.data() + row * out_width);
         }
-        finish_row<T, Acc>(result.data(), out_rows * out_width, bias, desc.fused_activation,
-                           out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1], g.out_spatial, out_strides, 0);
+        finish_row<T, Acc>(result.data(), out_rows * out_width, bias, desc.fused_activation, out_plane, g.out_spatial,
+                           out_strides, 0);
       }
     }
   });
@@ -642,9 +757,9 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   auto* out_base = static_cast<std::byte*>(v.out.data);
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const std::int64_t M_max = round_up(per_task * taps, kGemmRows);
-    const std::unique_ptr<Acc[]> packed = unfilled_scratch<Acc>(M_max * K), panel = unfilled_scratch<Acc>(K * block);
-    const std::unique_ptr<Acc[]> result = unfilled_scratch<Acc>(M_max * block);
-    std::vector<Acc> sums = scratch<Acc>(per_task * out_positions);
+    const Scratch<Acc> packed(M_max * K), panel(K * block);
+    const Scratch<Acc> result(M_max * block);
+    const Scratch<Acc> sums(per_task * out_positions);
     std::vector<Acc> row = scratch<Acc>(block);
     std::vector<std::int64_t> row_offset(static_cast<std::size_t>(M_max));
     for (std::int64_t task = begin; task < end; ++task) {
@@ -661,7 +776,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                     return load_value<T, Acc>(group_filter + ic * v.filter.byte_strides[0] + row_offset[r]);
                   },
                   packed.get());
-      std::fill_n(sums.data(), ocs * out_positions, Acc(0));
+      std::fill_n(sums.get(), ocs * out_positions, Acc(0));
       for (std::int64_t p0 = 0; p0 < positions; p0 += block) {
         const std::int64_t count = std::min(block, positions - p0), width = round_up(count, NR);
         for (std::int64_t ic = 0; ic < K; ++ic) {
@@ -680,7 +795,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                 tap.index[t], p0, p0 + count, acc_strides, /*base_offset=*/oc * out_positions,
                 [](std::int64_t, std::int64_t) {},  // outside the output: dropped
                 [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t len) {
-                  Acc* dst = sums.data() + offset;
+                  Acc* dst = sums.get() + offset;
                   const Acc* src = cols + (col - p0);
                   for (std::int64_t j = 0; j < len; ++j) dst[j * step] += src[j];
                 });
@@ -689,7 +804,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       }
       for (std::int64_t oc = 0; oc < ocs; ++oc) {
         const std::int64_t channel = grp * g.out_per_group + oc0 + oc;
-        finish_row<T, Acc>(sums.data() + oc * out_positions, out_positions, bias_of<T, Acc>(v, channel),
+        finish_row<T, Acc>(sums.get() + oc * out_positions, out_positions, bias_of<T, Acc>(v, channel),
                            desc.fused_activation, out_base + n * v.out.byte_strides[0] + channel * v.out.byte_strides[1],
                            g.out_spatial, out_strides, 0);
       }

@@ -299,6 +299,57 @@ TEST(Convolution, UnpaddedInputsReadInPlaceMatchTheReference) {
   }
 }
 
+// A layer with a reduction long enough (40 channels x 9 taps) for several position blocks per
+// plane, output rows (45 and 23 wide) that make the GEMM micro-panels both whole row pieces and
+// pieces of two rows, padded borders, stride 1 and 2, float32 and float16 (converted planes),
+// and channels-last inputs (padded in blocks of channels: two whole blocks and a partial one).
+TEST(Convolution, PositionBlocksAndRowPiecesMatchTheReference) {
+  std::mt19937 rng(404);
+  for (DataType dtype : {DataType::Float32, DataType::Float16}) {
+    for (std::int64_t stride : {1, 2}) {
+      for (bool channels_last : {false, true}) {
+        if (channels_last && dtype == DataType::Float16) continue;  // the fill is the same code for every dtype
+        Case c;
+        c.x_sizes = {1, 40, 33, 45};
+        c.w_sizes = {7, 40, 3, 3};
+        c.desc.strides = {stride, stride};
+        c.desc.start_padding = c.desc.end_padding = {1, 1};
+        if (channels_last) c.x_order = {0, 2, 3, 1};
+        run_case(c, dtype, rng,
+                 std::string(name(dtype)) + " stride " + std::to_string(stride) + (channels_last ? " nhwc" : ""));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// More output channels (262) than one L2 block of the filter's rows holds, a reduction (270)
+// over two K blocks: B is then packed whole per position block, and A inside the product (one
+// batch item, one position block) or up front (two batch items); 1 and 2 threads; float32 and
+// float64 (whose rows are twice the bytes: the inline-A path at 1 thread); both modes (the
+// filter read as plain rows or through its tap offsets).
+TEST(Convolution, ManyOutputChannelsMatchTheReference) {
+  std::mt19937 rng(262);
+  for (DataType dtype : {DataType::Float32, DataType::Float64}) {
+    for (std::int64_t batch : {1, 2}) {
+      for (int threads : {1, 2}) {
+        for (ConvolutionMode mode : {ConvolutionMode::CrossCorrelation, ConvolutionMode::Convolution}) {
+          if (threads == 2 && mode == ConvolutionMode::Convolution) continue;  // the same paths as one thread
+          ThreadCountGuard guard(threads);
+          Case c;
+          c.x_sizes = {batch, 30, 6, 9};
+          c.w_sizes = {262, 30, 3, 3};
+          c.desc.start_padding = c.desc.end_padding = {1, 0};
+          c.desc.mode = mode;
+          run_case(c, dtype, rng, std::string(name(dtype)) + " batch " + std::to_string(batch) + " threads " +
+                                      std::to_string(threads) + " " + std::string(name(mode)));
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
 TEST(Convolution, ThreadCountsGiveIdenticalBits) {
   std::mt19937 rng(5);
   for (ConvolutionDirection direction : {ConvolutionDirection::Forward, ConvolutionDirection::Backward}) {

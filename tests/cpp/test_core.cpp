@@ -33,6 +33,7 @@
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/filter.hpp"
 #include "dmlops/core/gemm.hpp"
+#include "dmlops/core/scratch.hpp"
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
@@ -1699,14 +1700,16 @@ TEST(Rows, CopyBytesEveryLengthAndAlignment) {
 }
 
 // gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
-// sizes), K from 1 up and across K blocks; B packed row by row; both element types. The micro-kernel writes whole tiles, so C has
-// round_up(M, kGemmRows) rows; only the first M are compared.
+// sizes, M across row blocks of A), K from 1 up and across K blocks; B packed row by row; both
+// element types. The micro-kernel writes whole tiles, so C has round_up(M, kGemmRows) rows;
+// only the first M are compared. gemm_pack_b_inline and gemm_pack_a_inline must give
+// gemm_packed's bits.
 template <class Acc>
 void check_gemm() {
   constexpr std::int64_t NR = gemm_columns<Acc>();
   std::mt19937 rng(99);
   std::uniform_real_distribution<double> value(-1.0, 1.0);
-  for (std::int64_t M : {1, 5, 6, 7, 13}) {
+  for (std::int64_t M : {1, 5, 6, 7, 13, 257}) {  // 257: several row blocks of A
     for (std::int64_t N : {NR, 2 * NR, 5 * NR}) {
       for (std::int64_t K : {std::int64_t{1}, std::int64_t{2}, std::int64_t{9}, std::int64_t{70}, kGemmDepth, kGemmDepth + 3, 2 * kGemmDepth + 1}) {
         std::vector<Acc> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * (N + 3)));
@@ -1720,6 +1723,30 @@ void check_gemm() {
         const std::int64_t ldc = N + 1;
         std::vector<Acc> c(static_cast<std::size_t>(round_up(M, kGemmRows) * ldc));
         gemm_packed(round_up(M, kGemmRows), N, K, packed.data(), b_packed.data(), c.data(), ldc);
+        // B packed piece by piece inside the product: the same tiles, so the same bits.
+        std::vector<Acc> c_inline(c.size());
+        const GemmPackB<Acc> pack_b = [&](std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst) {
+          for (std::int64_t q = 0; q < columns / NR; ++q) {
+            for (std::int64_t k = 0; k < depth; ++k)
+              std::copy_n(b_packed.data() + gemm_b_offset<Acc>(K, k0 + k, j + q * NR), NR, dst + (q * depth + k) * NR);
+          }
+        };
+        gemm_pack_b_inline(round_up(M, kGemmRows), N, K, packed.data(), pack_b, c_inline.data(), ldc);
+        // A packed block by block inside the product (pack_gemm_a of the block's rows and columns).
+        std::vector<Acc> c_inline_a(c.size());
+        const GemmPackA<Acc> pack_a = [&](std::int64_t k0, std::int64_t depth, std::int64_t m0, std::int64_t rows, Acc* dst) {
+          pack_gemm_a(std::min(rows, M - m0), depth,
+                      [&](std::int64_t i, std::int64_t k) { return a[static_cast<std::size_t>((m0 + i) * K + k0 + k)]; }, dst);
+        };
+        gemm_pack_a_inline(round_up(M, kGemmRows), N, K, pack_a, b_packed.data(), c_inline_a.data(), ldc);
+        for (std::int64_t i = 0; i < M; ++i) {
+          for (std::int64_t j = 0; j < N; ++j) {
+            ASSERT_EQ(c_inline[static_cast<std::size_t>(i * ldc + j)], c[static_cast<std::size_t>(i * ldc + j)])
+                << "inline B, M " << M << " N " << N << " K " << K << " at " << i << ", " << j;
+            ASSERT_EQ(c_inline_a[static_cast<std::size_t>(i * ldc + j)], c[static_cast<std::size_t>(i * ldc + j)])
+                << "inline A, M " << M << " N " << N << " K " << K << " at " << i << ", " << j;
+          }
+        }
         for (std::int64_t i = 0; i < M; ++i) {
           for (std::int64_t j = 0; j < N; ++j) {
             double exact = 0, magnitude = 0;
@@ -1770,6 +1797,72 @@ void check_weighted_row_sum() {
       EXPECT_EQ(out[static_cast<std::size_t>(n)], Acc(42)) << "wrote past n = " << n;
     }
   }
+}
+
+// pack_gemm_b_gather against gemm_b_offset, exactly: micro-panels made of one full piece (the
+// fixed-size copy), of several pieces, of a partial piece and uncovered (zero) columns, and a
+// tail panel; K rows from distinct, unaligned source rows.
+template <class Acc>
+void check_gemm_b_gather() {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  std::vector<Acc> storage(4000);
+  for (std::size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<Acc>(i + 1);
+  // Columns: [0, NR) one piece; [NR, 2NR) three pieces; [2NR, 3NR) a piece and a gap; [3NR, 4NR)
+  // a short piece then zeros to the end.
+  const std::vector<GemmPiece> pieces = {
+      {0, 3, NR}, {NR, 40, 5}, {NR + 5, 7, 1}, {NR + 6, 90, NR - 6}, {2 * NR, 11, NR - 3}, {3 * NR, 60, 2}};
+  const std::int64_t N = 4 * NR;
+  for (std::int64_t K : {1, 3, 10}) {
+    std::vector<const Acc*> source;
+    for (std::int64_t k = 0; k < K; ++k) source.push_back(storage.data() + 1 + 37 * k);
+    std::vector<Acc> expected(static_cast<std::size_t>(K * N), Acc(0)), b(expected.size(), Acc(-1));
+    for (const GemmPiece& piece : pieces) {
+      for (std::int64_t k = 0; k < K; ++k) {
+        for (std::int64_t j = 0; j < piece.length; ++j)
+          expected[static_cast<std::size_t>(gemm_b_offset<Acc>(K, k, piece.column + j))] = source[k][piece.offset + j];
+      }
+    }
+    pack_gemm_b_gather(K, source.data(), pieces.data(), std::ssize(pieces), 0, N, b.data());
+    EXPECT_EQ(b, expected) << "K " << K;
+  }
+}
+
+// Scratch blocks: aligned, reused by the next request that fits (the same memory, no new
+// allocation), several alive at once are distinct, and the per-thread cache stays under its cap.
+TEST(Scratch, ReusesBlocksWithinTheCap) {
+  std::thread([] {  // a fresh thread: an empty cache
+    EXPECT_EQ(scratch_cached_bytes(), 0u);
+    float* first;
+    {
+      const Scratch<float> a(1000);
+      first = a.get();
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first) % 64, 0u);
+      std::fill_n(a.get(), 1000, 1.0f);
+    }
+    EXPECT_EQ(scratch_cached_bytes(), 4000u);
+    {
+      const Scratch<float> b(900), c(900);  // b takes the cached block, c a new one
+      EXPECT_EQ(b.get(), first);
+      EXPECT_NE(c.get(), first);
+      EXPECT_EQ(scratch_cached_bytes(), 0u);
+    }
+    EXPECT_EQ(scratch_cached_bytes(), 4000u + 3600u);
+    {
+      const Scratch<std::byte> huge(static_cast<std::int64_t>(kScratchCacheBytes) + 1);  // never cached
+      huge.get()[0] = std::byte{1};
+    }
+    EXPECT_EQ(scratch_cached_bytes(), 4000u + 3600u);
+    {
+      const Scratch<std::byte> big(static_cast<std::int64_t>(kScratchCacheBytes) - 100);  // cached, evicting smaller ones
+    }
+    EXPECT_LE(scratch_cached_bytes(), kScratchCacheBytes);
+    EXPECT_EQ(scratch_cached_bytes(), kScratchCacheBytes - 100);
+  }).join();
+}
+
+TEST(Gemm, GatherPackingMatchesTheLayout) {
+  check_gemm_b_gather<float>();
+  check_gemm_b_gather<double>();
 }
 
 TEST(Gemm, WeightedRowSumMatchesPlainLoops) {

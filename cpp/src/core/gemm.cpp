@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 
 #include "dmlops/core/cpu.hpp"
+#include "dmlops/core/scratch.hpp"
 
 namespace dmlops {
 namespace {
@@ -145,26 +147,69 @@ __attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const dou
 // No pair tile: every micro-panel goes through `tile`.
 constexpr std::nullptr_t kNoPairTile = nullptr;
 
+// Rows of A per pass: their K block (kGemmBlockBytes) stays in L2 while the micro-panels of B
+// pass over it. The blocks only choose which tile runs when; every C element still sums its K
+// blocks in increasing order, so the bits do not depend on them.
+template <class Acc>
+constexpr std::int64_t kBlockRows =
+    std::max<std::int64_t>(kGemmRows, kGemmBlockBytes / (kGemmDepth * std::int64_t{sizeof(Acc)}) / kGemmRows * kGemmRows);
+
+// With `pack_a` (gemm_pack_a_inline), each K block of each block of rows is packed into
+// `a_block` first and read from there; else `a` is the whole packed A.
 template <class Acc, class Tile, class PairTile = std::nullptr_t>
 void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int64_t ldc,
-           Tile tile, PairTile pair_tile = kNoPairTile) {
+           Tile tile, PairTile pair_tile = kNoPairTile, const GemmPackA<Acc>* pack_a = nullptr, Acc* a_block = nullptr) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
+  constexpr std::int64_t block_rows = kBlockRows<Acc>;
   for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
     const std::int64_t depth = std::min(kGemmDepth, K - k0);
-    // Micro-panels of B outside (two at a time with a pair tile): each K block of one stays in
-    // L1 while every panel of A (the whole K block of A stays in L2) passes over it.
+    for (std::int64_t m0 = 0; m0 < M; m0 += block_rows) {
+      const std::int64_t m1 = std::min(M, m0 + block_rows);
+      // Panel p's K block: in the whole packed A, or in the block just packed.
+      const auto a_at = [&](std::int64_t p) { return pack_a ? a_block + (p - m0) * depth : a + p * K + k0 * kGemmRows; };
+      if (pack_a) (*pack_a)(k0, depth, m0, m1 - m0, a_block);
+      // Micro-panels of B outside (two at a time with a pair tile): each K block of one stays in
+      // L1 while every panel of the A block passes over it.
+      for (std::int64_t j = 0; j < N;) {
+        const Acc* b_block = b + j * K + k0 * NR;
+        if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
+          if (j + 2 * NR <= N) {
+            for (std::int64_t p = m0; p < m1; p += kGemmRows)
+              pair_tile(depth, K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
+            j += 2 * NR;
+            continue;
+          }
+        }
+        for (std::int64_t p = m0; p < m1; p += kGemmRows)
+          tile(depth, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
+        j += NR;
+      }
+    }
+  }
+}
+
+// gemm_pack_b_inline's loops: per K block and piece of B (two micro-panels with a pair tile),
+// pack the piece, then pass every panel of A over it.
+template <class Acc, class Tile, class PairTile = std::nullptr_t>
+void drive_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const GemmPackB<Acc>& pack_b,
+                         Acc* c, std::int64_t ldc, Tile tile, PairTile pair_tile = kNoPairTile) {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  const Scratch<Acc> piece(2 * NR * kGemmDepth);
+  for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
+    const std::int64_t depth = std::min(kGemmDepth, K - k0);
     for (std::int64_t j = 0; j < N;) {
-      const Acc* b_block = b + j * K + k0 * NR;
       if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
         if (j + 2 * NR <= N) {
+          pack_b(k0, depth, j, 2 * NR, piece.get());
           for (std::int64_t p = 0; p < M; p += kGemmRows)
-            pair_tile(depth, K * NR, a + p * K + k0 * kGemmRows, b_block, c + p * ldc + j, ldc, k0 > 0);
+            pair_tile(depth, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
           j += 2 * NR;
           continue;
         }
       }
+      pack_b(k0, depth, j, NR, piece.get());
       for (std::int64_t p = 0; p < M; p += kGemmRows)
-        tile(depth, a + p * K + k0 * kGemmRows, b_block, c + p * ldc + j, ldc, k0 > 0);
+        tile(depth, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
       j += NR;
     }
   }
@@ -211,7 +256,54 @@ __attribute__((target("avx2,fma"))) void weighted_row_sum_avx2(std::int64_t taps
   }
 }
 
+template <class Acc>
+[[gnu::always_inline]] inline void pack_b_gather_body(std::int64_t K, const Acc* const* source, const GemmPiece* pieces,
+                                                      std::int64_t piece_count, std::int64_t column0, std::int64_t N,
+                                                      Acc* b) {
+  constexpr std::int64_t NR = gemm_columns<Acc>();
+  std::int64_t i = 0;
+  for (std::int64_t j0 = column0; j0 < column0 + N; j0 += NR, b += K * NR) {
+    const std::int64_t first = i;
+    while (i < piece_count && pieces[i].column < j0 + NR) ++i;
+    if (i - first == 1 && pieces[first].length == NR) {  // the common case: one row piece, a fixed-size copy
+      const std::int64_t offset = pieces[first].offset;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const Acc* src = source[k] + offset;
+        Acc* dst = b + k * NR;
+        std::memcpy(dst, src, NR * sizeof(Acc));  // fixed size: inlined as vector moves
+      }
+      continue;
+    }
+    std::int64_t covered = 0;
+    for (std::int64_t p = first; p < i; ++p) covered += pieces[p].length;
+    for (std::int64_t k = 0; k < K; ++k) {
+      Acc* dst = b + k * NR;
+      if (covered < NR) std::fill_n(dst, NR, Acc(0));  // a tail or a gap
+      for (std::int64_t p = first; p < i; ++p) {
+        const GemmPiece& piece = pieces[p];
+        const Acc* src = source[k] + piece.offset;
+        Acc* to = dst + (piece.column - j0);
+        // Pieces of two output rows: in blocks of a quarter micro-panel, then one by one.
+        constexpr std::int64_t kQuarter = NR / 4;
+        std::int64_t j = 0;
+        for (; j + kQuarter <= piece.length; j += kQuarter) std::memcpy(to + j, src + j, kQuarter * sizeof(Acc));
+        for (; j < piece.length; ++j) to[j] = src[j];
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void pack_gemm_b_gather(std::int64_t K, const float* const* source, const GemmPiece* pieces, std::int64_t piece_count,
+                        std::int64_t column0, std::int64_t N, float* b) {
+  IsaKernel<&pack_b_gather_body<float>>::run(K, source, pieces, piece_count, column0, N, b);
+}
+
+void pack_gemm_b_gather(std::int64_t K, const double* const* source, const GemmPiece* pieces, std::int64_t piece_count,
+                        std::int64_t column0, std::int64_t N, double* b) {
+  IsaKernel<&pack_b_gather_body<double>>::run(K, source, pieces, piece_count, column0, N, b);
+}
 
 void weighted_row_sum(std::int64_t taps, const float* const* rows, const float* weights, std::int64_t n, float* out) {
   if (avx2_fma_enabled()) return weighted_row_sum_avx2(taps, rows, weights, n, out);
@@ -234,6 +326,35 @@ void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a
                  std::int64_t ldc) {
   if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f64_avx2);
   drive(M, N, K, a, b, c, ldc, tile_portable<double>);
+}
+
+void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<float>& pack_a, const float* b,
+                        float* c, std::int64_t ldc) {
+  const Scratch<float> block(kBlockRows<float> * kGemmDepth);
+  if (avx512_enabled())
+    return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, tile_f32x2_avx512, &pack_a, block.get());
+  if (avx2_fma_enabled()) return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, kNoPairTile, &pack_a, block.get());
+  drive<float>(M, N, K, nullptr, b, c, ldc, tile_portable<float>, kNoPairTile, &pack_a, block.get());
+}
+
+void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<double>& pack_a,
+                        const double* b, double* c, std::int64_t ldc) {
+  const Scratch<double> block(kBlockRows<double> * kGemmDepth);
+  if (avx2_fma_enabled()) return drive<double>(M, N, K, nullptr, b, c, ldc, tile_f64_avx2, kNoPairTile, &pack_a, block.get());
+  drive<double>(M, N, K, nullptr, b, c, ldc, tile_portable<double>, kNoPairTile, &pack_a, block.get());
+}
+
+void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const GemmPackB<float>& pack_b,
+                        float* c, std::int64_t ldc) {
+  if (avx512_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2, tile_f32x2_avx512);
+  if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2);
+  drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_portable<float>);
+}
+
+void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const double* a,
+                        const GemmPackB<double>& pack_b, double* c, std::int64_t ldc) {
+  if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f64_avx2);
+  drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_portable<double>);
 }
 
 }  // namespace dmlops

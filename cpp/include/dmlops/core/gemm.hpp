@@ -12,7 +12,7 @@
 // C receives whole tiles: it needs round_up(M, kGemmRows) rows of ldc >= N.
 //
 // The product is blocked over K (kGemmDepth rows of B, whose micro-panel then stays in L1 while
-// every panel of A passes over it), but each C element is still summed in one fixed order,
+// the panels of an L2-sized block of A's rows pass over it) and over M (those blocks), but each C element is still summed in one fixed order,
 // increasing k, whatever the caller's split of M or N: results do not depend on the thread count.
 //
 // Micro-kernels: 6 x 16 floats / 6 x 8 doubles in twelve AVX2 registers with FMA, chosen at
@@ -25,12 +25,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 
 namespace dmlops {
 
 inline constexpr std::int64_t kGemmRows = 6;
 // K block: 256 rows of a 16-float micro-panel of B are 16 KiB, half of a 32 KiB L1.
 inline constexpr std::int64_t kGemmDepth = 256;
+// A block of A's rows (x kGemmDepth values) that stays in L2 with room for B's panel and C.
+inline constexpr std::int64_t kGemmBlockBytes = 256 * 1024;
 template <class Acc>
 constexpr std::int64_t gemm_columns() {
   return 32 / sizeof(Acc) * 2;  // two AVX2 registers per row
@@ -44,8 +47,15 @@ inline std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
 template <class Acc, class At>
 void pack_gemm_a(std::int64_t M, std::int64_t K, At&& at, Acc* packed) {
   for (std::int64_t p = 0; p < M; p += kGemmRows) {
+    const std::int64_t rows = std::min(kGemmRows, M - p);
+    if (rows == kGemmRows) {  // a whole panel: no test per element
+      for (std::int64_t k = 0; k < K; ++k) {
+        for (std::int64_t r = 0; r < kGemmRows; ++r) *packed++ = static_cast<Acc>(at(p + r, k));
+      }
+      continue;
+    }
     for (std::int64_t k = 0; k < K; ++k) {
-      for (std::int64_t r = 0; r < kGemmRows; ++r) *packed++ = p + r < M ? static_cast<Acc>(at(p + r, k)) : Acc(0);
+      for (std::int64_t r = 0; r < kGemmRows; ++r) *packed++ = r < rows ? static_cast<Acc>(at(p + r, k)) : Acc(0);
     }
   }
 }
@@ -65,12 +75,55 @@ void pack_gemm_b_row(Acc* b, std::int64_t K, std::int64_t k, const Acc* row, std
   for (std::int64_t j = 0; j < N; j += NR) std::memcpy(b + gemm_b_offset<Acc>(K, k, j), row + j, NR * sizeof(Acc));
 }
 
+// One piece of a row of B that the gather packer copies: columns [column, column + length) of
+// row k are source[k][offset .. offset + length). A piece lies inside one micro-panel.
+struct GemmPiece {
+  std::int64_t column, offset, length;
+};
+
+// Packs a whole B (K x N, N a multiple of NR) gathered from K source rows, micro-panel by
+// micro-panel (each written as one contiguous stream): `pieces` (sorted by column, none crossing a
+// multiple of NR) say where each column comes from; columns no piece covers are zero. This is
+// the implicit im2col of a convolution: source[k] is an input row shifted by one window tap, and
+// a micro-panel that lies in one output row is one piece, so one vector copy per k.
+// `column0` (a multiple of NR) is the first column packed: the pieces then start there, and b
+// holds columns [column0, column0 + N).
+void pack_gemm_b_gather(std::int64_t K, const float* const* source, const GemmPiece* pieces, std::int64_t piece_count,
+                        std::int64_t column0, std::int64_t N, float* b);
+void pack_gemm_b_gather(std::int64_t K, const double* const* source, const GemmPiece* pieces, std::int64_t piece_count,
+                        std::int64_t column0, std::int64_t N, double* b);
+
 // C = A * B over whole tiles (see above): M rows (padded to kGemmRows), N columns (a multiple
 // of gemm_columns<Acc>()), both operands packed.
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a_packed, const float* b_packed,
                  float* c, std::int64_t ldc);
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a_packed, const double* b_packed,
                  double* c, std::int64_t ldc);
+
+// C = A * B with B packed on the fly, one K block of one or two micro-panels at a time, just
+// before the tiles that read it, so B never leaves L1: pack_b(k0, depth, j, columns, dst) writes
+// rows [k0, k0 + depth) of columns [j, j + columns) as columns / NR micro-panels of depth rows
+// (micro-panel q at dst + q * depth * NR). Same tiles and sums as gemm_packed, so the same
+// bits; every panel of A passes over each piece, so A's K block (M x kGemmDepth) should fit L2.
+template <class Acc>
+using GemmPackB = std::function<void(std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst)>;
+void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const float* a_packed,
+                        const GemmPackB<float>& pack_b, float* c, std::int64_t ldc);
+void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const double* a_packed,
+                        const GemmPackB<double>& pack_b, double* c, std::int64_t ldc);
+
+// C = A * B with A packed on the fly, one K block of an L2-sized block of rows at a time, just
+// before the tiles that read it: pack_a(k0, depth, m0, rows, dst) writes rows [m0, m0 + rows)
+// (rows a multiple of kGemmRows) of columns [k0, k0 + depth) as rows / kGemmRows panels of depth
+// columns (panel q at dst + q * kGemmRows * depth, laid out like pack_gemm_a's). For an A that
+// is used once (e.g. a large filter against one block of positions), this saves writing the
+// whole packed A out and reading it back. Same tiles and sums as gemm_packed, so the same bits.
+template <class Acc>
+using GemmPackA = std::function<void(std::int64_t k0, std::int64_t depth, std::int64_t m0, std::int64_t rows, Acc* dst)>;
+void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<float>& pack_a,
+                        const float* b_packed, float* c, std::int64_t ldc);
+void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<double>& pack_a,
+                        const double* b_packed, double* c, std::int64_t ldc);
 
 // out[j] = sum over t of weights[t] * rows[t][j], j in [0, n): a weighted sum of shifted rows
 // (a direct convolution with one input channel per output, e.g. depthwise), summed in
