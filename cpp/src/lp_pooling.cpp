@@ -623,8 +623,9 @@ TensorDesc infer_output(const LpPoolingDesc& desc) {
   const std::vector<WindowAxis> axes = validate(desc);
   TensorDesc expected{desc.input.dtype, {desc.input.sizes[0], desc.input.sizes[1]}, std::nullopt};
   for (const WindowAxis& axis : axes) expected.sizes.push_back(axis.out());
-  if (!desc.output) return expected;
   const std::string what = desc.op_name + ": output";
+  validate_tensor_desc(expected, what.c_str());
+  if (!desc.output) return expected;
   validate_tensor_desc(*desc.output, what.c_str());
   if (desc.output->dtype != desc.input.dtype)
     fail<DTypeError>(what, " has dtype ", name(desc.output->dtype), " but the input is ", name(desc.input.dtype));
