@@ -685,10 +685,10 @@ def test_fuzz_garbage_unfold_descriptors(data):
 
 @given(data=st.data())
 def test_fuzz_garbage_fold_descriptors(data):
-    valid = dict(input=dmlops.TensorDesc("float32", (1, 4, 16)), output=dmlops.TensorDesc("float32", (1, 1, 4, 4)),
+    valid = dict(input=dmlops.TensorDesc("float32", (1, 4, 8)), output=dmlops.TensorDesc("float32", (1, 1, 4, 4)),
                  **WINDOW)
     fold_kwargs = dict(output_sizes=(4, 4), **WINDOW)
-    fuzz_garbage(data, dmlops.FoldDesc, valid, WRONG_WINDOW, dmlops.fold, (np.zeros((1, 4, 16)),), fold_kwargs,
+    fuzz_garbage(data, dmlops.FoldDesc, valid, WRONG_WINDOW, dmlops.fold, (np.zeros((1, 4, 8)),), fold_kwargs,
                  dict(WRONG_WINDOW, output_sizes=[(2**40, 2**40), (0, 4), (4,), (2**62, 2**62)]))
 
 
@@ -717,7 +717,7 @@ def test_gigantic_outputs_are_rejected_before_allocating():
     with pytest.raises(ValueError, match="Unfold: .*(bytes|memory)"):
         dmlops.unfold(x, (1, 1), start_padding=(2**20, 2**20), end_padding=(2**20, 2**20))
     with pytest.raises(ValueError, match="Fold: .*(bytes|memory)"):
-        dmlops.fold(np.zeros((1, 1, 1), np.float32), (2**21, 2**21), (2**21, 2**21))
+        dmlops.fold(np.zeros((1, 1, 1), np.float32), (2**21, 2**21), (1, 1), strides=(2**22, 2**22))
     with pytest.raises(ValueError, match="Unfold: .*(2\\^62|2\\^63|bytes)"):
         dmlops.UnfoldDesc(dmlops.TensorDesc("float64", (1, 2**30, 4, 4)), window_sizes=(2**16, 2**16),
                           start_padding=(2**16, 2**16), end_padding=(2**16, 2**16))
