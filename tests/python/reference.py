@@ -60,7 +60,8 @@ def padding_float_value(value: float, dtype) -> object:
     v = np.float32(value)
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
-        return dtype.type(v)
+        with np.errstate(over="ignore"):  # beyond float16's range: inf, as IEEE rounding gives
+            return dtype.type(v)
     if dtype == np.bool_:
         dtype = np.dtype(np.uint8)
     if math.isnan(v):
@@ -336,7 +337,8 @@ def lp_pooling_reference(x: np.ndarray, window, strides, start, end, dilations, 
     otherwise inf gives inf; an all-zero window gives 0.
     """
     spatial = x.ndim - 2
-    magnitude = np.abs(x.astype(np.float64))
+    with np.errstate(invalid="ignore"):  # signalling NaNs become quiet ones
+        magnitude = np.abs(x.astype(np.float64))
     padded = np.pad(magnitude, [(0, 0), (0, 0)] + [(s, e) for s, e in zip(start, end)])
     extent = [(window[d] - 1) * dilations[d] + 1 for d in range(spatial)]
     out_shape = [(padded.shape[2 + d] - extent[d]) // strides[d] + 1 for d in range(spatial)]

@@ -3,9 +3,9 @@ tests in every operator's test file.
 
 Arrays are drawn as (values, layout): the values from a seeded numpy generator (fast, and the
 seed shrinks), the layout from a small recipe (flipped axes, gaps between elements, a permuted
-memory order, broadcast axes with stride 0) applied to a copy, so every operator is fed the
-views numpy users hand it. Each drawn call is recorded with :func:`show_call`, so a falsifying
-example prints a Python line that reproduces it.
+memory order, broadcast axes with stride 0, elements off their alignment) applied to a copy, so
+every operator is fed the views numpy users hand it. Each drawn call is recorded with
+:func:`show_call`, so a falsifying example prints Python lines that reproduce it.
 """
 
 from __future__ import annotations
@@ -48,13 +48,15 @@ def layouts(draw, rank: int, zero_strides: bool = True) -> dict:
         gap=tuple(draw(axes)),
         order=tuple(draw(st.permutations(range(rank)))),
         broadcast=tuple(draw(axes)) if zero_strides else (),
+        misaligned=draw(st.booleans()),
     )
 
 
 def apply_layout(a: np.ndarray, layout: dict) -> np.ndarray:
     """A view with ``a``'s values (except broadcast axes, which repeat index 0 with stride 0)
-    whose memory order is ``layout['order']``, with negative strides on ``flip`` axes and a gap
-    of one element after each element of the ``gap`` axes."""
+    whose memory order is ``layout['order']``, with negative strides on ``flip`` axes, a gap
+    of one element after each element of the ``gap`` axes, and (``misaligned``) its elements one
+    byte off their natural alignment."""
     if layout["broadcast"]:
         first = tuple(slice(0, 1) if d in layout["broadcast"] else slice(None) for d in range(a.ndim))
         a = np.broadcast_to(a[first], a.shape)
@@ -63,7 +65,11 @@ def apply_layout(a: np.ndarray, layout: dict) -> np.ndarray:
     b = np.flip(a, layout["flip"]) if layout["flip"] else a
     b = b.transpose(order)  # memory order of the result
     shape = tuple(n * (2 if order[d] in layout["gap"] else 1) for d, n in enumerate(b.shape))
-    buffer = np.zeros(shape, dtype=a.dtype)
+    if layout["misaligned"] and a.itemsize > 1:
+        raw = np.zeros(int(np.prod(shape)) * a.itemsize + 1, np.uint8)
+        buffer = raw[1:].view(a.dtype).reshape(shape)
+    else:
+        buffer = np.zeros(shape, dtype=a.dtype)
     window = tuple(slice(None, None, 2 if order[d] in layout["gap"] else 1) for d in range(b.ndim))
     buffer[window] = b
     view = buffer[window].transpose(inverse)
@@ -155,14 +161,9 @@ GARBAGE_LEAVES = st.one_of(
                      np.zeros(2, object), np.zeros(0)]),
 )
 
-GARBAGE = st.recursive(
-    GARBAGE_LEAVES,
-    lambda children: st.one_of(st.lists(children, max_size=9), st.lists(children, max_size=4).map(tuple),
-                               st.dictionaries(st.text(max_size=12) | st.sampled_from(["Width", "Height", "Type", "Desc",
-                                                                                        "DataType", "Sizes", "Strides"]),
-                                               children, max_size=4)),
-    max_leaves=12,
-)
+GARBAGE_KEYS = st.text(max_size=12) | st.sampled_from(["Width", "Height", "Type", "Desc", "DataType", "Sizes", "Strides"])
+GARBAGE = st.deferred(lambda: GARBAGE_LEAVES | st.lists(GARBAGE, max_size=9) | st.lists(GARBAGE, max_size=4).map(tuple)
+                      | st.dictionaries(GARBAGE_KEYS, GARBAGE, max_size=4))
 
 
 @st.composite

@@ -546,3 +546,18 @@ def test_gigantic_outputs_are_rejected_before_allocating():
     with pytest.raises(ValueError, match="LpPooling1: .*(bytes|memory)"):
         dmlops.lp_pooling(np.zeros((1, 1, 4, 4), np.float32), (1, 1), start_padding=(2**21, 2**21),
                           end_padding=(2**21, 2**21))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("p", [3, 5, 7, 31])
+def test_root_of_large_and_small_sums_is_accurate(dtype, p):
+    """Regression: y = S^(1/p) took pow's rounded exponent 1/p, which is ln(S) * ulp(1/p) off:
+    a one-tap window of 5e24 (float64, p = 3) came out 14 ulps from 5e24. Now a Newton step
+    follows; one tap must give |x| back within an ulp or two."""
+    info = np.finfo(dtype)
+    top = float(info.max) ** (1 / p) / 4  # S = x^p stays finite: the fast path, not the repair
+    bottom = (float(info.tiny) * p / float(info.eps)) ** (1 / p) * 4
+    x = np.geomspace(bottom, top, 64).astype(dtype).reshape(1, 1, 8, 8)
+    y = dmlops.lp_pooling(x * -1, (1, 1), p=p)
+    ulps = np.abs(y.astype(np.float64) - x.astype(np.float64)) / np.spacing(x).astype(np.float64)
+    assert ulps.max() <= 2, f"{ulps.max()} ulps"
