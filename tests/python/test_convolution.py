@@ -695,3 +695,14 @@ def test_gigantic_outputs_are_rejected_before_allocating():
         dmlops.convolution(x, w, start_padding=(2**21, 2**21), end_padding=(2**21, 2**21))
     with pytest.raises(ValueError, match="Convolution: .*(bytes|memory)"):
         dmlops.convolution(x, w, direction="backward", strides=(2**21, 2**21))
+
+
+@pytest.mark.parametrize("count", [2**32, 2**64, -2**70])
+def test_group_count_beyond_a_uint_is_a_clear_value_error(count):
+    """Regression: past 64 bits pybind11 refused the call with a generic 'incompatible function
+    arguments' TypeError."""
+    x, w, b = good_args()
+    with pytest.raises(ValueError, match=f"Convolution: group_count is {count}"):
+        dmlops.convolution(x, w, b, group_count=count)
+    with pytest.raises(ValueError, match=f"Convolution: group_count is {count}"):
+        dmlops.ConvolutionDesc(dmlops.TensorDesc.from_array(x), dmlops.TensorDesc.from_array(w), group_count=count)

@@ -71,7 +71,8 @@ def test_set_num_threads():
     assert dmlops.get_num_threads() == 3
     dmlops.set_num_threads(np.int64(1))
     assert dmlops.get_num_threads() == 1
-    for bad, error in ((0, ValueError), (-2, ValueError), (2.0, TypeError), (True, TypeError), ("2", TypeError)):
+    for bad, error in ((0, ValueError), (-2, ValueError), (2.0, TypeError), (True, TypeError), ("2", TypeError),
+                       (1025, ValueError), (2**31, ValueError), (2**64, ValueError), (-2**63, ValueError)):
         with pytest.raises(error, match="set_num_threads"):
             dmlops.set_num_threads(bad)
     assert dmlops.get_num_threads() == 1
