@@ -14,8 +14,11 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
 
 import dmlops
+from strategies import GARBAGE, expect_only_value_or_type_errors, mutated_json, mutated_kwargs
 
 
 @pytest.mark.parametrize("dtype,sizes,strides,expected", [
@@ -274,3 +277,25 @@ def test_every_operator_works_in_a_forked_child_even_mid_call():
         stop.set()
         background.join(timeout=60)
     assert not background.is_alive()
+
+
+@given(data=st.data())
+def test_fuzz_garbage_tensor_descs_and_activations(data):
+    """The building blocks every descriptor takes: garbage in, ValueError/TypeError out."""
+    args = data.draw(mutated_kwargs(dict(dtype="float16", sizes=(2, 3), strides=(-3, 1)),
+                                    dict(sizes=[(2**62, 4), (2**32, 2**32), (0,), (1,) * 9], strides=[(2**63 - 1, 1)])))
+    note(f"dmlops.TensorDesc(**{args!r})")
+    expect_only_value_or_type_errors(lambda: dmlops.TensorDesc(**args))
+    d = data.draw(mutated_json(dmlops.TensorDesc("float16", (2, 3), (-3, 1)).to_dict()))
+    note(f"dmlops.TensorDesc.from_dict({d!r})")
+    expect_only_value_or_type_errors(lambda: dmlops.TensorDesc.from_dict(d))
+    wrapped = data.draw(mutated_json({"Type": "DML_TENSOR_TYPE_BUFFER", "Desc": d}))
+    expect_only_value_or_type_errors(lambda: dmlops.TensorDesc.from_dict(wrapped))
+    expect_only_value_or_type_errors(lambda: dmlops.calc_buffer_tensor_size(**args))
+    params = data.draw(mutated_kwargs(dict(alpha=0.5, beta=2.0), dict(alpha=[float("nan"), 1e39, "x"])))
+    name = data.draw(st.sampled_from(["elu", "linear", "clip", "relu", "softmax"]) | GARBAGE)
+    note(f"dmlops.Activation({name!r}, **{params!r})")
+    expect_only_value_or_type_errors(lambda: dmlops.Activation(name, **params))
+    a = data.draw(mutated_json(dmlops.Activation("linear", alpha=0.5, beta=2.0).to_dict()))
+    note(f"dmlops.Activation.from_dict({a!r})")
+    expect_only_value_or_type_errors(lambda: dmlops.Activation.from_dict(a))
