@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 import numpy as np
-from hypothesis import note
+from hypothesis import note, settings
 from hypothesis import strategies as st
 
 from reference import bits
@@ -164,6 +164,11 @@ GARBAGE_LEAVES = st.one_of(
 GARBAGE_KEYS = st.text(max_size=12) | st.sampled_from(["Width", "Height", "Type", "Desc", "DataType", "Sizes", "Strides"])
 GARBAGE = st.deferred(lambda: GARBAGE_LEAVES | st.lists(GARBAGE, max_size=9) | st.lists(GARBAGE, max_size=4).map(tuple)
                       | st.dictionaries(GARBAGE_KEYS, GARBAGE, max_size=4))
+
+
+# The garbage tests run a quarter of the profile's examples (500 under "ci"): each example is
+# cheap to reject, and most of their time goes into drawing the garbage.
+garbage_settings = settings(max_examples=max(settings.default.max_examples // 4, 10))
 
 
 @st.composite

@@ -20,7 +20,7 @@ import dmlops._activation
 import dmlops.convolution
 from reference import activation_reference, convolution_reference
 from strategies import arrays as drawn_arrays
-from strategies import (check_bad_outs, check_hostile_inputs, fuzz_garbage, kwargs_source, outs,
+from strategies import (check_bad_outs, check_hostile_inputs, fuzz_garbage, garbage_settings, kwargs_source, outs,
                         run_and_check_inputs, show_call)
 
 FLOATS = ("float32", "float16", "float64")
@@ -653,6 +653,7 @@ WRONG_CONV = dict(input=[dmlops.TensorDesc("float16", (1, 4, 5, 5)), dmlops.Tens
 
 
 @given(data=st.data())
+@garbage_settings
 def test_fuzz_garbage_descriptors(data):
     x, w, b = good_args()
     function_kwargs = {k: v for k, v in VALID_CONV.items() if k not in ("input", "filter", "bias")}

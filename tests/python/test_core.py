@@ -18,7 +18,7 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 import dmlops
-from strategies import GARBAGE, expect_only_value_or_type_errors, mutated_json, mutated_kwargs
+from strategies import GARBAGE, expect_only_value_or_type_errors, garbage_settings, mutated_json, mutated_kwargs
 
 
 @pytest.mark.parametrize("dtype,sizes,strides,expected", [
@@ -280,6 +280,7 @@ def test_every_operator_works_in_a_forked_child_even_mid_call():
 
 
 @given(data=st.data())
+@garbage_settings
 def test_fuzz_garbage_tensor_descs_and_activations(data):
     """The building blocks every descriptor takes: garbage in, ValueError/TypeError out."""
     args = data.draw(mutated_kwargs(dict(dtype="float16", sizes=(2, 3), strides=(-3, 1)),

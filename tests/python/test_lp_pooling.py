@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import dmlops
 from reference import lp_pooling_reference
-from strategies import (arrays, check_bad_outs, check_hostile_inputs, fuzz_garbage, kwargs_source, outs,
-                        run_and_check_inputs, show_call)
+from strategies import (arrays, check_bad_outs, check_hostile_inputs, fuzz_garbage, garbage_settings, kwargs_source,
+                        outs, run_and_check_inputs, show_call)
 
 FLOATS = ("float32", "float16", "float64")
 
@@ -522,6 +522,7 @@ WRONG_LP = dict(input=[dmlops.TensorDesc("int32", (1, 2, 5, 5)), dmlops.TensorDe
 
 @pytest.mark.parametrize("cls", [dmlops.LpPooling1Desc, dmlops.LpPoolingDesc])
 @given(data=st.data())
+@garbage_settings
 def test_fuzz_garbage_descriptors(cls, data):
     valid = dict(VALID_LP, **({"dilations": (2, 1)} if cls is dmlops.LpPooling1Desc else {}))
     function_kwargs = {k: v for k, v in valid.items() if k != "input"}

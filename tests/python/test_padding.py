@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import dmlops
 from reference import bits, pad_reference, pad_source_index, padding_float_value
 from strategies import (ALL_DTYPES, FLOAT_DTYPES, arrays, check_bad_outs, check_hostile_inputs, fuzz_garbage,
-                        kwargs_source, outs, run_and_check_inputs, show_call)
+                        garbage_settings, kwargs_source, outs, run_and_check_inputs, show_call)
 
 MODES = ("constant", "edge", "reflection", "symmetric", "wrap")
 DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
@@ -558,6 +558,7 @@ PLAUSIBLY_WRONG = dict(input=[dmlops.TensorDesc("int8", (2,)), dmlops.TensorDesc
 
 @pytest.mark.parametrize("cls", [dmlops.Padding1Desc, dmlops.PaddingDesc])
 @given(data=st.data())
+@garbage_settings
 def test_fuzz_garbage_descriptors(cls, data):
     """Garbage in any field of the constructor or of from_dict: ValueError or TypeError, never
     another exception, never a crash."""

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 import dmlops
 from reference import (as_float32, bits, resample_antialiased_row, resample_linear_row, resample_magnitude,
                        resample_reference)
-from strategies import (arrays, check_bad_outs, check_hostile_inputs, fuzz_garbage, kwargs_source, outs,
-                        run_and_check_inputs, show_call)
+from strategies import (arrays, check_bad_outs, check_hostile_inputs, fuzz_garbage, garbage_settings, kwargs_source,
+                        outs, run_and_check_inputs, show_call)
 
 DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
           "int8", "int16", "int32", "int64", "bool")
@@ -743,6 +743,7 @@ VALID_RESAMPLE = dict(input=dmlops.TensorDesc("float32", (1, 2, 3)), scales=(1.0
 
 @pytest.mark.parametrize("cls", [dmlops.ResampleDesc, dmlops.Resample1Desc, dmlops.Resample2Desc, dmlops.Resample3Desc])
 @given(data=st.data())
+@garbage_settings
 def test_fuzz_garbage_resample_descriptors(cls, data):
     valid = dict(VALID_RESAMPLE)
     if cls is not dmlops.ResampleDesc:
@@ -757,6 +758,7 @@ def test_fuzz_garbage_resample_descriptors(cls, data):
 
 
 @given(data=st.data())
+@garbage_settings
 def test_fuzz_garbage_upsample_2d_descriptors(data):
     valid = dict(input=dmlops.TensorDesc("float16", (1, 1, 2, 3)), scale_size=(2, 3), interpolation_mode="linear")
     wrong = dict(input=[dmlops.TensorDesc("float32", (2, 3)), dmlops.TensorDesc("int8", (1, 1, 2, 3))],

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 import dmlops
 import dmlops.unfold
 from reference import bits, fold_reference, unfold_reference, window_blocks
-from strategies import (arrays, check_bad_outs, check_hostile_inputs, fuzz_garbage, kwargs_source, outs,
-                        run_and_check_inputs, show_call)
+from strategies import (arrays, check_bad_outs, check_hostile_inputs, fuzz_garbage, garbage_settings, kwargs_source,
+                        outs, run_and_check_inputs, show_call)
 
 DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
           "int8", "int16", "int32", "int64", "bool")
@@ -680,12 +680,14 @@ WRONG_WINDOW = dict(window_sizes=[(2**62, 1), (0, 1), (2,)], strides=[(0, 1), (2
 
 
 @given(data=st.data())
+@garbage_settings
 def test_fuzz_garbage_unfold_descriptors(data):
     fuzz_garbage(data, dmlops.UnfoldDesc, dict(input=dmlops.TensorDesc("float32", (1, 1, 4, 4)), **WINDOW), WRONG_WINDOW,
                  dmlops.unfold, (np.zeros((1, 1, 4, 4)),), WINDOW, WRONG_WINDOW)
 
 
 @given(data=st.data())
+@garbage_settings
 def test_fuzz_garbage_fold_descriptors(data):
     valid = dict(input=dmlops.TensorDesc("float32", (1, 4, 8)), output=dmlops.TensorDesc("float32", (1, 1, 4, 4)),
                  **WINDOW)
