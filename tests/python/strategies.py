@@ -10,6 +10,7 @@ every operator is fed the views numpy users hand it. Each drawn call is recorded
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -87,7 +88,22 @@ def arrays(draw, shape, dtype, kind: str = "bits", zero_strides: bool = True) ->
     """An array of ``shape`` and ``dtype`` in a drawn layout (see the module docstring)."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     values = random_values(rng, tuple(shape), dtype, kind)
-    return apply_layout(values, draw(layouts(len(shape), zero_strides)))
+    layout = draw(layouts(len(shape), zero_strides))
+    view = apply_layout(values, layout)
+    if len(_layouts) > 1000:  # forget the arrays of examples that are over
+        for key in [k for k, (ref, _) in _layouts.items() if ref() is None]:
+            del _layouts[key]
+    _layouts[id(view)] = (weakref.ref(view), layout)
+    return view
+
+
+# The layout each drawn array was made with, so that show_array can print how to remake it.
+_layouts: dict = {}
+
+
+def layout_of(a: np.ndarray) -> Optional[dict]:
+    ref, layout = _layouts.get(id(a), (None, None))
+    return layout if ref is not None and ref() is a else None
 
 
 @st.composite
@@ -104,12 +120,16 @@ def outs(draw, shape, dtype) -> Optional[np.ndarray]:
 # Reproducing calls
 
 def show_array(a: np.ndarray) -> str:
-    """A Python expression for ``a``'s values, and a comment with its strides."""
+    """A Python expression that remakes ``a``: its values, laid out as drawn (apply_layout, from
+    tests/python/strategies.py), and a comment with its strides."""
     dtype = a.dtype.name
     if a.dtype.kind == "f":  # through the bits: NaN payloads and -0.0 survive the round trip
         body = f"np.array({bits(a).tolist()!r}, dtype='u{a.itemsize}').view('{dtype}')"
     else:
         body = f"np.array({a.tolist()!r}, dtype='{dtype}')"
+    layout = layout_of(a)
+    if layout is not None:
+        body = f"apply_layout({body}, {layout!r})"
     return f"{body}  # shape {a.shape}, byte strides {a.strides}"
 
 
