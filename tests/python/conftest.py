@@ -16,7 +16,7 @@ import dmlops
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, max_examples=2000)
 settings.register_profile("dev", deadline=None, max_examples=300)
 settings.register_profile("long", deadline=None, print_blob=True, max_examples=20000)
-settings.register_profile("asan", derandomize=True, deadline=None, print_blob=True, max_examples=100)
+settings.register_profile("asan", derandomize=True, deadline=None, print_blob=True, max_examples=300)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
