@@ -1,7 +1,10 @@
 #include "convert.hpp"
 
+#include <unistd.h>
+
 #include <climits>
 #include <cmath>
+#include <cstdint>
 
 #include "dmlops/core/error.hpp"
 
@@ -115,6 +118,28 @@ Number number_of(const py::handle& obj, const std::string& what) {
   if (py::isinstance<py::float_>(obj)) return Number::from_float(obj.cast<double>());
   fail<DTypeError>(what, " must be an int, float or bool, not ",
                    py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+}
+
+namespace {
+
+std::uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return UINT64_MAX;  // unknown: numpy's own limits apply
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
+}
+
+}  // namespace
+
+py::array output_array(const py::object& like, const TensorDesc& desc, const py::object& out, const std::string& op) {
+  if (!out.is_none()) return py::reinterpret_borrow<py::array>(out);
+  const py::dtype dtype = py::reinterpret_borrow<py::array>(like).dtype();
+  // validate_tensor_desc has bounded the product by 2^63 bytes, so this does not overflow.
+  const std::uint64_t bytes = static_cast<std::uint64_t>(desc.element_count()) * static_cast<std::uint64_t>(dtype.itemsize());
+  const std::uint64_t memory = physical_memory_bytes();
+  if (bytes > memory)
+    fail(op, ": the output ", desc.sizes, " of ", py::str(dtype).cast<std::string>(), " needs ", bytes,
+         " bytes, more than this machine's memory (", memory, " bytes); pass out= (e.g. a numpy.memmap) to write it");
+  return py::array(dtype, std::vector<py::ssize_t>(desc.sizes.begin(), desc.sizes.end()));
 }
 
 py::tuple to_tuple(const Dims& dims) {

@@ -38,16 +38,19 @@ Number number_of(const py::handle& obj, const std::string& what);
 
 py::tuple to_tuple(const Dims& dims);
 
-// Runs an operator descriptor on x: into `out`, or (None) into a new C-contiguous array of
-// x's numpy dtype (bool stays bool) and the descriptor's output sizes, allocated only after
-// infer_output(desc) has validated everything. `op` names the operator in messages.
+// The array for an operator's result: `out` when given, else a new C-contiguous array of
+// `like`'s numpy dtype (bool stays bool) and `desc`'s sizes. A result larger than this machine's
+// physical memory is refused with a ValueError before anything is allocated (an overcommitted
+// allocation would "succeed" and the kernel would then fault its pages in until the OOM killer
+// ends the process).
+py::array output_array(const py::object& like, const TensorDesc& desc, const py::object& out, const std::string& op);
+
+// Runs an operator descriptor on x: into `out`, or (None) into a new array (output_array)
+// allocated only after infer_output(desc) has validated everything. `op` names the operator.
 template <class Desc>
 py::array execute_into(const Desc& desc, const py::object& x, const TensorView& in_view, const py::object& out,
                        const std::string& op) {
-  const TensorDesc out_desc = infer_output(desc);
-  py::array result = out.is_none() ? py::array(py::reinterpret_borrow<py::array>(x).dtype(),
-                                               std::vector<py::ssize_t>(out_desc.sizes.begin(), out_desc.sizes.end()))
-                                   : py::reinterpret_borrow<py::array>(out);
+  py::array result = output_array(x, infer_output(desc), out, op);
   const TensorView out_view = view_of(result, op + ": out", /*writable=*/true);
   {
     // Safe without the GIL: the views point into arrays this frame keeps alive, and execute()

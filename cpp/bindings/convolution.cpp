@@ -91,10 +91,7 @@ void bind_convolution(py::module_& m) {
                                          activation);
         if (!output_sizes.is_none())
           desc.output = TensorDesc{in_view.dtype, dims_of(output_sizes, "Convolution: output_sizes"), std::nullopt};
-        const TensorDesc out_desc = infer_output(desc);  // validated before allocating
-        py::array result = out.is_none() ? py::array(py::reinterpret_borrow<py::array>(x).dtype(),
-                                                     std::vector<py::ssize_t>(out_desc.sizes.begin(), out_desc.sizes.end()))
-                                         : py::reinterpret_borrow<py::array>(out);
+        py::array result = output_array(x, infer_output(desc), out, "Convolution");  // validated before allocating
         const TensorView out_view = view_of(result, "Convolution: out", /*writable=*/true);
         {
           // Safe without the GIL: the views point into arrays this frame keeps alive, and

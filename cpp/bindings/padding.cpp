@@ -2,7 +2,10 @@
 // arguments; this file turns them into a PaddingDesc and runs it with the GIL released.
 #include "dmlops/ops/padding.hpp"
 
+#include <cmath>
+
 #include "convert.hpp"
+#include "dmlops/core/error.hpp"
 
 namespace dmlops::bindings {
 namespace {
@@ -23,7 +26,10 @@ PaddingDesc make_desc(const std::string& op, const TensorDesc& input, const std:
     desc.value = Scalar::exact(input.dtype, number, field);
   } else {
     if (number.kind != Number::Kind::Float) fail<DTypeError>(field, " must be a float (DML_PADDING_OPERATOR_DESC)");
-    desc.value = Scalar::saturating(input.dtype, static_cast<float>(number.f));
+    const auto value_float = static_cast<float>(number.f);
+    if (std::isfinite(number.f) && !std::isfinite(value_float))
+      fail(field, " ", number.f, " is too large for a FLOAT (DML_PADDING_OPERATOR_DESC)");
+    desc.value = Scalar::saturating(input.dtype, value_float);
   }
   return desc;
 }

@@ -22,13 +22,6 @@ void set_windows(Desc& desc, const std::string& op, const py::handle& window, co
   desc.end_padding = dims_of(end, op + ": end_padding");
 }
 
-py::array new_output(const py::object& x, const py::object& out, const TensorDesc& out_desc) {
-  if (!out.is_none()) return py::reinterpret_borrow<py::array>(out);
-  // A new output keeps x's numpy dtype (bool stays bool).
-  return py::array(py::reinterpret_borrow<py::array>(x).dtype(),
-                   std::vector<py::ssize_t>(out_desc.sizes.begin(), out_desc.sizes.end()));
-}
-
 // Fold's output desc from the spatial output_sizes: {N, C, S...} with C = rows / prod(window).
 // When the window is invalid or does not divide the rows, C is a placeholder: infer_output
 // then reports that rule, which it checks before comparing channel counts.
@@ -75,7 +68,7 @@ void bind_unfold(py::module_& m) {
         UnfoldDesc desc;
         desc.input = TensorDesc{in_view.dtype, in_view.sizes, std::nullopt};
         set_windows(desc, "Unfold", window, strides, dilations, start, end);
-        const py::array result = new_output(x, out, infer_output(desc));  // validated before allocating
+        const py::array result = output_array(x, infer_output(desc), out, "Unfold");  // validated before allocating
         const TensorView out_view = view_of(result, "Unfold: out", /*writable=*/true);
         {
           // Safe without the GIL: the views point into arrays this frame keeps alive, and
@@ -109,7 +102,7 @@ void bind_unfold(py::module_& m) {
         desc.input = TensorDesc{in_view.dtype, in_view.sizes, std::nullopt};
         set_windows(desc, "Fold", window, strides, dilations, start, end);
         desc.output = fold_output_desc(desc.input, desc.window_sizes, output_sizes);
-        const py::array result = new_output(x, out, infer_output(desc));
+        const py::array result = output_array(x, infer_output(desc), out, "Fold");
         const TensorView out_view = view_of(result, "Fold: out", /*writable=*/true);
         {
           // Safe without the GIL: as for unfold.

@@ -183,6 +183,7 @@ Geometry analyse(const ConvolutionDesc& desc) {
   g.output = TensorDesc{dtype, {g.batch, g.out_channels}, std::nullopt};
   for (std::int64_t s : g.out_spatial) g.output.sizes.push_back(s);
   checked_product(checked_product(g.batch, g.out_channels, "output"), g.out_spatial.product(), "output");
+  validate_tensor_desc(g.output, "Convolution: output");
   if (desc.bias) {
     Dims expected = Dims::filled(rank, 1);
     expected[1] = g.out_channels;

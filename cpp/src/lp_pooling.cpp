@@ -260,6 +260,20 @@ A integer_power(A x, std::uint64_t p) {
   return result;
 }
 
+// s^(1/p) for p >= 3. The exponent 1/p that pow takes is itself rounded, which costs up to
+// ln(s) * ulp(1/p) relative: some 15 ulps for s near either end of the range. One Newton step on
+// y^p = s removes that: for y = root * (1 + e), r = s / y^p = 1 - p*e + O(e^2), and
+// y * (1 + (r - 1) / p) is off by O(e^2) plus the roundings of y^p divided by p (under an ulp).
+// y^(p-1) is about s / y, so it stays between s and 1: nothing overflows. Zero, inf and NaN
+// (which the caller repairs) take pow alone.
+template <class A>
+A nth_root(A s, std::uint64_t p, A inverse_p) {
+  const A y = std::pow(s, inverse_p);
+  if (!(y > 0 && y <= std::numeric_limits<A>::max())) return y;
+  const A ratio = s / integer_power(y, p - 1) / y;
+  return y + y * ((ratio - 1) / static_cast<A>(p));
+}
+
 template <class T>
 class LpPoolingKernel {
   using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -512,7 +526,7 @@ class LpPoolingKernel {
         }
       }
       const Acc inverse_p = Acc(1) / static_cast<Acc>(p_);
-      for (std::int64_t k = 0; k < count; ++k) y[k] = std::pow(y[k], inverse_p);
+      for (std::int64_t k = 0; k < count; ++k) y[k] = nth_root(y[k], p_, inverse_p);
     }
     // A few repairs one by one; many (a block of huge values for this p, say) vectorised.
     if (static_cast<std::int64_t>(s.repairs.size()) * 4 > count) {
@@ -623,8 +637,9 @@ TensorDesc infer_output(const LpPoolingDesc& desc) {
   const std::vector<WindowAxis> axes = validate(desc);
   TensorDesc expected{desc.input.dtype, {desc.input.sizes[0], desc.input.sizes[1]}, std::nullopt};
   for (const WindowAxis& axis : axes) expected.sizes.push_back(axis.out());
-  if (!desc.output) return expected;
   const std::string what = desc.op_name + ": output";
+  validate_tensor_desc(expected, what.c_str());
+  if (!desc.output) return expected;
   validate_tensor_desc(*desc.output, what.c_str());
   if (desc.output->dtype != desc.input.dtype)
     fail<DTypeError>(what, " has dtype ", name(desc.output->dtype), " but the input is ", name(desc.input.dtype));

@@ -58,8 +58,9 @@ TensorDesc infer_output(const PaddingDesc& desc) {
   TensorDesc expected{desc.input.dtype, {}, std::nullopt};
   for (int d = 0; d < desc.input.sizes.size(); ++d)
     expected.sizes.push_back(desc.input.sizes[d] + desc.start_padding[d] + desc.end_padding[d]);
-  if (!desc.output) return expected;
   const std::string what = desc.op_name + ": output";
+  validate_tensor_desc(expected, what.c_str());
+  if (!desc.output) return expected;
   validate_tensor_desc(*desc.output, what.c_str());
   if (desc.output->dtype != desc.input.dtype)
     fail<DTypeError>(what, " has dtype ", name(desc.output->dtype), " but the input is ", name(desc.input.dtype));

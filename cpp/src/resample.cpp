@@ -212,6 +212,7 @@ TensorDesc infer_output(const ResampleDesc& desc) {
   TensorDesc out{desc.input.dtype, {}, std::nullopt};
   for (int d = 0; d < desc.input.sizes.size(); ++d)
     out.sizes.push_back(resample_output_size(desc.op_name, d, desc.input.sizes[d], desc.scales[static_cast<std::size_t>(d)]));
+  validate_tensor_desc(out, (desc.op_name + ": output").c_str());
   return out;
 }
 
@@ -232,6 +233,7 @@ TensorDesc infer_output(const Upsample2DDesc& desc) {
   check_dtype_for_mode(op, desc.input.dtype, desc.mode);
   TensorDesc expected{desc.input.dtype, {}, std::nullopt};
   for (const Axis& a : upsample_axes(desc)) expected.sizes.push_back(a.out);
+  validate_tensor_desc(expected, "Upsample2D: output");
   if (!desc.output) return expected;
   check_output(op, desc.input, *desc.output);
   if (desc.output->sizes != expected.sizes)

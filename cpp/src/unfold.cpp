@@ -161,6 +161,7 @@ TensorDesc infer_output(const UnfoldDesc& desc) {
   const std::int64_t rows = size_product(desc.input.sizes[1], walker.tap_count(), op, "output");
   size_product(size_product(batch, rows, op, "output"), walker.block_count(), op, "output");
   const TensorDesc expected{desc.input.dtype, {batch, rows, walker.block_count()}, std::nullopt};
+  validate_tensor_desc(expected, "Unfold: output");
   if (!desc.output) return expected;
   validate_tensor_desc(*desc.output, "Unfold: output");
   if (desc.output->dtype != desc.input.dtype)

@@ -53,6 +53,17 @@ def float_tuple(values: Any, what: str) -> tuple[float, ...]:
     return tuple(result)
 
 
+def real(value: Any, what: str) -> float:
+    """A Python or numpy int or float (not bool) as a Python float; ValueError for an integer
+    too large for a float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{what} must be a number, not {type(value).__name__}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{what} {value!r} is too large for a FLOAT") from None
+
+
 def flag(value: Any, what: str) -> bool:
     """A Python or numpy bool (a DirectML BOOL); 0 and 1 are not accepted in its place."""
     if not isinstance(value, (bool, np.bool_)):

@@ -44,6 +44,8 @@ def set_num_threads(n: int) -> None:
         n = operator.index(n)
     except TypeError:
         raise TypeError(f"set_num_threads: n must be an int, not {type(n).__name__}") from None
+    if not -2**31 <= n < 2**31:  # beyond a C int, where the C++ range check cannot even see it
+        raise ValueError(f"set_num_threads: n is {n}; at most 1024 threads")
     _core.set_num_threads(n)
 
 

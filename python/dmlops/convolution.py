@@ -45,9 +45,12 @@ def _group_count(value: Any) -> int:
     if isinstance(value, (bool, np.bool_)):
         raise TypeError("Convolution: group_count must be an integer, not bool")
     try:
-        return operator.index(value)
+        count = operator.index(value)
     except TypeError:
         raise TypeError(f"Convolution: group_count must be an integer, not {type(value).__name__}") from None
+    if not -2**63 <= count < 2**32:  # the C++ layer's own checks need it in 64 bits
+        raise ValueError(f"Convolution: group_count is {count}; GroupCount is a UINT, at most {2**32 - 1}")
+    return count
 
 
 _Dims = tuple[int, ...]

@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _core
-from ._args import Enum, as_array, check_bool_value, check_out, int_tuple, number
+from ._args import Enum, as_array, check_bool_value, check_out, int_tuple, number, real
 from ._descriptor import Descriptor, Field
 from ._tensor import TensorDesc
 
@@ -210,7 +210,7 @@ class PaddingDesc(_PaddingDescriptor):
     )
 
     def _value_arg(self, value: Any) -> Any:
-        return float(number(value, f"{self.NAME}: padding_value"))
+        return real(value, f"{self.NAME}: padding_value")
 
     def _canonical_value(self, value: Any, bits: int, dtype: str) -> Any:
         return float(np.float32(value))

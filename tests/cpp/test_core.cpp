@@ -538,6 +538,26 @@ TEST(ValidateTensorDesc, Rules) {
   EXPECT_THROW(validate_tensor_desc({DataType::Float32, {2, 3}, Dims{3, 1, 1}}, "t"), InvalidArgument);
 }
 
+TEST(ValidateTensorDesc, BytesAndOffsetsMustFitIn64Bits) {
+  constexpr std::int64_t big = std::int64_t{1} << 32;
+  // 2^62 bytes is fine as a description (nothing is allocated here)...
+  EXPECT_NO_THROW(validate_tensor_desc({DataType::UInt8, {big, big / 4}, std::nullopt}, "t"));
+  EXPECT_NO_THROW(validate_tensor_desc({DataType::Float32, {big / 2, big / 8}, std::nullopt}, "t"));
+  // ...but elements whose count (or byte size) overflows 64 bits are not
+  const std::string product = message_of<InvalidArgument>(
+      [&] { validate_tensor_desc({DataType::Float32, {big, big}, std::nullopt}, "Op: input"); });
+  EXPECT_NE(product.find("Op: input"), std::string::npos) << product;
+  EXPECT_NE(product.find("2^63 bytes"), std::string::npos) << product;
+  EXPECT_THROW(validate_tensor_desc({DataType::Float64, {big / 2, big / 8}, std::nullopt}, "t"), InvalidArgument);
+  EXPECT_THROW(validate_tensor_desc({DataType::UInt8, Dims::filled(8, 1 << 8), std::nullopt}, "t"), InvalidArgument);
+  // the strides' reach counts too, whatever their sign, and INT64_MIN has no absolute value
+  EXPECT_NO_THROW(validate_tensor_desc({DataType::Float32, {2, 3}, Dims{-(std::int64_t{1} << 40), 1}}, "t"));
+  EXPECT_THROW(validate_tensor_desc({DataType::Float32, {3, 3}, Dims{std::int64_t{1} << 61, 1}}, "t"),
+               InvalidArgument);
+  EXPECT_THROW(validate_tensor_desc({DataType::Float32, {2, 3}, Dims{INT64_MIN, 1}}, "t"), InvalidArgument);
+  EXPECT_THROW(validate_tensor_desc({DataType::UInt8, {2, 2}, Dims{INT64_MAX, INT64_MAX}}, "t"), InvalidArgument);
+}
+
 // ---------------------------------------------------------------------------------------------
 // TensorView overlap
 

@@ -389,6 +389,20 @@ TEST(LpPooling, LargePDoesNotOverflow) {
   }
 }
 
+TEST(LpPooling, RootsOfLargeAndSmallSumsAreAccurate) {
+  // Regression: y = pow(S, 1/p) with 1/p rounded is ln(S) * ulp(1/p) off, some 100 ulps for
+  // float64 sums near 1e300. One tap gives |x| back; the tester's bound is (1 + 4) ulps.
+  for (std::int64_t p : {3, 5, 7, 31}) {
+    for (DataType dtype : {DataType::Float32, DataType::Float64}) {
+      const double top = dtype == DataType::Float32 ? 38.0 : 307.0;
+      LpPoolingTester().sizes({1, 1, 2, 40}).window({1, 1}).p(p).dtype(dtype).values(
+          [&](std::int64_t flat, std::mt19937_64&) {
+            return (flat % 2 ? -1.0 : 1.0) * std::pow(10.0, top / static_cast<double>(p) * (flat % 40) / 40.0);
+          }).Test();
+    }
+  }
+}
+
 TEST(LpPooling, HugeAndTinyMagnitudesWithP2) {
   // Squares overflow (1e30^2 in float32, 1e300^2 in float64) or underflow into the subnormals
   // (1e-25^2, 1e-40 itself): the p = 2 path must recompute those outputs, scaled.

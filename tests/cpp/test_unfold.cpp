@@ -807,6 +807,12 @@ TEST(UnfoldInferOutput, Errors) {
   desc = unfold_example();
   desc.input.sizes = {1, std::int64_t{1} << 40, std::int64_t{1} << 20, 4};
   desc.window_sizes = {std::int64_t{1} << 19, 2};
+  EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "Unfold: input sizes");  // 2^64 bytes already
+  EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "more than 2^63 bytes");
+  // an input that fits (2^57 bytes) whose columns would not: C * prod(window) = 2^63
+  desc.input.sizes = {1, std::int64_t{1} << 51, 4, 4};
+  desc.window_sizes = {std::int64_t{1} << 6, std::int64_t{1} << 6};
+  desc.start_padding = {60, 60};
   EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "more than 2^62");
 }
 

@@ -54,6 +54,23 @@ def pad_reference(x: np.ndarray, start, end, mode: str, value=0) -> np.ndarray:
     return y
 
 
+def padding_float_value(value: float, dtype) -> object:
+    """Spec section 1, PADDING (v1): the FLOAT value (rounded to float32) as the tensor holds it;
+    into integer dtypes truncated toward zero and saturated to the range, NaN as 0."""
+    v = np.float32(value)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        with np.errstate(over="ignore"):  # beyond float16's range: inf, as IEEE rounding gives
+            return dtype.type(v)
+    if dtype == np.bool_:
+        dtype = np.dtype(np.uint8)
+    if math.isnan(v):
+        return dtype.type(0)
+    info = np.iinfo(dtype)
+    t = math.trunc(float(v)) if math.isfinite(v) else (info.max if v > 0 else info.min)
+    return dtype.type(min(max(t, info.min), info.max))
+
+
 def bits(a: np.ndarray) -> np.ndarray:
     """The raw bit patterns of an array, for bit-exact comparison (NaN payloads included)."""
     a = np.ascontiguousarray(a)
@@ -320,7 +337,8 @@ def lp_pooling_reference(x: np.ndarray, window, strides, start, end, dilations, 
     otherwise inf gives inf; an all-zero window gives 0.
     """
     spatial = x.ndim - 2
-    magnitude = np.abs(x.astype(np.float64))
+    with np.errstate(invalid="ignore"):  # signalling NaNs become quiet ones
+        magnitude = np.abs(x.astype(np.float64))
     padded = np.pad(magnitude, [(0, 0), (0, 0)] + [(s, e) for s, e in zip(start, end)])
     extent = [(window[d] - 1) * dilations[d] + 1 for d in range(spatial)]
     out_shape = [(padded.shape[2 + d] - extent[d]) // strides[d] + 1 for d in range(spatial)]

@@ -12,11 +12,16 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import dmlops
 import dmlops._activation
 import dmlops.convolution
 from reference import activation_reference, convolution_reference
+from strategies import arrays as drawn_arrays
+from strategies import (check_bad_outs, check_hostile_inputs, fuzz_garbage, garbage_settings, kwargs_source, outs,
+                        run_and_check_inputs, show_call)
 
 FLOATS = ("float32", "float16", "float64")
 ACTIVATIONS = [name for name, _, _ in dmlops._core.activation_table()]
@@ -568,3 +573,137 @@ def test_docstrings(module):
     # by name: the package attribute dmlops.convolution is the function, not the module
     result = doctest.testmod(sys.modules[module], optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Differential fuzzing against the reference, garbage descriptors, hostile arrays (strategies.py)
+
+FUZZ_ACTIVATIONS = [None, ("relu", {}), ("leaky_relu", {"alpha": 0.2}), ("sigmoid", {}), ("clip", {"min": -0.5, "max": 1.0})]
+
+
+@st.composite
+def convolution_calls(draw):
+    D = draw(st.integers(1, 3))
+    ints = lambda lo, hi: tuple(draw(st.lists(st.integers(lo, hi), min_size=D, max_size=D)))
+    G, Cg, OCg, N = (draw(st.integers(1, 3)) for _ in range(4))
+    K, s, d = ints(1, 3), ints(1, 3), ints(1, 2)
+    start, end = ints(0, 3), ints(0, 3)
+    extent = tuple((k - 1) * dd + 1 for k, dd in zip(K, d))
+    room = 2 if D == 3 else 5
+    In = tuple(max(e - a - b, 1) + draw(st.integers(0, room)) for e, a, b in zip(extent, start, end))
+    direction = draw(st.sampled_from(["forward", "backward"]))
+    kw = dict(strides=s, dilations=d, start_padding=start, end_padding=end, group_count=G, direction=direction,
+              mode=draw(st.sampled_from(["cross_correlation", "convolution"])))
+    output_sizes = None
+    if direction == "forward":
+        filter_shape = (G * OCg, Cg, *K)
+    else:
+        filter_shape = (G * Cg, OCg, *K)
+        kw["output_padding"] = tuple(draw(st.integers(0, max(st_, dd) - 1)) for st_, dd in zip(s, d))
+        nominal = [(i - 1) * st_ + e - a - b + o
+                   for i, st_, e, a, b, o in zip(In, s, extent, start, end, kw["output_padding"])]
+        if min(nominal) < 1 or draw(st.booleans()):
+            output_sizes = ints(1, 6)
+    return dict(x_shape=(N, G * Cg, *In), w_shape=filter_shape, b_shape=(1, G * OCg) + (1,) * D, kw=kw,
+                bias=draw(st.booleans()), activation=draw(st.sampled_from(FUZZ_ACTIVATIONS)),
+                output_sizes=output_sizes, form=draw(st.sampled_from(["convolution", "ConvolutionDesc"])))
+
+
+@given(call=convolution_calls(), dtype=st.sampled_from(FLOATS), threads=st.sampled_from([1, 2, 7]), data=st.data())
+def test_fuzz_matches_reference(call, dtype, threads, data):
+    x = data.draw(drawn_arrays(call["x_shape"], dtype, kind="finite"))
+    w = data.draw(drawn_arrays(call["w_shape"], dtype, kind="finite"))
+    b = data.draw(drawn_arrays(call["b_shape"], dtype, kind="finite")) if call["bias"] else None
+    kw, activation, output_sizes = call["kw"], call["activation"], call["output_sizes"]
+    fused = None if activation is None else dmlops.Activation(activation[0], **activation[1])
+    ref_kw = dict(kw, output_spatial=output_sizes)
+    expected_shape = convolution_reference(x, w, None, **ref_kw).shape
+    out = data.draw(outs(expected_shape, x.dtype))
+    dmlops.set_num_threads(threads)
+    if call["form"] == "convolution":
+        sizes = None if output_sizes is None else expected_shape
+        show_call(f"dmlops.convolution(x, w, b, {kwargs_source(**kw)}, fused_activation={fused!r}, "
+                  f"output_sizes={sizes}, out=out)", x=x, w=w, b=b, out=out)
+        run = lambda: dmlops.convolution(x, w, b, fused_activation=fused, output_sizes=sizes, out=out, **kw)
+    else:
+        output = None if output_sizes is None else dmlops.TensorDesc(dtype, expected_shape)
+        bias = None if b is None else dmlops.TensorDesc.from_array(b)
+        show_call(f"dmlops.ConvolutionDesc(dmlops.TensorDesc.from_array(x), dmlops.TensorDesc.from_array(w), {bias!r}, "
+                  f"{kwargs_source(**kw)}, fused_activation={fused!r}, output={output!r})(x, w, b, out=out)",
+                  x=x, w=w, b=b, out=out)
+        run = lambda: dmlops.ConvolutionDesc(dmlops.TensorDesc.from_array(x), dmlops.TensorDesc.from_array(w), bias,
+                                             fused_activation=fused, output=output, **kw)(x, w, b, out=out)
+    y = run_and_check_inputs(run, out, *(a for a in (x, w, b) if a is not None))
+    assert_close(y, x, w, b, activation, **ref_kw)
+
+
+VALID_CONV = dict(input=dmlops.TensorDesc("float32", (1, 4, 5, 5)), filter=dmlops.TensorDesc("float32", (6, 2, 3, 3)),
+                  bias=dmlops.TensorDesc("float32", (1, 6, 1, 1)), strides=(1, 2), dilations=(1, 1),
+                  start_padding=(1, 0), end_padding=(0, 1), group_count=2, fused_activation="relu")
+WRONG_CONV = dict(input=[dmlops.TensorDesc("float16", (1, 4, 5, 5)), dmlops.TensorDesc("float32", (4, 5)),
+                         dmlops.TensorDesc("float32", (2**20, 2**20, 2**10, 2))],
+                  filter=[dmlops.TensorDesc("float32", (6, 4, 3, 3)), dmlops.TensorDesc("float32", (2**30, 2, 2**14, 2**14))],
+                  bias=[dmlops.TensorDesc("float32", (6,)), dmlops.TensorDesc("int8", (1, 6, 1, 1))],
+                  output=[dmlops.TensorDesc("float32", (1, 6, 4, 4)), dmlops.TensorDesc("float32", (1, 6, 3, 2), (0,) * 4)],
+                  strides=[(0, 1), (2**62, 1)], dilations=[(2**40, 1), (0, 0)], start_padding=[(2**62, 0), (-1, 0)],
+                  end_padding=[(2**48, 2**48)], output_padding=[(1, 1), (2**63 - 1, 0)], group_count=[0, 3, 2**32, 2**64, 2.0],
+                  mode=["correlation", "CONVOLUTION"], direction=["backward", "up"],
+                  fused_activation=["gelu", "softmax", dmlops.Activation("elu", alpha=2.0), ("relu",), {"Type": 1}],
+                  output_sizes=[(1, 6, 2**40, 2**40), (1, 6, 0, 1)])
+
+
+@given(data=st.data())
+@garbage_settings
+def test_fuzz_garbage_descriptors(data):
+    x, w, b = good_args()
+    function_kwargs = {k: v for k, v in VALID_CONV.items() if k not in ("input", "filter", "bias")}
+    fuzz_garbage(data, dmlops.ConvolutionDesc, VALID_CONV, WRONG_CONV, dmlops.convolution, (x, w, b), function_kwargs,
+                 WRONG_CONV)
+
+
+def test_hostile_inputs_are_rejected():
+    x, w, b = good_args()
+    check_hostile_inputs(lambda bad: dmlops.convolution(bad, w, b, group_count=2), x)
+    check_hostile_inputs(lambda bad: dmlops.convolution(x, bad, b, group_count=2), w)
+    check_hostile_inputs(lambda bad: dmlops.convolution(x, w, bad, group_count=2), b, allowed=("None",))  # no bias
+    desc = dmlops.ConvolutionDesc(dmlops.TensorDesc.from_array(x), dmlops.TensorDesc.from_array(w),
+                                  dmlops.TensorDesc.from_array(b), group_count=2)
+    check_hostile_inputs(lambda bad: desc(bad, w, b), x)
+    check_hostile_inputs(lambda bad: desc(x, bad, b), w)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_bad_outs_are_rejected_and_left_untouched(dtype, direction):
+    x, w, b = (a.astype(dtype) for a in good_args())
+    if direction == "backward":
+        w = np.ones((4, 3, 3, 3), dtype)
+    shape = dmlops.convolution(x, w, b, group_count=2, direction=direction).shape
+    check_bad_outs(lambda out: dmlops.convolution(x, w, b, group_count=2, direction=direction, out=out), x, shape, dtype)
+    # overlapping the filter or the bias instead of the input
+    for other in (w, b):
+        flat = other.reshape(-1)
+        if flat.size >= int(np.prod(shape)):
+            with pytest.raises(ValueError, match="overlap|shares memory"):
+                dmlops.convolution(x, w, b, group_count=2, direction=direction,
+                                   out=flat[: int(np.prod(shape))].reshape(shape))
+
+
+def test_gigantic_outputs_are_rejected_before_allocating():
+    x = np.zeros((1, 1, 4, 4), np.float32)
+    w = np.zeros((1, 1, 1, 1), np.float32)
+    with pytest.raises(ValueError, match="Convolution: .*(bytes|memory)"):
+        dmlops.convolution(x, w, start_padding=(2**21, 2**21), end_padding=(2**21, 2**21))
+    with pytest.raises(ValueError, match="Convolution: .*(bytes|memory)"):
+        dmlops.convolution(x, w, direction="backward", strides=(2**21, 2**21))
+
+
+@pytest.mark.parametrize("count", [2**32, 2**64, -2**70])
+def test_group_count_beyond_a_uint_is_a_clear_value_error(count):
+    """Regression: past 64 bits pybind11 refused the call with a generic 'incompatible function
+    arguments' TypeError."""
+    x, w, b = good_args()
+    with pytest.raises(ValueError, match=f"Convolution: group_count is {count}"):
+        dmlops.convolution(x, w, b, group_count=count)
+    with pytest.raises(ValueError, match=f"Convolution: group_count is {count}"):
+        dmlops.ConvolutionDesc(dmlops.TensorDesc.from_array(x), dmlops.TensorDesc.from_array(w), group_count=count)

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
 
 import dmlops
+from strategies import GARBAGE, expect_only_value_or_type_errors, garbage_settings, mutated_json, mutated_kwargs
 
 
 @pytest.mark.parametrize("dtype,sizes,strides,expected", [
@@ -66,7 +74,8 @@ def test_set_num_threads():
     assert dmlops.get_num_threads() == 3
     dmlops.set_num_threads(np.int64(1))
     assert dmlops.get_num_threads() == 1
-    for bad, error in ((0, ValueError), (-2, ValueError), (2.0, TypeError), (True, TypeError), ("2", TypeError)):
+    for bad, error in ((0, ValueError), (-2, ValueError), (2.0, TypeError), (True, TypeError), ("2", TypeError),
+                       (1025, ValueError), (2**31, ValueError), (2**64, ValueError), (-2**63, ValueError)):
         with pytest.raises(error, match="set_num_threads"):
             dmlops.set_num_threads(bad)
     assert dmlops.get_num_threads() == 1
@@ -124,3 +133,170 @@ def test_demo_runs_and_passes():
     result = subprocess.run([sys.executable, "-m", "dmlops"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all checks passed" in result.stdout and "matches DxDispatch's table" in result.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# Every operator under threads: thread-count independence, concurrent callers, fork
+
+def every_operator_call() -> dict:
+    """One call of every operator (and mode family), on inputs big enough to be split over threads."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 8, 48, 40)).astype(np.float32)
+    h = x.astype(np.float16)
+    u8 = rng.integers(0, 256, size=(2, 8, 48, 40), dtype=np.uint8)
+    w = rng.standard_normal((16, 4, 3, 3)).astype(np.float32)
+    wt = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal((1, 16, 1, 1)).astype(np.float32)
+    cols = dmlops.unfold(x, (3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
+    return {
+        "pad constant": lambda: dmlops.pad(u8, (0, 1, 3, 2), (1, 0, 2, 5), mode="constant", value=9),
+        "pad reflection": lambda: dmlops.pad(x[:, :, ::-1], (0, 0, 70, 3), (0, 0, 2, 50), mode="reflection"),
+        "pad v1 symmetric": lambda: dmlops.PaddingDesc(dmlops.TensorDesc.from_array(h), padding_mode="symmetric",
+                                                       start_padding=(0, 0, 5, 5), end_padding=(1, 1, 0, 9))(h),
+        "unfold": lambda: dmlops.unfold(x, (3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1)),
+        "fold": lambda: dmlops.fold(cols, (48, 40), (3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1)),
+        "upsample nearest": lambda: dmlops.upsample_2d(u8, (2, 3)),
+        "upsample linear": lambda: dmlops.upsample_2d(h, 2, "linear"),
+        "resample linear": lambda: dmlops.resample(x, (1, 1, 1.75, 0.5), "linear"),
+        "resample antialiased": lambda: dmlops.resample(x, (1, 1, 0.4, 0.3), "linear", antialiased=True),
+        "resample nearest": lambda: dmlops.resample(u8, (1, 1, 1.5, 2.5), rounding_direction="increasing"),
+        "lp pooling": lambda: dmlops.lp_pooling(x, (3, 3), strides=(2, 1), start_padding=(1, 1), end_padding=(1, 1),
+                                                dilations=(1, 2), p=3),
+        "convolution": lambda: dmlops.convolution(x, w, b, start_padding=(1, 1), end_padding=(1, 1), group_count=2,
+                                                  fused_activation="relu"),
+        "convolution backward": lambda: dmlops.convolution(x, wt, direction="backward", strides=(2, 2),
+                                                           output_padding=(1, 1)),
+        "convolution depthwise float16": lambda: dmlops.convolution(h, h[0, :, :3, :3].reshape(8, 1, 3, 3),
+                                                                    group_count=8, strides=(2, 2)),
+    }
+
+
+def bits_of(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a).tobytes()
+
+
+@pytest.mark.parametrize("threads", [2, 7])
+def test_every_operator_gives_the_same_bits_for_any_thread_count(threads):
+    calls = every_operator_call()
+    dmlops.set_num_threads(1)
+    expected = {name: bits_of(call()) for name, call in calls.items()}
+    dmlops.set_num_threads(threads)
+    for name, call in calls.items():
+        assert bits_of(call()) == expected[name], f"{name}: {threads} threads differ from 1"
+
+
+def test_concurrent_callers_while_the_thread_count_changes():
+    """8 Python threads call every operator for a few seconds while the main thread keeps
+    changing the thread count: every result equals the single-threaded one, nothing deadlocks
+    (every thread must finish within the timeout), no exception."""
+    calls = every_operator_call()
+    dmlops.set_num_threads(1)
+    expected = {name: bits_of(call()) for name, call in calls.items()}
+    names = sorted(calls)
+    failures: list = []
+    stop = threading.Event()
+
+    def worker(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        try:
+            while not stop.is_set():
+                name = names[int(rng.integers(len(names)))]
+                if bits_of(calls[name]()) != expected[name]:
+                    failures.append(f"{name}: differs from the single-threaded result")
+        except Exception as error:  # reported below; a worker must not die silently
+            failures.append(f"{type(error).__name__}: {error}")
+
+    workers = [threading.Thread(target=worker, args=(seed,), daemon=True) for seed in range(8)]
+    for t in workers:
+        t.start()
+    deadline = time.monotonic() + 3.0
+    counts = itertools.cycle([2, 7, 1, 3, 8, 2])
+    while time.monotonic() < deadline and not failures:
+        dmlops.set_num_threads(next(counts))
+        time.sleep(0.01)
+    stop.set()
+    for t in workers:
+        t.join(timeout=60)
+    assert not [t for t in workers if t.is_alive()], "a caller did not finish: deadlock"
+    assert not failures, failures[:5]
+
+
+def _run_every_operator_and_exit(expected: dict) -> None:
+    """In a forked child: run every operator on the (inherited) pool, exit 0 if all agree."""
+    status = 1
+    try:
+        calls = every_operator_call()
+        for threads in (2, 1, 3):
+            dmlops.set_num_threads(threads)
+            for name, call in calls.items():
+                if bits_of(call()) != expected[name]:
+                    os.write(2, f"child: {name} differs\n".encode())
+                    raise SystemExit
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def wait_for_child(pid: int, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError("the forked child hung (deadlock in the pool after fork)")
+
+
+def test_every_operator_works_in_a_forked_child_even_mid_call():
+    """fork() while the pool is busy on another thread: the child rebuilds its pool (its copy of
+    the parent's may be mid-task, its mutexes held) and runs every operator correctly."""
+    calls = every_operator_call()
+    dmlops.set_num_threads(2)
+    expected = {name: bits_of(call()) for name, call in calls.items()}
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            for call in calls.values():
+                call()
+
+    background = threading.Thread(target=busy, daemon=True)
+    background.start()
+    try:
+        for _ in range(3):
+            time.sleep(0.05)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: fork of a threaded process
+                pid = os.fork()
+            if pid == 0:
+                _run_every_operator_and_exit(expected)
+            assert wait_for_child(pid, timeout=120) == 0
+    finally:
+        stop.set()
+        background.join(timeout=60)
+    assert not background.is_alive()
+
+
+@given(data=st.data())
+@garbage_settings
+def test_fuzz_garbage_tensor_descs_and_activations(data):
+    """The building blocks every descriptor takes: garbage in, ValueError/TypeError out."""
+    args = data.draw(mutated_kwargs(dict(dtype="float16", sizes=(2, 3), strides=(-3, 1)),
+                                    dict(sizes=[(2**62, 4), (2**32, 2**32), (0,), (1,) * 9], strides=[(2**63 - 1, 1)])))
+    note(f"dmlops.TensorDesc(**{args!r})")
+    expect_only_value_or_type_errors(lambda: dmlops.TensorDesc(**args))
+    d = data.draw(mutated_json(dmlops.TensorDesc("float16", (2, 3), (-3, 1)).to_dict()))
+    note(f"dmlops.TensorDesc.from_dict({d!r})")
+    expect_only_value_or_type_errors(lambda: dmlops.TensorDesc.from_dict(d))
+    wrapped = data.draw(mutated_json({"Type": "DML_TENSOR_TYPE_BUFFER", "Desc": d}))
+    expect_only_value_or_type_errors(lambda: dmlops.TensorDesc.from_dict(wrapped))
+    expect_only_value_or_type_errors(lambda: dmlops.calc_buffer_tensor_size(**args))
+    params = data.draw(mutated_kwargs(dict(alpha=0.5, beta=2.0), dict(alpha=[float("nan"), 1e39, "x"])))
+    name = data.draw(st.sampled_from(["elu", "linear", "clip", "relu", "softmax"]) | GARBAGE)
+    note(f"dmlops.Activation({name!r}, **{params!r})")
+    expect_only_value_or_type_errors(lambda: dmlops.Activation(name, **params))
+    a = data.draw(mutated_json(dmlops.Activation("linear", alpha=0.5, beta=2.0).to_dict()))
+    note(f"dmlops.Activation.from_dict({a!r})")
+    expect_only_value_or_type_errors(lambda: dmlops.Activation.from_dict(a))

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 import dmlops
 from reference import lp_pooling_reference
+from strategies import (arrays, check_bad_outs, check_hostile_inputs, fuzz_garbage, garbage_settings, kwargs_source,
+                        outs, run_and_check_inputs, show_call)
 
 FLOATS = ("float32", "float16", "float64")
 
@@ -469,3 +471,94 @@ def test_out_overlapping_input_or_itself_is_rejected():
     with pytest.raises(ValueError, match="overlapping elements"):
         dmlops.lp_pooling(X, (3, 3), out=zero_stride)
     np.testing.assert_array_equal(buffer, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Differential fuzzing against the reference, garbage descriptors, hostile arrays (strategies.py)
+
+@st.composite
+def lp_pooling_calls(draw):
+    spatial = draw(st.integers(1, 3))
+    ints = lambda lo, hi: tuple(draw(st.lists(st.integers(lo, hi), min_size=spatial, max_size=spatial)))
+    sizes, window, strides, start, end = ints(1, 5), ints(1, 3), ints(1, 3), ints(0, 4), ints(0, 4)
+    form = draw(st.sampled_from(["lp_pooling", "LpPooling1Desc", "LpPoolingDesc"]))
+    dilations = ints(1, 3) if form != "LpPoolingDesc" else (1,) * spatial
+    end = tuple(max(e, d * (w - 1) + 1 - n - s) for e, d, w, n, s in zip(end, dilations, window, sizes, start))
+    p = draw(st.integers(1, 9) | st.sampled_from([16, 31, 1000, 2**32 - 1]))
+    return dict(shape=(draw(st.integers(1, 2)), draw(st.integers(1, 3))) + sizes, form=form, p=p,
+                window=window, kwargs=dict(strides=strides, start_padding=start, end_padding=end, dilations=dilations))
+
+
+@given(call=lp_pooling_calls(), dtype=st.sampled_from(FLOATS), kind=st.sampled_from(["finite", "finite", "bits"]),
+       threads=st.sampled_from([1, 2, 7]), data=st.data())
+def test_fuzz_matches_reference(call, dtype, kind, threads, data):
+    x = data.draw(arrays(call["shape"], dtype, kind=kind))
+    window, kw, p, form = call["window"], dict(call["kwargs"]), call["p"], call["form"]
+    expected = reference(x, window, kw["strides"], kw["start_padding"], kw["end_padding"], kw["dilations"], p)
+    out = data.draw(outs(expected.shape, x.dtype))
+    dmlops.set_num_threads(threads)
+    if form == "lp_pooling":
+        show_call(f"dmlops.lp_pooling(x, {window}, {kwargs_source(**kw)}, p={p}, out=out)", x=x, out=out)
+        run = lambda: dmlops.lp_pooling(x, window, p=p, out=out, **kw)
+    else:
+        if form == "LpPoolingDesc":
+            del kw["dilations"]
+        cls = getattr(dmlops, form)
+        show_call(f"dmlops.{form}(dmlops.TensorDesc.from_array(x), window_size={window}, {kwargs_source(**kw)}, "
+                  f"p={p})(x, out=out)", x=x, out=out)
+        run = lambda: cls(dmlops.TensorDesc.from_array(x), window_size=window, p=p, **kw)(x, out=out)
+    assert_close(run_and_check_inputs(run, out, x), expected, int(np.prod(window)))
+
+
+VALID_LP = dict(input=dmlops.TensorDesc("float32", (1, 2, 5, 5)), window_size=(2, 3), strides=(1, 2),
+                start_padding=(1, 0), end_padding=(0, 1), p=3)
+WRONG_LP = dict(input=[dmlops.TensorDesc("int32", (1, 2, 5, 5)), dmlops.TensorDesc("float32", (5, 5)),
+                       dmlops.TensorDesc("float32", (1, 2**20, 2**20, 2**20))],
+                output=[dmlops.TensorDesc("float32", (1, 2, 5, 2)), dmlops.TensorDesc("float32", (1, 2, 5, 2), (0, 0, 0, 0))],
+                window_size=[(2**62, 1), (0, 1), (2, 2, 2)], strides=[(0, 1), (2**63 - 1, 1)],
+                start_padding=[(2**62, 0), (-1, 0)], end_padding=[(2**48, 2**48)], p=[0, 2**32, -1, 2.0, 2**64],
+                dilations=[(0, 1), (2**40, 2**40)])
+
+
+@pytest.mark.parametrize("cls", [dmlops.LpPooling1Desc, dmlops.LpPoolingDesc])
+@given(data=st.data())
+@garbage_settings
+def test_fuzz_garbage_descriptors(cls, data):
+    valid = dict(VALID_LP, **({"dilations": (2, 1)} if cls is dmlops.LpPooling1Desc else {}))
+    function_kwargs = {k: v for k, v in valid.items() if k != "input"}
+    fuzz_garbage(data, cls, valid, WRONG_LP, dmlops.lp_pooling, (np.zeros((1, 2, 5, 5), np.float32),), function_kwargs,
+                 WRONG_LP)
+
+
+def test_hostile_inputs_are_rejected():
+    x = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+    check_hostile_inputs(lambda bad: dmlops.lp_pooling(bad, (2, 2)), x)
+    check_hostile_inputs(dmlops.LpPooling1Desc(dmlops.TensorDesc.from_array(x), window_size=(2, 2)), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_bad_outs_are_rejected_and_left_untouched(dtype):
+    x = np.ones((1, 2, 4, 4), dtype)
+    check_bad_outs(lambda out: dmlops.lp_pooling(x, (2, 2), strides=(1, 2), out=out), x, (1, 2, 3, 2), dtype)
+    check_bad_outs(lambda out: dmlops.lp_pooling(x, (1, 1), out=out), x, x.shape, dtype)
+
+
+def test_gigantic_outputs_are_rejected_before_allocating():
+    with pytest.raises(ValueError, match="LpPooling1: .*(bytes|memory)"):
+        dmlops.lp_pooling(np.zeros((1, 1, 4, 4), np.float32), (1, 1), start_padding=(2**21, 2**21),
+                          end_padding=(2**21, 2**21))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("p", [3, 5, 7, 31])
+def test_root_of_large_and_small_sums_is_accurate(dtype, p):
+    """Regression: y = S^(1/p) took pow's rounded exponent 1/p, which is ln(S) * ulp(1/p) off:
+    a one-tap window of 5e24 (float64, p = 3) came out 14 ulps from 5e24. Now a Newton step
+    follows; one tap must give |x| back within an ulp or two."""
+    info = np.finfo(dtype)
+    top = float(info.max) ** (1 / p) / 4  # S = x^p stays finite: the fast path, not the repair
+    bottom = (float(info.tiny) * p / float(info.eps)) ** (1 / p) * 4
+    x = np.geomspace(bottom, top, 64).astype(dtype).reshape(1, 1, 8, 8)
+    y = dmlops.lp_pooling(x * -1, (1, 1), p=p)
+    ulps = np.abs(y.astype(np.float64) - x.astype(np.float64)) / np.spacing(x).astype(np.float64)
+    assert ulps.max() <= 2, f"{ulps.max()} ulps"

@@ -11,7 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dmlops
-from reference import bits, pad_reference, pad_source_index
+from reference import bits, pad_reference, pad_source_index, padding_float_value
+from strategies import (ALL_DTYPES, FLOAT_DTYPES, arrays, check_bad_outs, check_hostile_inputs, fuzz_garbage,
+                        garbage_settings, kwargs_source, outs, run_and_check_inputs, show_call)
 
 MODES = ("constant", "edge", "reflection", "symmetric", "wrap")
 DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
@@ -493,3 +495,107 @@ def test_out_overlapping_input_or_itself_is_rejected():
     with pytest.raises(ValueError, match="overlapping elements"):
         dmlops.pad(X, (1, 1), (1, 1), out=zero_stride_rows)
     np.testing.assert_array_equal(buffer, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Differential fuzzing against the reference, garbage descriptors, hostile arrays (strategies.py)
+
+@st.composite
+def padding_calls(draw):
+    rank = draw(st.integers(1, 4))
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
+    pads = st.lists(st.integers(0, 9), min_size=rank, max_size=rank).map(tuple)  # up to twice the input and more
+    dtype = draw(st.sampled_from(ALL_DTYPES))
+    x = draw(arrays(shape, dtype))
+    info = np.iinfo(np.uint8 if dtype == "bool" else dtype) if dtype not in FLOAT_DTYPES else None
+    if dtype == "bool":
+        value = draw(st.booleans())
+    elif info is not None:
+        value = draw(st.integers(int(info.min), int(info.max)))
+    else:
+        value = draw(st.floats(width=16 if dtype == "float16" else 32) | st.sampled_from([-0.0, float("nan")]))
+    return dict(x=x, start=draw(pads), end=draw(pads), mode=draw(st.sampled_from(MODES)), value=value,
+                form=draw(st.sampled_from(["pad", "Padding1Desc", "PaddingDesc"])),
+                # bool arrays take only 0 and 1 (check_bool_value)
+                float_value=draw(st.sampled_from([0.0, 1.0]) if dtype == "bool" else st.floats(width=32)), threads=draw(st.sampled_from([1, 2, 7])))
+
+
+@given(call=padding_calls(), data=st.data())
+def test_fuzz_matches_reference(call, data):
+    x, start, end, mode, form = call["x"], call["start"], call["end"], call["mode"], call["form"]
+    value = call["value"] if form != "PaddingDesc" else call["float_value"]
+    if form == "PaddingDesc":
+        expected = pad_reference(x, start, end, mode, padding_float_value(value, x.dtype))
+    else:
+        expected = pad_reference(x, start, end, mode, value)
+    out = data.draw(outs(expected.shape, x.dtype))
+    dmlops.set_num_threads(call["threads"])
+    kw = kwargs_source(start_padding=start, end_padding=end, padding_mode=mode, padding_value=value)
+    if form == "pad":
+        show_call(f"dmlops.pad(x, {start}, {end}, mode={mode!r}, value={value!r}, out=out)", x=x, out=out)
+        run = lambda: dmlops.pad(x, start, end, mode=mode, value=value, out=out)
+    else:
+        cls = getattr(dmlops, form)
+        show_call(f"dmlops.{form}(dmlops.TensorDesc.from_array(x), {kw})(x, out=out)", x=x, out=out)
+        run = lambda: cls(dmlops.TensorDesc.from_array(x), start_padding=start, end_padding=end, padding_mode=mode,
+                          padding_value=value)(x, out=out)
+    assert_same_bits(run_and_check_inputs(run, out, x), expected)
+
+
+def test_padding_v1_value_too_large():
+    with pytest.raises(ValueError, match="too large for a FLOAT|FLOAT"):
+        dmlops.PaddingDesc(dmlops.TensorDesc("float32", (2,)), start_padding=(1,), end_padding=(1,), padding_value=1e300)
+
+
+VALID_PADDING = dict(input=dmlops.TensorDesc("float32", (2, 3)), start_padding=(0, 1), end_padding=(2, 0),
+                     padding_mode="reflection", padding_value=1.5)
+PLAUSIBLY_WRONG = dict(input=[dmlops.TensorDesc("int8", (2,)), dmlops.TensorDesc("float16", (2**40, 2**20))],
+                       output=[dmlops.TensorDesc("float32", (4, 4)), dmlops.TensorDesc("float32", (2, 3), (3, 1)),
+                               dmlops.TensorDesc("float32", (4, 4), (0, 0))],
+                       start_padding=[(2**62, 0), (0, -1), (0,), (0, 2**48)],
+                       padding_value=[2**64, -2**63 - 1, float("nan"), 1e39, np.float64(3.5), 300])
+
+
+@pytest.mark.parametrize("cls", [dmlops.Padding1Desc, dmlops.PaddingDesc])
+@given(data=st.data())
+@garbage_settings
+def test_fuzz_garbage_descriptors(cls, data):
+    """Garbage in any field of the constructor or of from_dict: ValueError or TypeError, never
+    another exception, never a crash."""
+    fuzz_garbage(data, cls, VALID_PADDING, PLAUSIBLY_WRONG, dmlops.pad, (np.zeros((2, 3)),),
+                 dict(start_padding=(1, 0), end_padding=(0, 2), mode="wrap", value=0),
+                 dict(start_padding=[(2**40, 0), (0, 2**62)], value=[2**70, 0.5]))
+
+
+def test_hostile_inputs_are_rejected():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    desc = dmlops.Padding1Desc(dmlops.TensorDesc("float32", (2, 3)), start_padding=(1, 1), end_padding=(0, 0))
+    check_hostile_inputs(lambda bad: dmlops.pad(bad, (1, 1), (0, 0)), x)
+    check_hostile_inputs(desc, x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "bool", "int64"])
+def test_bad_outs_are_rejected_and_left_untouched(dtype):
+    x = np.ones((2, 3), dtype)
+    check_bad_outs(lambda out: dmlops.pad(x, (1, 1), (0, 0), out=out), x, (3, 4), dtype)
+    check_bad_outs(lambda out: dmlops.pad(x, (0, 0), (0, 0), out=out), x, (2, 3), dtype)
+    check_bad_outs(lambda out: dmlops.PaddingDesc(dmlops.TensorDesc.from_array(x), start_padding=(0, 1),
+                                                  end_padding=(0, 0))(x, out=out), x, (2, 4), dtype)
+    # the output desc of a descriptor must agree with the rule
+    with pytest.raises(ValueError, match="output"):
+        dmlops.Padding1Desc(dmlops.TensorDesc("float32", (2, 3)), start_padding=(1, 1), end_padding=(0, 0),
+                            output=dmlops.TensorDesc("float32", (3, 3)))
+
+
+@pytest.mark.parametrize("start,end", [((0, 2**40), (0, 0)), ((2**20, 2**20), (2**20, 2**20)), ((0, 2**46), (0, 2**46))])
+def test_gigantic_paddings_are_rejected_before_allocating(start, end):
+    """Outputs of terabytes: a ValueError naming the operator, without trying to allocate them."""
+    with pytest.raises(ValueError, match="Padding1: .*(bytes|memory)"):
+        dmlops.pad(np.zeros((2, 3), np.float32), start, end)
+
+
+@pytest.mark.parametrize("sizes", [(2**32, 2**32), (2**31, 2**31, 4), (2**16,) * 4 + (2,)])
+def test_size_products_that_overflow_64_bits_are_rejected(sizes):
+    with pytest.raises(ValueError, match="elements|bytes"):
+        dmlops.Padding1Desc(dmlops.TensorDesc("float64", sizes), start_padding=(0,) * len(sizes),
+                            end_padding=(0,) * len(sizes))

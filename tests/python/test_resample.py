@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 import dmlops
 from reference import (as_float32, bits, resample_antialiased_row, resample_linear_row, resample_magnitude,
                        resample_reference)
+from strategies import (arrays, check_bad_outs, check_hostile_inputs, fuzz_garbage, garbage_settings, kwargs_source,
+                        outs, run_and_check_inputs, show_call)
 
 DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
           "int8", "int16", "int32", "int64", "bool")
@@ -642,3 +644,149 @@ def test_out_overlapping_input_or_itself_is_rejected():
     with pytest.raises(ValueError, match="overlapping elements"):
         dmlops.upsample_2d(np.ones((1, 1, 2, 4), np.float32), 2, "linear", out=zero_stride)
     np.testing.assert_array_equal(buffer, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Differential fuzzing against the reference, garbage descriptors, hostile arrays (strategies.py)
+
+SCALES = st.sampled_from([1.0, 2.0, 3.0, 0.5, 0.25, 1.5, 2.5, 0.75, 1 / 3, 1.75]) | st.floats(0.125, 5, width=32)
+
+
+@st.composite
+def resample_calls(draw):
+    rank = draw(st.integers(1, 4))
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
+    mode = draw(st.sampled_from(["nearest_neighbor", "linear"]))
+    dtype = draw(st.sampled_from(DTYPES if mode == "nearest_neighbor" else FLOATS))
+    scales = tuple(draw(st.lists(SCALES, min_size=rank, max_size=rank)))
+    offsets = st.lists(st.floats(-2, 2, width=32), min_size=rank, max_size=rank).map(tuple)
+    form = draw(st.sampled_from(["resample", "ResampleDesc", "Resample1Desc", "Resample2Desc", "Resample3Desc"]))
+    kwargs = {}
+    if form != "ResampleDesc" and draw(st.booleans()):
+        kwargs.update(input_pixel_offsets=draw(offsets), output_pixel_offsets=draw(offsets))
+    if form in ("resample", "Resample2Desc", "Resample3Desc"):
+        kwargs["rounding_direction"] = draw(st.sampled_from(["decreasing", "increasing"]
+                                                            + ([None] if form == "resample" else [])))
+    if form in ("resample", "Resample3Desc"):
+        kwargs["antialiased"] = draw(st.booleans())
+    out_shape = tuple(draw(st.lists(st.integers(1, 9), min_size=rank, max_size=rank)))
+    return dict(shape=shape, mode=mode, dtype=dtype, scales=scales, form=form, kwargs=kwargs, out_shape=out_shape)
+
+
+@given(call=resample_calls(), threads=st.sampled_from([1, 2, 7]), data=st.data())
+def test_fuzz_resample_matches_reference(call, threads, data):
+    x = data.draw(arrays(call["shape"], call["dtype"], kind="bits" if call["mode"] == "nearest_neighbor" else "finite"))
+    form, kwargs, out_shape, scales, mode = call["form"], call["kwargs"], call["out_shape"], call["scales"], call["mode"]
+    out = data.draw(outs(out_shape, x.dtype))
+    dmlops.set_num_threads(threads)
+    if form == "resample":
+        show_call(f"dmlops.resample(x, {scales!r}, {mode!r}, {kwargs_source(**kwargs)}, output_sizes={out_shape}, "
+                  f"out=out)", x=x, out=out)
+        run = lambda: dmlops.resample(x, scales, mode, output_sizes=out_shape, out=out, **kwargs)
+    else:
+        cls = getattr(dmlops, form)
+        output = dmlops.TensorDesc(call["dtype"] if call["dtype"] != "bool" else "uint8", out_shape)
+        show_call(f"dmlops.{form}(dmlops.TensorDesc.from_array(x), scales={scales!r}, interpolation_mode={mode!r}, "
+                  f"{kwargs_source(**kwargs)}, output={output!r})(x, out=out)", x=x, out=out)
+        run = lambda: cls(dmlops.TensorDesc.from_array(x), scales=scales, interpolation_mode=mode, output=output,
+                          **kwargs)(x, out=out)
+    y = run_and_check_inputs(run, out, x)
+    in_off, out_off = kwargs.get("input_pixel_offsets"), kwargs.get("output_pixel_offsets")
+    if mode == "nearest_neighbor":
+        assert_same_bits(y, resample_reference(x, out_shape, scales, mode, in_off, out_off,
+                                               kwargs.get("rounding_direction")))
+    else:
+        antialiased = kwargs.get("antialiased", False)
+        assert y.dtype == x.dtype
+        assert_linear_close(y, resample_reference(x, out_shape, scales, mode, in_off, out_off, None, antialiased),
+                            resample_magnitude(x, out_shape, scales, in_off, out_off, antialiased), len(call["shape"]))
+
+
+@given(rank=st.sampled_from([4, 5]), sizes=st.lists(st.integers(1, 4), min_size=5, max_size=5),
+       scale=st.tuples(st.integers(1, 4), st.integers(1, 4)), mode=st.sampled_from(["nearest_neighbor", "linear"]),
+       form=st.sampled_from(["upsample_2d", "Upsample2DDesc"]), threads=st.sampled_from([1, 2, 7]), data=st.data())
+def test_fuzz_upsample_2d_matches_reference(rank, sizes, scale, mode, form, threads, data):
+    shape = tuple(sizes[:rank])
+    x = data.draw(arrays(shape, data.draw(st.sampled_from(DTYPES if mode == "nearest_neighbor" else FLOATS)),
+                         kind="bits" if mode == "nearest_neighbor" else "finite"))
+    out_shape = shape[:-2] + (shape[-2] * scale[0], shape[-1] * scale[1])
+    out = data.draw(outs(out_shape, x.dtype))
+    dmlops.set_num_threads(threads)
+    if form == "upsample_2d":
+        show_call(f"dmlops.upsample_2d(x, {scale}, {mode!r}, out=out)", x=x, out=out)
+        run = lambda: dmlops.upsample_2d(x, scale, mode, out=out)
+    else:
+        show_call(f"dmlops.Upsample2DDesc(dmlops.TensorDesc.from_array(x), scale_size={scale}, "
+                  f"interpolation_mode={mode!r})(x, out=out)", x=x, out=out)
+        run = lambda: dmlops.Upsample2DDesc(dmlops.TensorDesc.from_array(x), scale_size=scale,
+                                            interpolation_mode=mode)(x, out=out)
+    y = run_and_check_inputs(run, out, x)
+    scales = (1,) * (rank - 2) + scale
+    if mode == "nearest_neighbor":
+        assert_same_bits(y, resample_reference(x, out_shape, scales, mode))
+    else:
+        assert_linear_close(y, resample_reference(x, out_shape, scales, mode), resample_magnitude(x, out_shape, scales), 2)
+
+
+WRONG_RESAMPLE = dict(input=[dmlops.TensorDesc("float32", (2, 3)), dmlops.TensorDesc("int8", (2, 2, 2))],
+                      output=[dmlops.TensorDesc("float32", (4, 4)), dmlops.TensorDesc("float32", (2**30, 2**30, 1)),
+                              dmlops.TensorDesc("float16", (2, 4, 6))],
+                      scales=[(float("nan"), 1, 1), (0.0, 1, 1), (1e30, 1e30, 1), (1e-30, 1, 1), (-1.0, 2, 2),
+                              (1e39, 1, 1), (2**1100, 1, 1)],
+                      input_pixel_offsets=[(float("inf"), 0, 0), (1e39, 0, 0), (0, 0)],
+                      output_pixel_offsets=[(float("nan"), 0, 0), (0,) * 9],
+                      antialiased=[1, 0, np.bool_(True)],
+                      rounding_direction=["up", None, 1])
+VALID_RESAMPLE = dict(input=dmlops.TensorDesc("float32", (1, 2, 3)), scales=(1.0, 2.0, 1.5),
+                      interpolation_mode="linear")
+
+
+@pytest.mark.parametrize("cls", [dmlops.ResampleDesc, dmlops.Resample1Desc, dmlops.Resample2Desc, dmlops.Resample3Desc])
+@given(data=st.data())
+@garbage_settings
+def test_fuzz_garbage_resample_descriptors(cls, data):
+    valid = dict(VALID_RESAMPLE)
+    if cls is not dmlops.ResampleDesc:
+        valid.update(input_pixel_offsets=(0.5, 0.25, 0.0), output_pixel_offsets=(-0.5, 0.0, 1.0))
+    if cls in (dmlops.Resample2Desc, dmlops.Resample3Desc):
+        valid["rounding_direction"] = "increasing"
+    if cls is dmlops.Resample3Desc:
+        valid["antialiased"] = True
+    function_kwargs = {k: v for k, v in valid.items() if k != "input"}
+    fuzz_garbage(data, cls, valid, WRONG_RESAMPLE, dmlops.resample, (np.zeros((1, 2, 3)),),
+                 dict(function_kwargs, output_sizes=(1, 4, 4)), dict(WRONG_RESAMPLE, output_sizes=[(0, 1, 1), (2**62,) * 3]))
+
+
+@given(data=st.data())
+@garbage_settings
+def test_fuzz_garbage_upsample_2d_descriptors(data):
+    valid = dict(input=dmlops.TensorDesc("float16", (1, 1, 2, 3)), scale_size=(2, 3), interpolation_mode="linear")
+    wrong = dict(input=[dmlops.TensorDesc("float32", (2, 3)), dmlops.TensorDesc("int8", (1, 1, 2, 3))],
+                 scale_size=[(0, 1), 2**40, (2**62, 2**62), 2.5, (2, 2, 2), -1, (2**33, 1)],
+                 output=[dmlops.TensorDesc("float16", (1, 1, 4, 9)), dmlops.TensorDesc("float16", (1, 1, 4, 6), (0, 0, 0, 0))])
+    fuzz_garbage(data, dmlops.Upsample2DDesc, valid, wrong, dmlops.upsample_2d, (np.zeros((1, 1, 2, 3)),),
+                 dict(scale_size=(2, 3), interpolation_mode="linear"), wrong)
+
+
+def test_hostile_inputs_are_rejected():
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    check_hostile_inputs(lambda bad: dmlops.resample(bad, (1, 1, 2, 2), "linear"), x)
+    check_hostile_inputs(lambda bad: dmlops.upsample_2d(bad, 2), x)
+    check_hostile_inputs(dmlops.Resample3Desc(dmlops.TensorDesc.from_array(x), scales=(1, 1, 0.5, 2),
+                                              rounding_direction="decreasing", antialiased=True), x)
+    check_hostile_inputs(dmlops.Upsample2DDesc(dmlops.TensorDesc.from_array(x), scale_size=2), x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint16", "bool"])
+def test_bad_outs_are_rejected_and_left_untouched(dtype):
+    x = np.ones((1, 1, 2, 2), dtype)
+    check_bad_outs(lambda out: dmlops.resample(x, (1, 1, 2, 1.5), out=out), x, (1, 1, 4, 3), dtype)
+    check_bad_outs(lambda out: dmlops.upsample_2d(x, 2, out=out), x, (1, 1, 4, 4), dtype)
+
+
+@pytest.mark.parametrize("call", [lambda x: dmlops.upsample_2d(x, (2**33, 1)),
+                                  lambda x: dmlops.upsample_2d(x, (2**22, 2**22)),
+                                  lambda x: dmlops.resample(x, (1, 1, 2**20, 2**20))])
+def test_gigantic_outputs_are_rejected_before_allocating(call):
+    with pytest.raises(ValueError, match="(Upsample2D|Resample): .*(bytes|memory)"):
+        call(np.zeros((1, 1, 2, 2), np.float32))

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 import dmlops
 import dmlops.unfold
 from reference import bits, fold_reference, unfold_reference, window_blocks
+from strategies import (arrays, check_bad_outs, check_hostile_inputs, fuzz_garbage, garbage_settings, kwargs_source,
+                        outs, run_and_check_inputs, show_call)
 
 DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
           "int8", "int16", "int32", "int64", "bool")
@@ -574,9 +576,11 @@ def test_bad_input(call, error, message):
 
 
 def test_huge_geometry_is_rejected_not_overflowed():
-    desc = dmlops.TensorDesc("float32", (1, 2**40, 2**20, 2**20))
+    with pytest.raises(ValueError, match="more than 2\\^63 bytes"):  # 2^64 bytes: the input itself
+        dmlops.TensorDesc("float32", (1, 2**40, 2**20, 2**20))
+    desc = dmlops.TensorDesc("float32", (1, 2**51, 4, 4))  # fits; its columns would not
     with pytest.raises(ValueError, match="more than 2\\^62"):
-        dmlops.UnfoldDesc(desc, window_sizes=(2**19, 2**19))
+        dmlops.UnfoldDesc(desc, window_sizes=(2**6, 2**6), start_padding=(60, 60), end_padding=(0, 0))
 
 
 def test_rejected_out_is_untouched():
@@ -607,3 +611,117 @@ def test_out_overlapping_input_or_itself_is_rejected():
     with pytest.raises(ValueError, match="shares memory with an input"):
         dmlops.fold(cols, (25,), (3,), out=buffer[100:150].reshape(2, 1, 25))
     np.testing.assert_array_equal(buffer, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Differential fuzzing against the reference, garbage descriptors, hostile arrays (strategies.py)
+
+@st.composite
+def window_geometries(draw):
+    """N, C, spatial sizes and a window that slides at least once (paddings up to larger than
+    the input)."""
+    rank = draw(st.integers(1, 3))
+    ints = lambda lo, hi: tuple(draw(st.lists(st.integers(lo, hi), min_size=rank, max_size=rank)))
+    spatial, window, strides, dilations = ints(1, 5), ints(1, 3), ints(1, 3), ints(1, 3)
+    start, end = ints(0, 6), ints(0, 6)
+    end = tuple(max(e, d * (w - 1) + 1 - s - a) for e, d, w, s, a in zip(end, dilations, window, spatial, start))
+    return dict(n=draw(st.integers(1, 2)), c=draw(st.integers(1, 3)), spatial=spatial, window=window,
+                kwargs=window_kwargs(strides, dilations, start, end))
+
+
+@given(g=window_geometries(), dtype=st.sampled_from(DTYPES), form=st.sampled_from(["unfold", "UnfoldDesc"]),
+       threads=st.sampled_from([1, 2, 7]), data=st.data())
+def test_fuzz_unfold_matches_reference(g, dtype, form, threads, data):
+    x = data.draw(arrays((g["n"], g["c"]) + g["spatial"], dtype))
+    kw = g["kwargs"]
+    expected = unfold_reference(x, g["window"], kw["strides"], kw["dilations"], kw["start_padding"], kw["end_padding"])
+    out = data.draw(outs(expected.shape, x.dtype))
+    dmlops.set_num_threads(threads)
+    if form == "unfold":
+        show_call(f"dmlops.unfold(x, {g['window']}, {kwargs_source(**kw)}, out=out)", x=x, out=out)
+        run = lambda: dmlops.unfold(x, g["window"], out=out, **kw)
+    else:
+        show_call(f"dmlops.UnfoldDesc(dmlops.TensorDesc.from_array(x), window_sizes={g['window']}, "
+                  f"{kwargs_source(**kw)})(x, out=out)", x=x, out=out)
+        run = lambda: dmlops.UnfoldDesc(dmlops.TensorDesc.from_array(x), window_sizes=g["window"], **kw)(x, out=out)
+    assert_same_bits(run_and_check_inputs(run, out, x), expected)
+
+
+@given(g=window_geometries(), dtype=st.sampled_from(FOLD_DTYPES), form=st.sampled_from(["fold", "FoldDesc"]),
+       threads=st.sampled_from([1, 2, 7]), data=st.data())
+def test_fuzz_fold_matches_reference(g, dtype, form, threads, data):
+    kw = g["kwargs"]
+    geometry = (g["spatial"], g["window"], kw["strides"], kw["dilations"], kw["start_padding"], kw["end_padding"])
+    blocks = window_blocks(*geometry)
+    cols = data.draw(arrays((g["n"], g["c"] * int(np.prod(g["window"])), int(np.prod(blocks))), dtype, kind="finite"))
+    expected = fold_reference(cols, *geometry)
+    out = data.draw(outs(expected.shape, cols.dtype))
+    dmlops.set_num_threads(threads)
+    if form == "fold":
+        show_call(f"dmlops.fold(cols, {g['spatial']}, {g['window']}, {kwargs_source(**kw)}, out=out)", cols=cols, out=out)
+        run = lambda: dmlops.fold(cols, g["spatial"], g["window"], out=out, **kw)
+    else:
+        output = dmlops.TensorDesc(dtype, expected.shape)
+        show_call(f"dmlops.FoldDesc(dmlops.TensorDesc.from_array(cols), {output!r}, window_sizes={g['window']}, "
+                  f"{kwargs_source(**kw)})(cols, out=out)", cols=cols, out=out)
+        run = lambda: dmlops.FoldDesc(dmlops.TensorDesc.from_array(cols), output, window_sizes=g["window"], **kw)(
+            cols, out=out)
+    # same terms, same order (increasing tap), same precision: equal bit for bit
+    assert_same_bits(run_and_check_inputs(run, out, cols), expected)
+
+
+WINDOW = dict(window_sizes=(2, 2), strides=(1, 2), dilations=(1, 1), start_padding=(1, 0), end_padding=(0, 1))
+WRONG_WINDOW = dict(window_sizes=[(2**62, 1), (0, 1), (2,)], strides=[(0, 1), (2**63 - 1, 1)],
+                    dilations=[(2**40, 1), (-1, 1)], start_padding=[(2**62, 0), (-1, 0)],
+                    end_padding=[(2**48, 2**48), (0, 0, 0)],
+                    input=[dmlops.TensorDesc("float32", (2, 3)), dmlops.TensorDesc("float32", (1, 2**20, 2**20, 2**20))],
+                    output=[dmlops.TensorDesc("float32", (1, 4, 16)), dmlops.TensorDesc("int8", (1, 1, 4, 4)),
+                            dmlops.TensorDesc("float32", (1, 1, 4, 4), (0, 0, 0, 0))])
+
+
+@given(data=st.data())
+@garbage_settings
+def test_fuzz_garbage_unfold_descriptors(data):
+    fuzz_garbage(data, dmlops.UnfoldDesc, dict(input=dmlops.TensorDesc("float32", (1, 1, 4, 4)), **WINDOW), WRONG_WINDOW,
+                 dmlops.unfold, (np.zeros((1, 1, 4, 4)),), WINDOW, WRONG_WINDOW)
+
+
+@given(data=st.data())
+@garbage_settings
+def test_fuzz_garbage_fold_descriptors(data):
+    valid = dict(input=dmlops.TensorDesc("float32", (1, 4, 8)), output=dmlops.TensorDesc("float32", (1, 1, 4, 4)),
+                 **WINDOW)
+    fold_kwargs = dict(output_sizes=(4, 4), **WINDOW)
+    fuzz_garbage(data, dmlops.FoldDesc, valid, WRONG_WINDOW, dmlops.fold, (np.zeros((1, 4, 8)),), fold_kwargs,
+                 dict(WRONG_WINDOW, output_sizes=[(2**40, 2**40), (0, 4), (4,), (2**62, 2**62)]))
+
+
+def test_hostile_inputs_are_rejected():
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    check_hostile_inputs(lambda bad: dmlops.unfold(bad, **WINDOW), x)
+    check_hostile_inputs(dmlops.UnfoldDesc(dmlops.TensorDesc.from_array(x), **WINDOW), x)
+    cols = dmlops.unfold(x, **WINDOW)
+    check_hostile_inputs(lambda bad: dmlops.fold(bad, (4, 4), **WINDOW), cols)
+    check_hostile_inputs(dmlops.FoldDesc(dmlops.TensorDesc.from_array(cols), dmlops.TensorDesc.from_array(x), **WINDOW),
+                         cols)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16", "bool"])
+def test_bad_outs_are_rejected_and_left_untouched(dtype):
+    x = np.ones((1, 2, 4, 4), dtype)
+    shape = dmlops.unfold(x, **WINDOW).shape
+    check_bad_outs(lambda out: dmlops.unfold(x, out=out, **WINDOW), x, shape, dtype)
+    if dtype != "bool":
+        cols = np.ones(shape, dtype)
+        check_bad_outs(lambda out: dmlops.fold(cols, (4, 4), out=out, **WINDOW), cols, x.shape, dtype)
+
+
+def test_gigantic_outputs_are_rejected_before_allocating():
+    x = np.zeros((1, 1, 4, 4), np.float32)
+    with pytest.raises(ValueError, match="Unfold: .*(bytes|memory)"):
+        dmlops.unfold(x, (1, 1), start_padding=(2**20, 2**20), end_padding=(2**20, 2**20))
+    with pytest.raises(ValueError, match="Fold: .*(bytes|memory)"):
+        dmlops.fold(np.zeros((1, 1, 1), np.float32), (2**21, 2**21), (1, 1), strides=(2**22, 2**22))
+    with pytest.raises(ValueError, match="Unfold: .*(2\\^62|2\\^63|bytes)"):
+        dmlops.UnfoldDesc(dmlops.TensorDesc("float64", (1, 2**30, 4, 4)), window_sizes=(2**16, 2**16),
+                          start_padding=(2**16, 2**16), end_padding=(2**16, 2**16))

@@ -1,6 +1,7 @@
 #include "dmlops/core/tensor.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <vector>
 
@@ -39,6 +40,22 @@ void validate_tensor_desc(const TensorDesc& desc, const char* what) {
   }
   if (desc.strides && desc.strides->size() != rank)
     fail(what, " strides has ", desc.strides->size(), " entries but sizes has ", rank);
+  // Byte offsets are signed 64-bit (numpy's too): the tensor's bytes, and the reach of its
+  // strides, must fit, so that no size or offset computed downstream can overflow.
+  const std::int64_t item = static_cast<std::int64_t>(element_size(desc.dtype));
+  std::int64_t bytes = item, reach = item;
+  bool overflow = false;
+  for (int d = 0; d < rank; ++d) {
+    overflow |= __builtin_mul_overflow(bytes, desc.sizes[d], &bytes);
+    if (!desc.strides) continue;
+    const std::int64_t stride = (*desc.strides)[d];
+    std::int64_t step = 0;
+    overflow |= stride == INT64_MIN || __builtin_mul_overflow(desc.sizes[d] - 1, std::llabs(stride), &step) ||
+                __builtin_mul_overflow(step, item, &step) || __builtin_add_overflow(reach, step, &reach);
+  }
+  if (overflow)
+    fail(what, " sizes ", desc.sizes, (desc.strides ? " with its strides" : ""), " of ", name(desc.dtype),
+         " take more than 2^63 bytes; a tensor's elements and byte offsets must fit in 64 bits");
 }
 
 std::pair<const std::byte*, const std::byte*> TensorView::byte_span() const {
