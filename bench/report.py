@@ -1,6 +1,4 @@
 """`python bench/report.py [options]` from a checkout is `python -m dmlops.bench [options]`."""
-import sys
+import runpy
 
-from dmlops.bench import main
-
-sys.exit(main())
+runpy.run_module("dmlops.bench", run_name="__main__", alter_sys=True)

@@ -154,6 +154,12 @@ class Report:
             "means the case fits in cache); FMA = FLOP/s over the FMA peak (convolution).",
             "check: every peer's result was compared with dmlops' before timing (bit-exact for data movement, float "
             "tolerance for arithmetic; see the JSON).",
+            "numpy: its BLAS on " + (f"{self.environment['openblas_threads']} thread(s) (OPENBLAS_NUM_THREADS; "
+                                     "python -m dmlops.bench sets 1, since OpenBLAS' idle threads busy-wait "
+                                     "after each call and would slow whatever runs next)"
+                                     if self.environment.get("openblas_threads") else
+                                     "its default threads: OpenBLAS' idle threads busy-wait after each call and can "
+                                     "slow the multithreaded columns; set OPENBLAS_NUM_THREADS=1 before importing numpy"),
         ]
         seen: set = set()
         for r in self.rows:
@@ -322,7 +328,7 @@ def run(ops: Optional[list] = None, threads: Optional[list] = None, quick: bool 
                         "torch": loaded.versions.get("torch"), "onnxruntime": loaded.versions.get("onnxruntime"),
                         "onnx": loaded.versions.get("onnx")},
            "skipped_peers": dict(loaded.skipped), "seed": SEED, **{k: settings[k] for k in ("repeat", "budget", "warmup")},
-           "load_average_start": load_average()}
+           "load_average_start": load_average(), "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS")}
     bar = Progress(4 * len(threads) + len(cases) * len(threads), progress)
 
     def announce(row: dict, what: str) -> None:  # loudly, at once: a wrong answer must not wait for the table
