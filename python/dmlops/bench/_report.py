@@ -160,6 +160,11 @@ class Report:
                                      if self.environment.get("openblas_threads") else
                                      "its default threads: OpenBLAS' idle threads busy-wait after each call and can "
                                      "slow the multithreaded columns; set OPENBLAS_NUM_THREADS=1 before importing numpy"),
+            "torch: its OpenMP workers spin " + (f"GOMP_SPINCOUNT={self.environment['gomp_spincount']} rounds before "
+                                                 "they sleep (python -m dmlops.bench sets 20000: a short poll like "
+                                                 "dmlops' own)" if self.environment.get("gomp_spincount") else
+                                                 "libgomp's default 300,000 rounds after each call, which can slow "
+                                                 "the next column; set GOMP_SPINCOUNT=20000 before importing torch"),
         ]
         seen: set = set()
         for r in self.rows:
@@ -328,7 +333,8 @@ def run(ops: Optional[list] = None, threads: Optional[list] = None, quick: bool 
                         "torch": loaded.versions.get("torch"), "onnxruntime": loaded.versions.get("onnxruntime"),
                         "onnx": loaded.versions.get("onnx")},
            "skipped_peers": dict(loaded.skipped), "seed": SEED, **{k: settings[k] for k in ("repeat", "budget", "warmup")},
-           "load_average_start": load_average(), "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS")}
+           "load_average_start": load_average(), "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+           "gomp_spincount": os.environ.get("GOMP_SPINCOUNT")}
     bar = Progress(4 * len(threads) + len(cases) * len(threads), progress)
 
     def announce(row: dict, what: str) -> None:  # loudly, at once: a wrong answer must not wait for the table
