@@ -637,15 +637,7 @@ TensorDesc infer_output(const LpPoolingDesc& desc) {
   const std::vector<WindowAxis> axes = validate(desc);
   TensorDesc expected{desc.input.dtype, {desc.input.sizes[0], desc.input.sizes[1]}, std::nullopt};
   for (const WindowAxis& axis : axes) expected.sizes.push_back(axis.out());
-  const std::string what = desc.op_name + ": output";
-  validate_tensor_desc(expected, what.c_str());
-  if (!desc.output) return expected;
-  validate_tensor_desc(*desc.output, what.c_str());
-  if (desc.output->dtype != desc.input.dtype)
-    fail<DTypeError>(what, " has dtype ", name(desc.output->dtype), " but the input is ", name(desc.input.dtype));
-  if (desc.output->sizes != expected.sizes)
-    fail(what, " has sizes ", desc.output->sizes, " but the window geometry gives ", expected.sizes);
-  return *desc.output;
+  return checked_output(expected, desc.output, desc.op_name + ": output", " but the window geometry gives ");
 }
 
 void execute(const LpPoolingDesc& desc, const TensorView& in, const TensorView& out) {

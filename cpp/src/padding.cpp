@@ -58,16 +58,8 @@ TensorDesc infer_output(const PaddingDesc& desc) {
   TensorDesc expected{desc.input.dtype, {}, std::nullopt};
   for (int d = 0; d < desc.input.sizes.size(); ++d)
     expected.sizes.push_back(desc.input.sizes[d] + desc.start_padding[d] + desc.end_padding[d]);
-  const std::string what = desc.op_name + ": output";
-  validate_tensor_desc(expected, what.c_str());
-  if (!desc.output) return expected;
-  validate_tensor_desc(*desc.output, what.c_str());
-  if (desc.output->dtype != desc.input.dtype)
-    fail<DTypeError>(what, " has dtype ", name(desc.output->dtype), " but the input is ", name(desc.input.dtype));
-  if (desc.output->sizes != expected.sizes)
-    fail(what, " has sizes ", desc.output->sizes, " but input sizes + start_padding + end_padding = ",
-         expected.sizes);
-  return *desc.output;
+  return checked_output(expected, desc.output, desc.op_name + ": output",
+                        " but input sizes + start_padding + end_padding = ");
 }
 
 std::int64_t padding_source_index(PaddingMode mode, std::int64_t o, std::int64_t n, std::int64_t start) {

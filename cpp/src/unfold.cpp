@@ -161,16 +161,8 @@ TensorDesc infer_output(const UnfoldDesc& desc) {
   const std::int64_t rows = size_product(desc.input.sizes[1], walker.tap_count(), op, "output");
   size_product(size_product(batch, rows, op, "output"), walker.block_count(), op, "output");
   const TensorDesc expected{desc.input.dtype, {batch, rows, walker.block_count()}, std::nullopt};
-  validate_tensor_desc(expected, "Unfold: output");
-  if (!desc.output) return expected;
-  validate_tensor_desc(*desc.output, "Unfold: output");
-  if (desc.output->dtype != desc.input.dtype)
-    fail<DTypeError>("Unfold: output has dtype ", name(desc.output->dtype), " but the input is ",
-                     name(desc.input.dtype));
-  if (desc.output->sizes != expected.sizes)
-    fail("Unfold: output has sizes ", desc.output->sizes, " but the input unfolds to ", expected.sizes,
-         " {N, C * prod(window_sizes), block count}");
-  return *desc.output;
+  return checked_output(expected, desc.output, "Unfold: output", " but the input unfolds to ",
+                        " {N, C * prod(window_sizes), block count}");
 }
 
 TensorDesc infer_output(const FoldDesc& desc) {

@@ -384,9 +384,9 @@ void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int6
     const std::int64_t c0 = block * plan.columns_per_block;
     const std::int64_t c1 = std::min(plan.inner_size, c0 + plan.columns_per_block);
     const std::int64_t step = plan.inner_out_stride;
-    write_row<T>(plan, plane, fill_value, out, in_offset, c0, c1,
-                 blocks == 1 && o > 0 && !row_offsets.empty() && row_offsets[o - 1] == in_offset && row > first_row
-                     ? row_out_stride : 0,
+    const bool repeats_previous_row =
+        blocks == 1 && o > 0 && !row_offsets.empty() && row_offsets[o - 1] == in_offset && row > first_row;
+    write_row<T>(plan, plane, fill_value, out, in_offset, c0, c1, repeats_previous_row ? row_out_stride : 0,
                  row - first_row);
     for (std::int64_t j = 1; j < plan.row_copies; ++j)
       copy_row<T>(out + j * plan.copy_stride + c0 * step, step, out + c0 * step, step, c1 - c0);

@@ -32,6 +32,17 @@ std::uint64_t calc_buffer_tensor_size(DataType dtype, const Dims& sizes, const s
   return (bytes + 3) & ~std::uint64_t{3};
 }
 
+TensorDesc checked_output(const TensorDesc& expected, const std::optional<TensorDesc>& given, const std::string& what,
+                          const char* rule, const char* note) {
+  validate_tensor_desc(expected, what.c_str());
+  if (!given) return expected;
+  validate_tensor_desc(*given, what.c_str());
+  if (given->dtype != expected.dtype)
+    fail<DTypeError>(what, " has dtype ", name(given->dtype), " but the input is ", name(expected.dtype));
+  if (given->sizes != expected.sizes) fail(what, " has sizes ", given->sizes, rule, expected.sizes, note);
+  return *given;
+}
+
 void validate_tensor_desc(const TensorDesc& desc, const char* what) {
   const int rank = desc.sizes.size();
   if (rank < 1) fail(what, " has 0 dimensions; tensors have 1 to ", kMaxRank);

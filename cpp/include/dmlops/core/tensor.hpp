@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
@@ -34,6 +35,13 @@ struct TensorDesc {
 // Checks a TensorDesc: rank 1..8, sizes >= 1, strides (if any) one per dimension.
 // `what` names it in messages, e.g. "Padding1: input".
 void validate_tensor_desc(const TensorDesc& desc, const char* what);
+
+// An operator's output: `expected` (what its rule gives, in the input's dtype) once checked as
+// a tensor, or the caller's `given` desc once checked against it. `what` names it ("Padding1:
+// output"); a size mismatch reads "<what> has sizes <given><rule><expected><note>", e.g. rule
+// " but the window geometry gives ".
+TensorDesc checked_output(const TensorDesc& expected, const std::optional<TensorDesc>& given, const std::string& what,
+                          const char* rule, const char* note = "");
 
 struct TensorView {
   DataType dtype = DataType::Float32;
