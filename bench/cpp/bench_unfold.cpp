@@ -26,38 +26,13 @@ namespace {
 
 using dmlops::DataType;
 using dmlops::Dims;
+using dmlops::bench::Buffer;
+using dmlops::bench::bytes_of;
+using dmlops::bench::packed_view;
 using dmlops::bench::set_rates;
 
 using ArgList = std::vector<std::int64_t>;
 const ArgList kThreads = {1, 2};
-
-// 64-byte aligned and already touched, so neither page faults nor a misaligned start are
-// timed. Integer-valued bytes: fold sums of float patterns stay finite.
-class Buffer {
- public:
-  explicit Buffer(std::size_t bytes)
-      : data_(static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))) {
-    if (!data_) throw std::bad_alloc();
-    for (std::size_t i = 0; i < bytes; ++i) data_.get()[i] = static_cast<std::byte>(i % 4 == 3 ? 0x3f : i * 131 + 7);
-  }
-  std::byte* data() const { return data_.get(); }
-
- private:
-  struct Free {
-    void operator()(std::byte* p) const { std::free(p); }
-  };
-  std::unique_ptr<std::byte, Free> data_;
-};
-
-dmlops::TensorView packed_view(DataType dtype, const Dims& sizes, void* data) {
-  dmlops::TensorView view{dtype, sizes, dmlops::packed_strides(sizes), data};
-  for (std::int64_t& s : view.byte_strides) s *= static_cast<std::int64_t>(dmlops::element_size(dtype));
-  return view;
-}
-
-std::int64_t bytes_of(DataType dtype, const Dims& sizes) {
-  return sizes.product() * static_cast<std::int64_t>(dmlops::element_size(dtype));
-}
 
 struct Window {
   Dims window, strides, dilations, start, end;
