@@ -306,60 +306,106 @@ class PlaneCursor {
   std::array<bool, kMaxRank> fill_{}, repeats_{};
 };
 
-// Columns [c0, c1) of one output row from its input row, run by run.
+// Columns [c0, c1) of `count` output rows, each from its input row, run by run: the per-run
+// work (clamping to the columns, the dispatch on its kind) is paid once per batch of rows, not
+// once per row, which is most of the cost when rows are short (a 5-D activation's 64-element
+// rows padded by one).
 template <class T>
-void gather_row(const Plan& plan, T fill_value, std::byte* out, const std::byte* in, std::int64_t c0, std::int64_t c1) {
+void gather_rows(const Plan& plan, T fill_value, std::byte* const* outs, const std::byte* const* ins, int count,
+                 std::int64_t c0, std::int64_t c1) {
   const std::int64_t out_step = plan.inner_out_stride, in_step = plan.inner_in_stride;
   for (const Run& run : plan.runs) {
     const std::int64_t b = std::max(c0, run.out_begin);
     const std::int64_t e = std::min(c1, run.out_begin + run.length);
     if (b >= e) continue;
-    std::byte* dst = out + b * out_step;
+    const std::int64_t n = e - b, out_at = b * out_step;
     const std::int64_t skip = b - run.out_begin;  // elements of the run before this block
     switch (run.kind) {
-      case RunKind::Fill: fill_row<T>(dst, out_step, fill_value, e - b); break;
-      case RunKind::Broadcast: fill_row<T>(dst, out_step, load<T>(in + run.src * in_step), e - b); break;
-      case RunKind::Copy:
-        copy_row<T>(dst, out_step, in + (run.src + skip * run.step) * in_step, run.step * in_step, e - b);
+      case RunKind::Fill:
+        for (int r = 0; r < count; ++r) fill_row<T>(outs[r] + out_at, out_step, fill_value, n);
         break;
+      case RunKind::Broadcast:
+        for (int r = 0; r < count; ++r) fill_row<T>(outs[r] + out_at, out_step, load<T>(ins[r] + run.src * in_step), n);
+        break;
+      case RunKind::Copy: {
+        const std::int64_t in_at = (run.src + skip * run.step) * in_step, in_stride = run.step * in_step;
+        if (out_step == sizeof(T) && in_stride == sizeof(T)) {  // the common case: straight to the copy
+          for (int r = 0; r < count; ++r) copy_bytes(outs[r] + out_at, ins[r] + in_at, static_cast<std::size_t>(n) * sizeof(T));
+        } else {
+          for (int r = 0; r < count; ++r) copy_row<T>(outs[r] + out_at, out_step, ins[r] + in_at, in_stride, n);
+        }
+        break;
+      }
       case RunKind::Repeat:
-        if (skip == 0 && e - b == run.length) repeat_groups<T>(dst, out_step, in + run.src * in_step, in_step, run.step, run.groups);
-        else repeat<T>(dst, out_step, in + run.src * in_step, in_step, run.step, skip, e - run.out_begin);
+        for (int r = 0; r < count; ++r) {
+          if (skip == 0 && n == run.length) repeat_groups<T>(outs[r] + out_at, out_step, ins[r] + run.src * in_step, in_step, run.step, run.groups);
+          else repeat<T>(outs[r] + out_at, out_step, ins[r] + run.src * in_step, in_step, run.step, skip, e - run.out_begin);
+        }
         break;
-      case RunKind::Gather:
+      case RunKind::Gather: {
+        const std::int64_t* offsets = plan.gather_offsets.data() + run.src + skip;
         // The window kernel pays for itself from a few vectors on; a padding's two-element
         // mirror is cheaper gathered inline.
-        if (!plan.gather_index.empty() && out_step == sizeof(T) && e - b >= 64 / static_cast<std::int64_t>(sizeof(T))) {
+        if (!plan.gather_index.empty() && out_step == sizeof(T) && n >= 64 / static_cast<std::int64_t>(sizeof(T))) {
           if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-            gather_window_avx2<sizeof(T)>(dst, in, plan.gather_index.data() + run.src + skip, e - b, plan.inner_in_size);
+            const std::int32_t* index = plan.gather_index.data() + run.src + skip;
+            for (int r = 0; r < count; ++r) gather_window_avx2<sizeof(T)>(outs[r] + out_at, ins[r], index, n, plan.inner_in_size);
             break;
           }
         }
-        gather<T>(dst, out_step, in, plan.gather_offsets.data() + run.src + skip, e - b);
+        for (int r = 0; r < count; ++r) gather<T>(outs[r] + out_at, out_step, ins[r], offsets, n);
         break;
+      }
     }
   }
 }
 
-// Columns [c0, c1) of the output row at `out`, reading the input row at plane.in() + in_offset.
-// A row equal to one this thread has already written is copied from it: the row `back` bytes
-// before (when nonzero), or the plane's repeated row (when at most `rows_done` rows back).
+// Output rows waiting to be gathered together (gather_rows), each written row_copies times.
+// A batch spans about kBatchBytes of output: enough short rows to amortise the per-run work,
+// few enough long ones that the rows are still written nearly in memory order (writing a
+// column of many long rows at a time defeats the hardware prefetcher).
 template <class T>
-void write_row(const Plan& plan, const PlaneCursor& plane, T fill_value, std::byte* out, std::int64_t in_offset,
-               std::int64_t c0, std::int64_t c1, std::int64_t back, std::int64_t rows_done) {
-  const std::int64_t step = plan.inner_out_stride;
-  if (plane.fill() || in_offset == kFillOffset) return fill_row<T>(out + c0 * step, step, fill_value, c1 - c0);
-  if (c0 == 0 && c1 == plan.inner_size) {
-    if (back > 0) return copy_row<T>(out, step, out - back, step, plan.inner_size);
-    const auto [rows_back, out_back] = plane.same_as_earlier();
-    if (rows_back > 0 && rows_back <= rows_done) return copy_row<T>(out, step, out - out_back, step, plan.inner_size);
+class RowBatch {
+ public:
+  static constexpr int kCapacity = 32;
+  static constexpr std::int64_t kBatchBytes = 2048;
+  RowBatch(const Plan& plan, T fill_value, std::int64_t c0, std::int64_t c1)
+      : plan_(plan), fill_(fill_value), c0_(c0), c1_(c1),
+        capacity_(static_cast<int>(std::clamp<std::int64_t>(
+            kBatchBytes / std::max<std::int64_t>(1, (c1 - c0) * static_cast<std::int64_t>(sizeof(T))), 1, kCapacity))) {}
+  void add(std::byte* out, const std::byte* in) {
+    outs_[count_] = out;
+    ins_[count_] = in;
+    if (++count_ == capacity_) flush();
   }
-  gather_row<T>(plan, fill_value, out, plane.in() + in_offset, c0, c1);
-}
+  void flush() {
+    if (count_ == 0) return;
+    gather_rows<T>(plan_, fill_, outs_.data(), ins_.data(), count_, c0_, c1_);
+    for (int r = 0; r < count_; ++r) copy_out(outs_[r]);
+    count_ = 0;
+  }
+  // The extra copies of a finished row (fold_repeated_rows).
+  void copy_out(std::byte* out) const {
+    const std::int64_t step = plan_.inner_out_stride;
+    for (std::int64_t j = 1; j < plan_.row_copies; ++j)
+      copy_row<T>(out + j * plan_.copy_stride + c0_ * step, step, out + c0_ * step, step, c1_ - c0_);
+  }
+
+ private:
+  const Plan& plan_;
+  T fill_;
+  std::int64_t c0_, c1_;
+  int capacity_, count_ = 0;
+  std::array<std::byte*, kCapacity> outs_{};
+  std::array<const std::byte*, kCapacity> ins_{};
+};
 
 // Tasks [task_begin, task_end): task t is column block t % column_blocks of row t / column_blocks.
 // The row dimension (the last outer one) is walked here directly, so a row costs a few integer
-// operations besides its data.
+// operations besides its data. A row is filled, copied from an equal row this thread has
+// already written (an outer map that repeats an index: edge padding, nearest upsampling), or
+// gathered from its input row; gathers wait in a RowBatch, which is flushed before any copy
+// that could read a row still waiting.
 template <class T>
 void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int64_t task_end) {
   const std::int64_t blocks = plan.column_blocks, first_row = task_begin / blocks;
@@ -369,8 +415,13 @@ void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int6
   const std::int64_t row_in_stride = row_dim >= 0 ? plan.in_stride[row_dim] : 0;
   static const std::vector<std::int64_t> kIdentity;
   const std::vector<std::int64_t>& row_offsets = row_dim >= 0 ? plan.in_offsets[row_dim] : kIdentity;
+  const std::int64_t step = plan.inner_out_stride;
 
   PlaneCursor plane(plan, first_row / rows_per_plane);
+  std::pair<std::int64_t, std::int64_t> plane_repeats = plane.same_as_earlier();
+  // Rows split into column blocks are written one at a time (a batch holds one column range).
+  std::int64_t c0 = 0, c1 = plan.inner_size;
+  RowBatch<T> batch(plan, fill_value, c0, c1);
   std::int64_t o = first_row % rows_per_plane;  // index along the row dimension
   for (std::int64_t task = task_begin; task < task_end; ++task) {
     // (no division per row when rows are whole: the common case)
@@ -378,19 +429,41 @@ void run_rows(const Plan& plan, T fill_value, std::int64_t task_begin, std::int6
     if (block == 0 && task != task_begin && ++o == rows_per_plane) {
       o = 0;
       plane.next();
+      plane_repeats = plane.same_as_earlier();
     }
     const std::int64_t in_offset = row_offsets.empty() ? o * row_in_stride : row_offsets[o];
     std::byte* out = plane.out() + o * row_out_stride;
-    const std::int64_t c0 = block * plan.columns_per_block;
-    const std::int64_t c1 = std::min(plan.inner_size, c0 + plan.columns_per_block);
-    const std::int64_t step = plan.inner_out_stride;
-    const bool repeats_previous_row =
-        blocks == 1 && o > 0 && !row_offsets.empty() && row_offsets[o - 1] == in_offset && row > first_row;
-    write_row<T>(plan, plane, fill_value, out, in_offset, c0, c1, repeats_previous_row ? row_out_stride : 0,
-                 row - first_row);
-    for (std::int64_t j = 1; j < plan.row_copies; ++j)
-      copy_row<T>(out + j * plan.copy_stride + c0 * step, step, out + c0 * step, step, c1 - c0);
+    if (blocks > 1) {
+      c0 = block * plan.columns_per_block;
+      c1 = std::min(plan.inner_size, c0 + plan.columns_per_block);
+    }
+    if (plane.fill() || in_offset == kFillOffset) {
+      fill_row<T>(out + c0 * step, step, fill_value, c1 - c0);
+      batch.copy_out(out);
+      continue;
+    }
+    // A whole row equal to one this thread has written: the previous row of this plane, or
+    // the same row of an earlier plane (when at most `row - first_row` rows back).
+    std::int64_t back = 0;
+    if (blocks == 1) {
+      if (o > 0 && !row_offsets.empty() && row_offsets[o - 1] == in_offset && row > first_row) back = row_out_stride;
+      else if (plane_repeats.first > 0 && plane_repeats.first <= row - first_row) back = plane_repeats.second;
+    }
+    if (back > 0) {
+      batch.flush();
+      copy_row<T>(out, step, out - back, step, plan.inner_size);
+      batch.copy_out(out);
+      continue;
+    }
+    if (blocks > 1) {
+      RowBatch<T> single(plan, fill_value, c0, c1);
+      single.add(out, plane.in() + in_offset);
+      single.flush();
+      continue;
+    }
+    batch.add(out, plane.in() + in_offset);
   }
+  batch.flush();
 }
 
 // When the row dimension repeats every input row exactly k times (map o -> o / k, as nearest
