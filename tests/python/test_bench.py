@@ -46,8 +46,23 @@ def check_report_json(data: dict, threads: list) -> None:
         assert timed | set(r["skipped"]) == set(bench.PEERS)
         for peer in timed:
             assert r["speedup"][peer] == pytest.approx(r["ms"][peer] / r["ms"]["dmlops"], rel=1e-3)
+        # Padding is timed beside a plain copy of an output-sized buffer, its "copy" goal's yardstick.
+        copy = r["same_bytes_copy"]
+        assert (copy is not None) == (r["op"] == "pad")
+        if copy is not None:
+            out_bytes = np.dtype(r["dtype"]).itemsize * int(np.prod(
+                [n + s + e for n, s, e in zip(r["shape"], *_pads(r["detail"]))]))
+            assert copy["bytes"] == out_bytes and set(copy["ms"]) == {"np.copyto", "dmlops.pad"}
+            assert copy["fraction"] == pytest.approx(min(copy["ms"].values()) / r["ms"]["dmlops"], rel=1e-3)
         # numpy has a formulation of every smoke case but the transposed convolution.
         assert ("numpy" in timed) == (r["case"] != "smoke transposed")
+
+
+def _pads(detail: str) -> tuple:
+    """The start and end paddings of a pad case, from its detail text "pads (...) (...)"."""
+    start, end = detail.removeprefix("pads ").split(") (")
+    return tuple(int(v) for v in start.strip("()").split(",") if v.strip()), tuple(
+        int(v) for v in end.strip("()").split(",") if v.strip())
 
 
 def test_smoke_report_with_the_installed_peers(tmp_path, capsys):

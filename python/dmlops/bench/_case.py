@@ -81,6 +81,9 @@ class Setup:
     work: float
     # Peer name -> Peer, or the reason it cannot run this case. A peer left out is "no formulation".
     peers: dict = field(default_factory=dict)
+    # For data movement: the size in bytes of a plain copy doing the same work (the output's
+    # size), timed beside dmlops in the same run as the yardstick of the "copy" goal.
+    same_bytes: Optional[int] = None
 
 
 @dataclass
@@ -95,7 +98,8 @@ class Case:
     setup: Callable[["Peers", int], Setup]
     tiers: tuple = ("full",)
     # The operator issue's goals: {"torch": 1.5} = at least 1.5x faster than torch, {"limit": 0.7}
-    # = at least 70% of the limit. Judged at the largest thread count of the run.
+    # = at least 70% of the limit, {"copy": 0.7} = at least 70% of the speed of a plain copy of
+    # the same bytes (Setup.same_bytes). Judged at the largest thread count of the run.
     goals: dict = field(default_factory=dict)
     note: str = ""
 

@@ -17,9 +17,13 @@ import dmlops
 
 from . import convolution, lp_pooling, padding, resample, unfold
 from ._case import PEERS, Case, Peer, Peers
-from ._harness import (BLOCK_WARMUP_S, SEED, cpu_model, load_average, load_gauge_start, median_ms, other_load,
+from ._harness import (BLOCK_WARMUP_S, SEED, Copier, cpu_model, load_average, load_gauge_start, median_ms, other_load,
                        time_calls, usable_cpus)
 from ._machine import best, limit_value, measure
+
+# The two plain copies timed as a case's same-bytes yardstick (Setup.same_bytes), by the names
+# they are timed under (kept apart from the peers' names).
+SAME_BYTES = {"np.copyto": " copy np.copyto", "dmlops.pad": " copy dmlops.pad"}
 
 FAMILIES = {"padding": padding, "convolution": convolution, "lp_pooling": lp_pooling, "unfold": unfold,
             "resample": resample}
@@ -188,12 +192,15 @@ class Report:
             return ""
         lines = [f"Goals of the operator issues (at {self.targets[0]['threads']} threads):"]
         for v in self.targets:
-            what = "of limit" if v["metric"] == "limit" else f"speed-up vs {v['metric']}"
-            value = ("n/a" if v["value"] is None else f"{100 * v['value']:.0f}%" if v["metric"] == "limit"
-                     else f"{v['value']:.2f}x")
-            goal = f"{100 * v['goal']:.0f}%" if v["metric"] == "limit" else f"{v['goal']:.1f}x"
+            what = {"limit": "of limit", "copy": "of same-bytes copy"}.get(v["metric"], f"speed-up vs {v['metric']}")
+            fraction = v["metric"] in ("limit", "copy")
+            value = ("n/a" if v["value"] is None else f"{100 * v['value']:.0f}%" if fraction else f"{v['value']:.2f}x")
+            goal = f"{100 * v['goal']:.0f}%" if fraction else f"{v['goal']:.1f}x"
             met = "n/a" if v["met"] is None else ("met" if v["met"] else "NOT MET")
             lines.append(f"  {v['op']:<11} {v['case']:<28} {what:<21} {value:>7} >= {goal:<5} {met}")
+        if any(v["metric"] == "copy" for v in self.targets):
+            lines.append("  (of same-bytes copy: the time of a plain copy of an output-sized buffer, the faster of np.copyto on "
+                         "as many Python threads and dmlops.pad without padding, timed interleaved with the case, over dmlops' time)")
         return "\n".join(lines)
 
     def failures_text(self) -> str:
@@ -246,7 +253,8 @@ def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -
     row: dict = {"op": case.op, "family": case.family, "case": case.name, "shape": list(case.shape), "dtype": case.dtype,
            "detail": case.detail, "threads": threads, "limit": case.limit,
            "work_unit": "bytes" if case.limit == "copy" else "FLOP", "work": None, "ms": {}, "timed_calls": {},
-           "speedup": {}, "achieved_per_s": None, "limit_per_s": None, "fraction_of_limit": None, "checks": [], "skipped": {}, "status": "ok", "error": None,
+           "speedup": {}, "achieved_per_s": None, "limit_per_s": None, "fraction_of_limit": None, "same_bytes_copy": None,
+           "checks": [], "skipped": {}, "status": "ok", "error": None,
            "note": case.note or None}
     try:
         setup = case.setup(peers, threads)
@@ -274,8 +282,22 @@ def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -
             mismatch = f"dmlops differs from {name}: {error}"
             row.update(status="FAILED", error=mismatch if row["error"] is None else f"{row['error']}; {mismatch}")
             announce(row, mismatch)
-    ms = median_ms(time_calls(fns, settings["warmup"], settings["repeat"], settings["budget"],
-                              settings["block_warmup"]))
+    copier = Copier(setup.same_bytes, threads) if setup.same_bytes else None
+    if copier is not None:  # the faster of two plain copies, interleaved with the others
+        no_pad = (0,)
+        fns[SAME_BYTES["np.copyto"]] = copier
+        fns[SAME_BYTES["dmlops.pad"]] = lambda: dmlops.pad(copier.src, no_pad, no_pad, out=copier.dst)
+    try:
+        ms = median_ms(time_calls(fns, settings["warmup"], settings["repeat"], settings["budget"],
+                                  settings["block_warmup"]))
+    finally:
+        if copier is not None:
+            copier.close()
+    copies = {name: ms.pop(key) for name, key in SAME_BYTES.items() if key in ms}
+    if copies:
+        method = min(copies, key=lambda name: copies[name])
+        row["same_bytes_copy"] = {"bytes": setup.same_bytes, "ms": copies, "method": method,
+                                  "fraction": copies[method] / ms["dmlops"]}
     row["ms"] = ms
     row["speedup"] = {k: v / ms["dmlops"] for k, v in ms.items() if k != "dmlops"}
     row["achieved_per_s"] = setup.work / (ms["dmlops"] * 1e-3)
@@ -289,7 +311,12 @@ def judge_targets(cases: list, rows: list, threads: int) -> list:
         if r["threads"] != threads or (r["op"], r["case"]) not in goals:
             continue
         for metric, goal in goals[(r["op"], r["case"])].items():
-            value = r["fraction_of_limit"] if metric == "limit" else r["speedup"].get(metric)
+            if metric == "limit":
+                value = r["fraction_of_limit"]
+            elif metric == "copy":
+                value = r["same_bytes_copy"]["fraction"] if r["same_bytes_copy"] else None
+            else:
+                value = r["speedup"].get(metric)
             verdicts.append({"op": r["op"], "case": r["case"], "threads": threads, "metric": metric, "value": value,
                              "goal": goal, "met": None if value is None else value >= goal})
     return verdicts
