@@ -163,3 +163,28 @@ def test_fma_peak_and_isa():
     assert dmlops._core.fma_peak_gflops(1, 5.0) > 0
     with pytest.raises(ValueError, match="threads is 0"):
         dmlops._core.fma_peak_gflops(0, 5.0)
+
+
+def test_progress_writes_lines_to_a_log_and_a_bar_to_a_terminal():
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    log, terminal = io.StringIO(), Terminal()
+    for stream in (log, terminal):
+        bar = _report.Progress(2, True, stream)
+        bar.tick("first case")
+        bar.tick("second case")
+        bar.close()
+    assert "\r" not in log.getvalue()
+    assert log.getvalue().splitlines()[0].startswith("0/2 ") and log.getvalue().splitlines()[0].endswith(" first case")
+    assert [line.split()[0] for line in log.getvalue().splitlines()] == ["0/2", "1/2", "2/2"]
+    assert terminal.getvalue().count("\r") == 3 and terminal.getvalue().endswith("\n")
+    assert "[" + "#" * 30 + "] 2/2" in terminal.getvalue()
+    silent = io.StringIO()
+    quiet = _report.Progress(2, False, silent)
+    quiet.tick("case")
+    quiet.close()
+    assert silent.getvalue() == ""

@@ -55,27 +55,37 @@ def select(tier: str, ops: Optional[list] = None) -> list:
 
 
 class Progress:
-    """A one-line progress bar on stderr (no dependency): [#####.....] 12/40 label."""
+    """A one-line progress bar on stderr (no dependency): [#####.....] 12/40 label. When the
+    stream is not a terminal (a log file, CI), one plain line per step instead of carriage
+    returns."""
 
     def __init__(self, total: int, enabled: bool, stream: Optional[TextIO] = None):
         self.total, self.done, self.enabled = max(total, 1), 0, enabled
         self.stream = stream or sys.stderr
+        self.terminal = bool(getattr(self.stream, "isatty", lambda: False)())
         self.started = time.perf_counter()
+
+    def _write(self, bar: str, label: str) -> None:
+        elapsed = time.perf_counter() - self.started
+        if self.terminal:
+            self.stream.write(f"\r[{bar}] {self.done}/{self.total} {elapsed:5.1f}s {label[:70]:<70}")
+        else:
+            self.stream.write(f"{self.done}/{self.total} {elapsed:5.1f}s {label}\n")
+        self.stream.flush()
 
     def tick(self, label: str) -> None:
         if self.enabled:
             filled = 30 * self.done // self.total
-            elapsed = time.perf_counter() - self.started
-            self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {elapsed:5.1f}s "
-                              f"{label[:70]:<70}")
-            self.stream.flush()
+            self._write("#" * filled + "." * (30 - filled), label)
         self.done += 1
 
     def close(self) -> None:
         if self.enabled:
-            self.stream.write(f"\r[{'#' * 30}] {self.total}/{self.total} "
-                              f"{time.perf_counter() - self.started:5.1f}s {'done':<70}\n")
-            self.stream.flush()
+            self.done = self.total
+            self._write("#" * 30, "done")
+            if self.terminal:
+                self.stream.write("\n")
+                self.stream.flush()
 
 
 def shape_text(shape: tuple) -> str:
