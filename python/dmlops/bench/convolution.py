@@ -1,5 +1,5 @@
 """Convolution cases (issue 4): dmlops.convolution against a numpy im2col formulation
-(sliding_window_view + one einsum), torch's conv*d / conv_transpose2d and ONNX Runtime's
+(sliding_window_view + one einsum; transposed: one contraction per filter tap, scattered), torch's conv*d / conv_transpose2d and ONNX Runtime's
 Conv / ConvTranspose.
 
 Arithmetic: the limit is the FMA peak; FLOPs count 2 x the multiply-adds of the direct formula.
@@ -56,7 +56,7 @@ def numpy_conv(layer: Layer, x: np.ndarray, w: np.ndarray):
     """im2col by sliding_window_view, then one contraction over channels and taps: a tensordot
     (BLAS) for one group, an einsum over the groups otherwise."""
     if layer.transposed:
-        return "no numpy formulation written for transposed convolution"
+        return numpy_conv_transposed(layer, x, w)
     d, p, s, g = x.ndim - 2, layer.padding, layer.stride, layer.groups
     n, c, o = x.shape[0], x.shape[1], w.shape[0]
     out, taps = "uvw"[:d], "ijk"[:d]
@@ -72,6 +72,29 @@ def numpy_conv(layer: Layer, x: np.ndarray, w: np.ndarray):
         y = np.einsum(f"ngc{out}{taps},goc{taps}->ngo{out}", cols, w.reshape((g, o // g) + w.shape[1:]),
                       optimize=True)
         return y.reshape((n, o) + y.shape[3:]).astype(x.dtype)
+
+    return run
+
+
+def numpy_conv_transposed(layer: Layer, x: np.ndarray, w: np.ndarray):
+    """The transposed convolution as its definition: per filter tap, one contraction over the
+    input channels (a tensordot, an einsum over the groups) added into the output at
+    stride x input position + tap, then the padding cropped from both ends."""
+    d, p, s, g = x.ndim - 2, layer.padding, layer.stride, layer.groups
+    n, c = x.shape[:2]
+    kernel = w.shape[2:]
+    full = tuple((i - 1) * s + k for i, k in zip(x.shape[2:], kernel))
+    acc = np.float32 if x.dtype == np.float16 else x.dtype  # float16 sums in float32, like dmlops
+    wg = w.astype(acc).reshape((g, c // g) + w.shape[1:])  # (G, C/G, O/G, *k)
+
+    def run():
+        y = np.zeros((n, g, w.shape[1]) + full, dtype=acc)
+        xg = x.astype(acc, copy=False).reshape((n, g, c // g) + x.shape[2:])
+        for tap in np.ndindex(*kernel):
+            part = np.einsum("ngc...,gco->ngo...", xg, wg[(slice(None), slice(None), slice(None)) + tap], optimize=True)
+            y[(slice(None),) * 3 + tuple(slice(t, t + s * (i - 1) + 1, s) for t, i in zip(tap, x.shape[2:]))] += part
+        y = y[(slice(None),) * 3 + tuple(slice(p, f - p) for f in full)]
+        return y.reshape((n, g * w.shape[1]) + y.shape[3:]).astype(x.dtype)
 
     return run
 
