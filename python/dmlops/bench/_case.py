@@ -174,6 +174,9 @@ class Peers:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 4  # a refusal is reported as a reason below, not logged
+        # Its idle intra-op threads would otherwise spin after every run and take a core from
+        # whatever is timed next (dmlops at 2 threads ran no faster than at 1 on 2 cores).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         xc = np.ascontiguousarray(x)  # ORT takes dense arrays only
         try:
             session = self.ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
