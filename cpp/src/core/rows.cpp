@@ -52,13 +52,17 @@ __attribute__((target("avx2"))) void copy_long_avx2(std::byte* dst, const std::b
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + n - 32), tail);
 }
 
-}  // namespace
-
-void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
-  static const bool inline_vectors = avx2_enabled();
-  if (n <= 64 && inline_vectors) return copy_short(dst, src, n);
-  if (n < kInlineCopyLimit && inline_vectors) return copy_long_avx2(dst, src, n);
+// The AVX2 variant whole: short copies inline, long ones with vectors, huge ones to memcpy.
+__attribute__((target("avx2"))) void copy_bytes_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
+  if (n <= 64) return copy_short(dst, src, n);
+  if (n < kInlineCopyLimit) return copy_long_avx2(dst, src, n);
   std::memcpy(dst, src, n);
 }
+
+void copy_bytes_baseline(std::byte* dst, const std::byte* src, std::size_t n) { std::memcpy(dst, src, n); }
+
+}  // namespace
+
+CopyBytesFn select_copy_bytes() { return avx2_enabled() ? copy_bytes_avx2 : copy_bytes_baseline; }
 
 }  // namespace dmlops

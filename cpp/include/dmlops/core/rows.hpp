@@ -19,8 +19,15 @@ namespace dmlops {
 // Copies n bytes between buffers that do not overlap. Data-movement kernels copy many short
 // rows (hundreds of bytes to a few KiB); for those, glibc's memcpy (size classes, and on AMD a
 // `rep movsb` path for mid sizes) costs as much as the data, so with AVX2 they are copied
-// inline with 32-byte vectors and aligned stores. Long copies go to memcpy.
-void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n);
+// inline with 32-byte vectors and aligned stores. Long copies go to memcpy. The variant is
+// chosen once; a call is one indirect call (a copy of a 5-D row of 64 floats costs little
+// more than the call overhead, so no second dispatch layer).
+using CopyBytesFn = void (*)(std::byte* dst, const std::byte* src, std::size_t n);
+CopyBytesFn select_copy_bytes();
+inline void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
+  static const CopyBytesFn chosen = select_copy_bytes();
+  chosen(dst, src, n);
+}
 
 template <class T>
 T load(const std::byte* p) {
