@@ -34,6 +34,7 @@
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/gemm.hpp"
 #include "dmlops/core/half.hpp"
+#include "dmlops/core/lanes.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/rows.hpp"
 #include "dmlops/core/scratch.hpp"
@@ -53,6 +54,7 @@ constexpr std::int64_t kPlaneBytes = 1024 * 1024;  // a backward task's accumula
 constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not worth a thread
 constexpr std::int64_t kChannelBlock = 16;  // channels-last input channels padded together
 constexpr std::int64_t kLongRow = 32;  // depthwise output rows this long are stored one by one, not moved first
+constexpr std::int64_t kSlabBytes = 64 * 1024;  // a depthwise task's interleaved input slab: stays in L2
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -646,14 +648,178 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// FORWARD, one input channel per group, L input channels at a time in the vector lanes
+// (core/lanes.hpp, L = lane_count<Acc>()). A task is (n, block of L input channels, band of
+// output indices along the first spatial axis). It interleaves the block's input into a
+// zero-padded slab [padded axis 0 range of the band][padded axes 1..D-1][L] holding every
+// window of the band; then each output position is one lane_window_sum over the taps (one
+// vector FMA per tap for L channels, whatever the stride or dilation, no border tests), the
+// bias is added in the lanes, the activation runs over the interleaved results, and they are
+// deinterleaved into the output: directly for planes of Acc with element strides, else into
+// channel rows stored by finish_row. With a channel multiplier, pass m of a block computes output
+// channels (c0 + l) * multiplier + m from the same slab. Bands keep the slab in L2 (kSlabBytes)
+// and give every thread tasks; an output's sum is the same in any band, so results do not
+// depend on the thread count.
+
+struct LaneSlab {
+  std::int64_t lanes = 0, band = 1, bands = 1, band_positions = 0, size = 0;
+  Dims extent, strides;                    // the slab of a whole band, per axis; strides in elements
+  std::vector<std::int64_t> tap_offsets;   // per window tap, in the slab
+  std::vector<std::int64_t> positions;     // per output position of a whole band: its window in the slab
+  std::int64_t row_length = 0, columns = 0;  // elements per slab row (axes 0..D-2 fixed) and padded columns
+
+  LaneSlab(const Geometry& g, const Taps& tap, std::int64_t L, std::int64_t element_bytes, std::int64_t blocks)
+      : lanes(L) {
+    const int D = g.D, last = D - 1;
+    std::int64_t per_index = L;  // slab elements per axis-0 index
+    for (int a = 1; a < D; ++a) per_index *= (g.out_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1;
+    const std::int64_t reach0 = (g.kernel[0] - 1) * g.dilations[0] + 1, out0 = g.out_spatial[0];
+    const std::int64_t fit = std::max<std::int64_t>(1, (kSlabBytes / element_bytes / per_index - reach0) / g.strides[0] + 1);
+    // At least two tasks per thread when the input allows it.
+    const std::int64_t wanted = ceil_div(2 * static_cast<std::int64_t>(num_threads()), g.batch * blocks);
+    bands = std::min(out0, std::max(ceil_div(out0, fit), wanted));
+    band = ceil_div(out0, bands);
+    bands = ceil_div(out0, band);
+    extent = Dims::filled(D, 0);
+    extent[0] = (band - 1) * g.strides[0] + reach0;
+    for (int a = 1; a < D; ++a) extent[a] = (g.out_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1;
+    strides = Dims::filled(D, L);
+    for (int a = last - 1; a >= 0; --a) strides[a] = strides[a + 1] * extent[a + 1];
+    size = strides[0] * extent[0];
+    columns = extent[last];
+    row_length = columns * L;
+    for (const Dims& index : tap.index) {
+      std::int64_t offset = 0;
+      for (int a = 0; a < D; ++a) offset += index[a] * g.dilations[a] * strides[a];
+      tap_offsets.push_back(offset);
+    }
+    Dims out = g.out_spatial;
+    out[0] = band;
+    band_positions = out.product();
+    Dims index = Dims::filled(D, 0);
+    for (std::int64_t p = 0; p < band_positions; ++p) {
+      std::int64_t offset = 0;
+      for (int a = 0; a < D; ++a) offset += index[a] * g.strides[a] * strides[a];
+      positions.push_back(offset);
+      for (int a = last; a >= 0 && ++index[a] == out[a]; --a) index[a] = 0;
+    }
+  }
+};
+
+template <class T>
+void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  using Acc = typename AccumulatorOf<T>::type;
+  const int D = g.D, last = D - 1;
+  const std::int64_t L = lane_count<Acc>(), blocks = ceil_div(g.in_channels, L);
+  const BlockWalker walker = forward_walker(g);
+  const Taps tap(walker, v.filter);
+  const std::int64_t taps = walker.tap_count();
+  const bool flip = desc.mode == ConvolutionMode::Convolution;
+  const LaneSlab slab(g, tap, L, sizeof(Acc), blocks);
+  const std::int64_t per_index = slab.band_positions / slab.band;  // output positions per axis-0 index
+
+  const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
+  const auto* in_base = static_cast<const std::byte*>(v.in.data);
+  const auto* w = static_cast<const std::byte*>(v.filter.data);
+  auto* out_base = static_cast<std::byte*>(v.out.data);
+  // Tensors of Acc whose strides are whole elements are read and written in place.
+  const auto in_elements = [](const TensorView& t) {
+    bool ok = std::is_same_v<T, Acc> && aligned(t.data, alignof(Acc));
+    for (std::int64_t s : t.byte_strides) ok = ok && s % std::int64_t{sizeof(Acc)} == 0;
+    return ok;
+  };
+  const bool direct_in = in_elements(v.in), direct_out = in_elements(v.out);
+  constexpr std::int64_t kAcc = sizeof(Acc);
+  const std::int64_t multiplier = g.out_per_group, tasks = g.batch * blocks * slab.bands;
+  const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * L * slab.band_positions));
+  // The input columns a slab row holds: padded column x (of the band's first) is input column
+  // x + column0 - start; for D = 1 the band cuts the row itself.
+  const std::int64_t in_width = g.in_spatial[last], start = g.start[last];
+
+  parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
+    const Scratch<Acc> buffer(slab.size), result(slab.band_positions * L), weights(taps * L), bias(L);
+    const Scratch<Acc> staging(direct_in && direct_out ? 0 : L * std::max(in_width, slab.band_positions));
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t n = task / (blocks * slab.bands), block = task / slab.bands % blocks, b = task % slab.bands;
+      const std::int64_t c0 = block * L, used = std::min(L, g.in_channels - c0);
+      const std::int64_t o0 = b * slab.band, outputs0 = std::min(slab.band, g.out_spatial[0] - o0);
+      const std::int64_t count = outputs0 * per_index;  // the band's output positions (a prefix of slab.positions)
+
+      // The slab, row by row (a row: fixed indices on axes 0..D-2).
+      const std::int64_t column0 = D == 1 ? o0 * g.strides[0] : 0;
+      const std::int64_t first = std::clamp(start - column0, std::int64_t{0}, slab.columns);
+      const std::int64_t stop = std::clamp(start - column0 + in_width, first, slab.columns);
+      const std::byte* channels = in_base + n * v.in.byte_strides[0] + c0 * v.in.byte_strides[1];
+      const std::int64_t rows = slab.size / slab.row_length;
+      Dims index = Dims::filled(D, 0);  // over axes 0..D-2
+      for (std::int64_t r = 0; r < rows; ++r) {
+        Acc* dst = buffer.get() + r * slab.row_length;
+        std::int64_t offset = (column0 + first - start) * in_strides[last];
+        bool inside = true;
+        for (int a = 0; a < last; ++a) {
+          const std::int64_t i = index[a] + (a == 0 ? o0 * g.strides[0] : 0) - g.start[a];
+          inside = inside && i >= 0 && i < g.in_spatial[a];
+          offset += i * in_strides[a];
+        }
+        for (int a = last - 1; a >= 0 && ++index[a] == slab.extent[a]; --a) index[a] = 0;
+        if (!inside) {
+          std::fill_n(dst, slab.row_length, Acc(0));
+          continue;
+        }
+        std::fill_n(dst, first * L, Acc(0));
+        std::fill(dst + stop * L, dst + slab.row_length, Acc(0));
+        const std::byte* src = channels + offset;
+        if (direct_in) {
+          interleave_lanes(reinterpret_cast<const Acc*>(src), v.in.byte_strides[1] / kAcc, in_strides[last] / kAcc, used,
+                           stop - first, dst + first * L);
+          continue;
+        }
+        for (std::int64_t l = 0; l < used; ++l)
+          load_run<T, Acc>(src + l * v.in.byte_strides[1], in_strides[last], stop - first, staging.get() + l * (stop - first));
+        interleave_lanes(staging.get(), stop - first, 1, used, stop - first, dst + first * L);
+      }
+
+      for (std::int64_t m = 0; m < multiplier; ++m) {
+        for (std::int64_t l = 0; l < L; ++l) {
+          const std::int64_t oc = (c0 + l) * multiplier + m;
+          for (std::int64_t t = 0; t < taps; ++t)
+            weights.get()[t * L + l] = l < used ? load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, flip)) : Acc(0);
+          bias.get()[l] = l < used ? bias_of<T, Acc>(v, oc) : Acc(0);
+        }
+        lane_window_sum(taps, buffer.get(), slab.tap_offsets.data(), slab.positions.data(), count, weights.get(),
+                        v.bias ? bias.get() : nullptr, result.get());
+        if (desc.fused_activation) apply_activation(*desc.fused_activation, result.get(), count * L);
+        std::byte* planes = out_base + n * v.out.byte_strides[0] + (c0 * multiplier + m) * v.out.byte_strides[1];
+        const std::int64_t lane_step = multiplier * v.out.byte_strides[1], p0 = o0 * per_index;
+        if (direct_out) {
+          for_each_run(g.out_spatial, out_strides, p0, count, [&](std::int64_t offset, std::int64_t first_position, std::int64_t run) {
+            deinterleave_lanes(result.get() + first_position * L, run, used, reinterpret_cast<Acc*>(planes + offset),
+                               lane_step / kAcc, out_strides[last] / kAcc);
+          });
+          continue;
+        }
+        deinterleave_lanes(result.get(), count, used, staging.get(), count, 1);
+        for (std::int64_t l = 0; l < used; ++l)
+          finish_row<T, Acc>(staging.get() + l * count, count, Acc(0), std::nullopt, planes + l * lane_step, g.out_spatial,
+                             out_strides, p0);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // FORWARD, one input channel per group (depthwise, with any channel multiplier): no GEMM, whose
-// 6-row tiles would be mostly padding. Per (n, input channel) task the input plane is copied once
+// 6-row tiles would be mostly padding. With enough channels, forward_depthwise_lanes; with fewer
+// than half a vector of them (e.g. one input channel, many outputs), the vectors run along the
+// rows instead. Per (n, input channel) task the input plane is copied once
 // into a PaddedPlane; each output row is then a weighted_row_sum over one shifted source row per
 // tap, summed in increasing tap order.
 
 template <class T>
 void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   using Acc = typename AccumulatorOf<T>::type;
+  // Enough channels to fill at least half of the vector lanes: the interleaved kernel.
+  if (2 * g.in_channels >= lane_count<Acc>()) return forward_depthwise_lanes<T>(desc, g, v);
   const BlockWalker walker = forward_walker(g);
   const Taps tap(walker, v.filter);
   const std::int64_t taps = walker.tap_count();
