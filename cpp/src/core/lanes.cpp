@@ -12,14 +12,17 @@
 namespace dmlops {
 namespace {
 
-// Lanes [0, lanes) of columns [0, columns) go through 8 x 8 transposes (when the rows have unit
-// stride), the rest (the `rest` loops) one element at a time.
-struct TransposedPart {
-  std::int64_t lanes = 0, columns = 0;
-  TransposedPart(bool unit_rows, std::int64_t used, std::int64_t n) {
-    if (unit_rows) lanes = used / 8 * 8, columns = n / 8 * 8;
+// The starts of 8-wide blocks covering [0, count), count >= 8: 0, 8, 16, ... and count - 8 last,
+// which overlaps the block before unless 8 divides count (its entries then move twice, with the
+// same values). The transposing kernels cover whole rows and lane ranges this way, tails included.
+template <class Fn>
+[[gnu::always_inline]] inline void for_each_block8(std::int64_t count, Fn&& fn) {
+  for (std::int64_t i = 0;; i += 8) {
+    i = std::min(i, count - 8);
+    fn(i);
+    if (i + 8 == count) return;
   }
-};
+}
 
 template <class Isa>
 struct Interleave {
@@ -27,20 +30,18 @@ struct Interleave {
   [[gnu::always_inline]] static void run(const Acc* src, std::int64_t lane_stride, std::int64_t column_stride,
                                          std::int64_t used, std::int64_t n, Acc* dst) {
     constexpr std::int64_t L = Isa::kLanes;
-    const TransposedPart part(column_stride == 1, used, n);
-    for (std::int64_t x = 0; x < part.columns; x += 8) {
-      for (std::int64_t l = 0; l < part.lanes; l += 8) Isa::transpose8(src + l * lane_stride + x, lane_stride, dst + x * L + l, L);
-    }
-    const auto rest = [&](std::int64_t x0, std::int64_t x1, std::int64_t l0) {
-      for (std::int64_t x = x0; x < x1; ++x) {
-        const Acc* column = src + x * column_stride;
-        Acc* to = dst + x * L;
-        for (std::int64_t l = l0; l < used; ++l) to[l] = column[l * lane_stride];
-        for (std::int64_t l = std::max(l0, used); l < L; ++l) to[l] = Acc(0);
+    if (column_stride == 1 && used >= 8 && n >= 8) {  // unit-stride rows: 8 x 8 transposes
+      for_each_block8(n, [&](std::int64_t x) {
+        for_each_block8(used, [&](std::int64_t l) { Isa::transpose8(src + l * lane_stride + x, lane_stride, dst + x * L + l, L); });
+      });
+    } else {
+      for (std::int64_t x = 0; x < n; ++x) {
+        for (std::int64_t l = 0; l < used; ++l) dst[x * L + l] = src[l * lane_stride + x * column_stride];
       }
-    };
-    if (part.lanes < L) rest(0, part.columns, part.lanes);
-    rest(part.columns, n, 0);
+    }
+    if (used < L) {
+      for (std::int64_t x = 0; x < n; ++x) std::fill(dst + x * L + used, dst + (x + 1) * L, Acc(0));
+    }
   }
 };
 
@@ -50,19 +51,15 @@ struct Deinterleave {
   [[gnu::always_inline]] static void run(const Acc* src, std::int64_t n, std::int64_t used, Acc* dst,
                                          std::int64_t lane_stride, std::int64_t column_stride) {
     constexpr std::int64_t L = Isa::kLanes;
-    const TransposedPart part(column_stride == 1, used, n);
-    for (std::int64_t x = 0; x < part.columns; x += 8) {
-      for (std::int64_t l = 0; l < part.lanes; l += 8) Isa::transpose8(src + x * L + l, L, dst + l * lane_stride + x, lane_stride);
+    if (column_stride == 1 && used >= 8 && n >= 8) {
+      for_each_block8(n, [&](std::int64_t x) {
+        for_each_block8(used, [&](std::int64_t l) { Isa::transpose8(src + x * L + l, L, dst + l * lane_stride + x, lane_stride); });
+      });
+      return;
     }
-    const auto rest = [&](std::int64_t x0, std::int64_t x1, std::int64_t l0) {
-      for (std::int64_t x = x0; x < x1; ++x) {
-        const Acc* from = src + x * L;
-        Acc* column = dst + x * column_stride;
-        for (std::int64_t l = l0; l < used; ++l) column[l * lane_stride] = from[l];
-      }
-    };
-    if (part.lanes < used) rest(0, part.columns, part.lanes);
-    rest(part.columns, n, 0);
+    for (std::int64_t x = 0; x < n; ++x) {
+      for (std::int64_t l = 0; l < used; ++l) dst[l * lane_stride + x * column_stride] = src[x * L + l];
+    }
   }
 };
 
@@ -70,7 +67,7 @@ template <class Isa>
 struct WindowSum {
   using Acc = typename Isa::Acc;
   using V = typename Isa::V;
-  static constexpr int kBlock = 8;  // outputs per pass: eight independent FMA chains hide the FMA latency
+  static constexpr int kBlock = 8;  // outputs per pass (for_each_block8): eight FMA chains hide the FMA latency
 
   template <int kCount>
   [[gnu::always_inline]] static void outputs(std::int64_t taps, const Acc* base, const std::int64_t* tap_offsets,
@@ -104,13 +101,10 @@ struct WindowSum {
       for (std::int64_t p = 0; p < n; ++p) outputs<1>(taps, base, tap_offsets, positions + p, weights, bias, out + p * L);
       return;
     }
-    // Whole blocks; the last one ends at n (it may recompute some outputs of the one before,
-    // with the same sums, so the same values).
-    for (std::int64_t p = 0;; p += kBlock) {
-      p = std::min(p, n - kBlock);
+    // Whole blocks, the last one overlapping (its outputs' sums are the same, so their values).
+    for_each_block8(n, [&](std::int64_t p) {
       outputs<kBlock>(taps, base, tap_offsets, positions + p, weights, bias, out + p * L);
-      if (p + kBlock == n) return;
-    }
+    });
   }
 };
 
