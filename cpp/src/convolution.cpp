@@ -730,6 +730,10 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
   };
   const bool direct_in = in_elements(v.in), direct_out = in_elements(v.out);
   constexpr std::int64_t kAcc = sizeof(Acc);
+  // A filter of Acc whose taps are consecutive elements (any channel stride) is interleaved
+  // straight from memory, backwards in convolution mode (flipping every axis reverses the taps).
+  bool dense_taps = in_elements(v.filter);
+  for (std::int64_t t = 0; t < taps; ++t) dense_taps = dense_taps && tap.filter(t, false) == t * kAcc;
   const std::int64_t multiplier = g.out_per_group, tasks = g.batch * blocks * slab.bands;
   const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * L * slab.band_positions));
   // The input columns a slab row holds: padded column x (of the band's first) is input column
@@ -780,12 +784,19 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
       }
 
       for (std::int64_t m = 0; m < multiplier; ++m) {
-        for (std::int64_t l = 0; l < L; ++l) {
-          const std::int64_t oc = (c0 + l) * multiplier + m;
-          for (std::int64_t t = 0; t < taps; ++t)
-            weights.get()[t * L + l] = l < used ? load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, flip)) : Acc(0);
-          bias.get()[l] = l < used ? bias_of<T, Acc>(v, oc) : Acc(0);
+        const std::int64_t filter_step = multiplier * v.filter.byte_strides[0];  // between the lanes' filters
+        const std::byte* filters = w + (c0 * multiplier + m) * v.filter.byte_strides[0];
+        if (dense_taps) {
+          interleave_lanes(reinterpret_cast<const Acc*>(filters) + (flip ? taps - 1 : 0), filter_step / kAcc, flip ? -1 : 1,
+                           used, taps, weights.get());
+        } else {
+          std::fill_n(weights.get(), taps * L, Acc(0));
+          for (std::int64_t l = 0; l < used; ++l) {
+            for (std::int64_t t = 0; t < taps; ++t)
+              weights.get()[t * L + l] = load_value<T, Acc>(filters + l * filter_step + tap.filter(t, flip));
+          }
         }
+        for (std::int64_t l = 0; l < L; ++l) bias.get()[l] = l < used ? bias_of<T, Acc>(v, (c0 + l) * multiplier + m) : Acc(0);
         lane_window_sum(taps, buffer.get(), slab.tap_offsets.data(), slab.positions.data(), count, weights.get(),
                         v.bias ? bias.get() : nullptr, result.get());
         if (desc.fused_activation) apply_activation(*desc.fused_activation, result.get(), count * L);

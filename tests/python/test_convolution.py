@@ -291,8 +291,9 @@ def test_depthwise_lanes(case, layout, dtype):
     elif layout == "reversed_channels":
         x = x[:, ::-1]
         new_out = lambda: np.empty(y_shape, dtype)[:, ::-1]
-    elif layout == "reversed_rows":
+    elif layout == "reversed_rows":  # and a filter whose taps run backwards in memory
         x = x[..., ::-1]
+        w = np.ascontiguousarray(w[..., ::-1])[..., ::-1]
         new_out = lambda: np.empty(y_shape, dtype)[..., ::-1]
     else:
         new_out = lambda: None
