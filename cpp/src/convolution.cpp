@@ -55,6 +55,7 @@ constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not w
 constexpr std::int64_t kChannelBlock = 16;  // channels-last input channels padded together
 constexpr std::int64_t kLongRow = 32;  // depthwise output rows this long are stored one by one, not moved first
 constexpr std::int64_t kSlabBytes = 64 * 1024;  // a depthwise task's interleaved input slab: stays in L2
+constexpr std::int64_t kLaneChunkBytes = 16 * 1024;  // depthwise results computed at once: stay in L1
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -739,36 +740,59 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
   // The input columns a slab row holds: padded column x (of the band's first) is input column
   // x + column0 - start; for D = 1 the band cuts the row itself.
   const std::int64_t in_width = g.in_spatial[last], start = g.start[last];
+  // Slab rows (fixed indices on axes 0..D-2) per axis-0 index, and the axis-0 indices of one
+  // chunk: the band is computed a chunk at a time, right after the slab rows it reads are
+  // filled, so that those rows and the chunk's results are still in L1 when read again.
+  const std::int64_t rows_per_index = slab.size / (slab.extent[0] * slab.row_length);  // 0 in 1-D: one row in all
+  const std::int64_t chunk = std::clamp<std::int64_t>(kLaneChunkBytes / (L * kAcc * per_index), 1, slab.band);
 
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    const Scratch<Acc> buffer(slab.size), result(slab.band_positions * L), weights(taps * L), bias(L);
-    const Scratch<Acc> staging(direct_in && direct_out ? 0 : L * std::max(in_width, slab.band_positions));
+    const Scratch<Acc> buffer(slab.size), result(chunk * per_index * L);
+    const Scratch<Acc> weights(multiplier * taps * L), bias(multiplier * L);
+    const Scratch<Acc> staging(direct_in && direct_out ? 0 : L * std::max(in_width, chunk * per_index));
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / (blocks * slab.bands), block = task / slab.bands % blocks, b = task % slab.bands;
       const std::int64_t c0 = block * L, used = std::min(L, g.in_channels - c0);
-      const std::int64_t o0 = b * slab.band, outputs0 = std::min(slab.band, g.out_spatial[0] - o0);
-      const std::int64_t count = outputs0 * per_index;  // the band's output positions (a prefix of slab.positions)
+      const std::int64_t o0 = b * slab.band, band = std::min(slab.band, g.out_spatial[0] - o0);
 
-      // The slab, row by row (a row: fixed indices on axes 0..D-2).
+      // Pass m's weights [taps][L] and bias [L] (output channel (c0 + l) * multiplier + m in lane l).
+      for (std::int64_t m = 0; m < multiplier; ++m) {
+        const std::int64_t filter_step = multiplier * v.filter.byte_strides[0];  // between the lanes' filters
+        const std::byte* filters = w + (c0 * multiplier + m) * v.filter.byte_strides[0];
+        Acc* lane_weights = weights.get() + m * taps * L;
+        if (dense_taps) {
+          interleave_lanes(reinterpret_cast<const Acc*>(filters) + (flip ? taps - 1 : 0), filter_step / kAcc, flip ? -1 : 1,
+                           used, taps, lane_weights);
+        } else {
+          std::fill_n(lane_weights, taps * L, Acc(0));
+          for (std::int64_t l = 0; l < used; ++l) {
+            for (std::int64_t t = 0; t < taps; ++t)
+              lane_weights[t * L + l] = load_value<T, Acc>(filters + l * filter_step + tap.filter(t, flip));
+          }
+        }
+        for (std::int64_t l = 0; l < L; ++l)
+          bias.get()[m * L + l] = l < used ? bias_of<T, Acc>(v, (c0 + l) * multiplier + m) : Acc(0);
+      }
+
+      // Slab row r (its indices on axes 0..D-2 from r): the input row's columns interleaved,
+      // zeros around them (only there, so the scratch is never cleared first).
       const std::int64_t column0 = D == 1 ? o0 * g.strides[0] : 0;
       const std::int64_t first = std::clamp(start - column0, std::int64_t{0}, slab.columns);
       const std::int64_t stop = std::clamp(start - column0 + in_width, first, slab.columns);
       const std::byte* channels = in_base + n * v.in.byte_strides[0] + c0 * v.in.byte_strides[1];
-      const std::int64_t rows = slab.size / slab.row_length;
-      Dims index = Dims::filled(D, 0);  // over axes 0..D-2
-      for (std::int64_t r = 0; r < rows; ++r) {
+      const auto fill_row = [&](std::int64_t r) {
         Acc* dst = buffer.get() + r * slab.row_length;
         std::int64_t offset = (column0 + first - start) * in_strides[last];
         bool inside = true;
-        for (int a = 0; a < last; ++a) {
-          const std::int64_t i = index[a] + (a == 0 ? o0 * g.strides[0] : 0) - g.start[a];
+        for (int a = last - 1; a >= 0; --a) {
+          const std::int64_t i = r % slab.extent[a] + (a == 0 ? o0 * g.strides[0] : 0) - g.start[a];
+          r /= slab.extent[a];
           inside = inside && i >= 0 && i < g.in_spatial[a];
           offset += i * in_strides[a];
         }
-        for (int a = last - 1; a >= 0 && ++index[a] == slab.extent[a]; --a) index[a] = 0;
         if (!inside) {
           std::fill_n(dst, slab.row_length, Acc(0));
-          continue;
+          return;
         }
         std::fill_n(dst, first * L, Acc(0));
         std::fill(dst + stop * L, dst + slab.row_length, Acc(0));
@@ -776,43 +800,38 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
         if (direct_in) {
           interleave_lanes(reinterpret_cast<const Acc*>(src), v.in.byte_strides[1] / kAcc, in_strides[last] / kAcc, used,
                            stop - first, dst + first * L);
-          continue;
+          return;
         }
         for (std::int64_t l = 0; l < used; ++l)
           load_run<T, Acc>(src + l * v.in.byte_strides[1], in_strides[last], stop - first, staging.get() + l * (stop - first));
         interleave_lanes(staging.get(), stop - first, 1, used, stop - first, dst + first * L);
-      }
+      };
 
-      for (std::int64_t m = 0; m < multiplier; ++m) {
-        const std::int64_t filter_step = multiplier * v.filter.byte_strides[0];  // between the lanes' filters
-        const std::byte* filters = w + (c0 * multiplier + m) * v.filter.byte_strides[0];
-        if (dense_taps) {
-          interleave_lanes(reinterpret_cast<const Acc*>(filters) + (flip ? taps - 1 : 0), filter_step / kAcc, flip ? -1 : 1,
-                           used, taps, weights.get());
-        } else {
-          std::fill_n(weights.get(), taps * L, Acc(0));
-          for (std::int64_t l = 0; l < used; ++l) {
-            for (std::int64_t t = 0; t < taps; ++t)
-              weights.get()[t * L + l] = load_value<T, Acc>(filters + l * filter_step + tap.filter(t, flip));
+      std::int64_t filled = 0;  // slab rows filled so far
+      for (std::int64_t q0 = 0; q0 < band; q0 += chunk) {
+        const std::int64_t q1 = std::min(band, q0 + chunk), count = (q1 - q0) * per_index;
+        const std::int64_t needed =
+            D == 1 ? 1 : ((q1 - 1) * g.strides[0] + (g.kernel[0] - 1) * g.dilations[0] + 1) * rows_per_index;
+        for (; filled < needed; ++filled) fill_row(filled);
+        const std::int64_t p0 = (o0 + q0) * per_index;  // the chunk's first output position in the plane
+        for (std::int64_t m = 0; m < multiplier; ++m) {
+          lane_window_sum(taps, buffer.get(), slab.tap_offsets.data(), slab.positions.data() + q0 * per_index, count,
+                          weights.get() + m * taps * L, v.bias ? bias.get() + m * L : nullptr, result.get());
+          if (desc.fused_activation) apply_activation(*desc.fused_activation, result.get(), count * L);
+          std::byte* planes = out_base + n * v.out.byte_strides[0] + (c0 * multiplier + m) * v.out.byte_strides[1];
+          const std::int64_t lane_step = multiplier * v.out.byte_strides[1];
+          if (direct_out) {
+            for_each_run(g.out_spatial, out_strides, p0, count, [&](std::int64_t offset, std::int64_t at, std::int64_t run) {
+              deinterleave_lanes(result.get() + at * L, run, used, reinterpret_cast<Acc*>(planes + offset), lane_step / kAcc,
+                                 out_strides[last] / kAcc);
+            });
+            continue;
           }
+          deinterleave_lanes(result.get(), count, used, staging.get(), count, 1);
+          for (std::int64_t l = 0; l < used; ++l)
+            finish_row<T, Acc>(staging.get() + l * count, count, Acc(0), std::nullopt, planes + l * lane_step, g.out_spatial,
+                               out_strides, p0);
         }
-        for (std::int64_t l = 0; l < L; ++l) bias.get()[l] = l < used ? bias_of<T, Acc>(v, (c0 + l) * multiplier + m) : Acc(0);
-        lane_window_sum(taps, buffer.get(), slab.tap_offsets.data(), slab.positions.data(), count, weights.get(),
-                        v.bias ? bias.get() : nullptr, result.get());
-        if (desc.fused_activation) apply_activation(*desc.fused_activation, result.get(), count * L);
-        std::byte* planes = out_base + n * v.out.byte_strides[0] + (c0 * multiplier + m) * v.out.byte_strides[1];
-        const std::int64_t lane_step = multiplier * v.out.byte_strides[1], p0 = o0 * per_index;
-        if (direct_out) {
-          for_each_run(g.out_spatial, out_strides, p0, count, [&](std::int64_t offset, std::int64_t first_position, std::int64_t run) {
-            deinterleave_lanes(result.get() + first_position * L, run, used, reinterpret_cast<Acc*>(planes + offset),
-                               lane_step / kAcc, out_strides[last] / kAcc);
-          });
-          continue;
-        }
-        deinterleave_lanes(result.get(), count, used, staging.get(), count, 1);
-        for (std::int64_t l = 0; l < used; ++l)
-          finish_row<T, Acc>(staging.get() + l * count, count, Acc(0), std::nullopt, planes + l * lane_step, g.out_spatial,
-                             out_strides, p0);
       }
     }
   });
