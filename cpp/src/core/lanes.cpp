@@ -30,7 +30,9 @@ struct Interleave {
   [[gnu::always_inline]] static void run(const Acc* src, std::int64_t lane_stride, std::int64_t column_stride,
                                          std::int64_t used, std::int64_t n, Acc* dst) {
     constexpr std::int64_t L = Isa::kLanes;
-    if (column_stride == 1 && used >= 8 && n >= 8) {  // unit-stride rows: 8 x 8 transposes
+    if (lane_stride == 1 && used == L) {  // channels-last: a column is one vector
+      for (std::int64_t x = 0; x < n; ++x) Isa::store(dst + x * L, Isa::load(src + x * column_stride));
+    } else if (column_stride == 1 && used >= 8 && n >= 8) {  // unit-stride rows: 8 x 8 transposes
       for_each_block8(n, [&](std::int64_t x) {
         for_each_block8(used, [&](std::int64_t l) { Isa::transpose8(src + l * lane_stride + x, lane_stride, dst + x * L + l, L); });
       });
@@ -51,6 +53,10 @@ struct Deinterleave {
   [[gnu::always_inline]] static void run(const Acc* src, std::int64_t n, std::int64_t used, Acc* dst,
                                          std::int64_t lane_stride, std::int64_t column_stride) {
     constexpr std::int64_t L = Isa::kLanes;
+    if (lane_stride == 1 && used == L) {
+      for (std::int64_t x = 0; x < n; ++x) Isa::store(dst + x * column_stride, Isa::load(src + x * L));
+      return;
+    }
     if (column_stride == 1 && used >= 8 && n >= 8) {
       for_each_block8(n, [&](std::int64_t x) {
         for_each_block8(used, [&](std::int64_t l) { Isa::transpose8(src + x * L + l, L, dst + l * lane_stride + x, lane_stride); });
