@@ -731,11 +731,37 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
   };
   const bool direct_in = in_elements(v.in), direct_out = in_elements(v.out);
   constexpr std::int64_t kAcc = sizeof(Acc);
-  // A filter of Acc whose taps are consecutive elements (any channel stride) is interleaved
-  // straight from memory, backwards in convolution mode (flipping every axis reverses the taps).
-  bool dense_taps = in_elements(v.filter);
-  for (std::int64_t t = 0; t < taps; ++t) dense_taps = dense_taps && tap.filter(t, false) == t * kAcc;
   const std::int64_t multiplier = g.out_per_group, tasks = g.batch * blocks * slab.bands;
+  // The filter as rows of taps (filter order) of Acc, filter_ld apart, from which the tasks
+  // interleave their weights (backwards in convolution mode: flipping every axis reverses the
+  // taps): the filter itself when it is that already, else a copy made once per call (a dense
+  // float16 filter converted in bulk). The biases likewise, once.
+  const auto consecutive_taps = [&](std::int64_t element_bytes) {
+    bool ok = aligned(w, static_cast<std::size_t>(element_bytes)) && v.filter.byte_strides[0] % element_bytes == 0;
+    for (std::int64_t t = 0; t < taps; ++t) ok = ok && tap.filter(t, false) == t * element_bytes;
+    return ok;
+  };
+  const std::int64_t out_channels = g.out_channels;
+  std::vector<Acc> filter_copy, biases(static_cast<std::size_t>(v.bias ? out_channels : 0));
+  const Acc* filter_rows = reinterpret_cast<const Acc*>(w);
+  std::int64_t filter_ld = v.filter.byte_strides[0] / kAcc;
+  if (!(std::is_same_v<T, Acc> && consecutive_taps(kAcc))) {
+    filter_copy.resize(static_cast<std::size_t>(out_channels * taps));
+    bool converted = false;
+    if constexpr (std::is_same_v<T, Half>) {
+      if (consecutive_taps(sizeof(Half)) && v.filter.byte_strides[0] == taps * std::int64_t{sizeof(Half)}) {
+        half_to_float(reinterpret_cast<const Half*>(w), filter_copy.data(), static_cast<std::size_t>(out_channels * taps));
+        converted = true;
+      }
+    }
+    for (std::int64_t oc = 0; oc < out_channels && !converted; ++oc) {
+      for (std::int64_t t = 0; t < taps; ++t)
+        filter_copy[oc * taps + t] = load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, false));
+    }
+    filter_rows = filter_copy.data();
+    filter_ld = taps;
+  }
+  for (std::int64_t oc = 0; oc < std::ssize(biases); ++oc) biases[oc] = bias_of<T, Acc>(v, oc);
   const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * L * slab.band_positions));
   // The input columns a slab row holds: padded column x (of the band's first) is input column
   // x + column0 - start; for D = 1 the band cuts the row itself.
@@ -757,21 +783,12 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
 
       // Pass m's weights [taps][L] and bias [L] (output channel (c0 + l) * multiplier + m in lane l).
       for (std::int64_t m = 0; m < multiplier; ++m) {
-        const std::int64_t filter_step = multiplier * v.filter.byte_strides[0];  // between the lanes' filters
-        const std::byte* filters = w + (c0 * multiplier + m) * v.filter.byte_strides[0];
-        Acc* lane_weights = weights.get() + m * taps * L;
-        if (dense_taps) {
-          interleave_lanes(reinterpret_cast<const Acc*>(filters) + (flip ? taps - 1 : 0), filter_step / kAcc, flip ? -1 : 1,
-                           used, taps, lane_weights);
-        } else {
-          std::fill_n(lane_weights, taps * L, Acc(0));
-          for (std::int64_t l = 0; l < used; ++l) {
-            for (std::int64_t t = 0; t < taps; ++t)
-              lane_weights[t * L + l] = load_value<T, Acc>(filters + l * filter_step + tap.filter(t, flip));
-          }
+        const Acc* filters = filter_rows + (c0 * multiplier + m) * filter_ld;
+        interleave_lanes(filters + (flip ? taps - 1 : 0), multiplier * filter_ld, flip ? -1 : 1, used, taps,
+                         weights.get() + m * taps * L);
+        if (v.bias) {
+          for (std::int64_t l = 0; l < L; ++l) bias.get()[m * L + l] = l < used ? biases[(c0 + l) * multiplier + m] : Acc(0);
         }
-        for (std::int64_t l = 0; l < L; ++l)
-          bias.get()[m * L + l] = l < used ? bias_of<T, Acc>(v, (c0 + l) * multiplier + m) : Acc(0);
       }
 
       // Slab row r (its indices on axes 0..D-2 from r): the input row's columns interleaved,
