@@ -772,10 +772,19 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
   const std::int64_t rows_per_index = slab.size / (slab.extent[0] * slab.row_length);  // 0 in 1-D: one row in all
   const std::int64_t chunk = std::clamp<std::int64_t>(kLaneChunkBytes / (L * kAcc * per_index), 1, slab.band);
 
+  // An input read through conversions (float16, or strides that are not whole elements) whose
+  // planes are dense: a task converts the input its band reads, one run per channel (not one
+  // per row and channel), into `converted`, then interleaves from there.
+  bool dense_planes = !direct_in && in_strides[last] == std::int64_t{sizeof(T)};
+  for (int a = 0; a < last; ++a) dense_planes = dense_planes && in_strides[a] == in_strides[a + 1] * g.in_spatial[a + 1];
+  const std::int64_t inner = g.in_spatial.product() / g.in_spatial[0];  // input elements per axis-0 index
+  const std::int64_t region_max = D == 1 ? slab.extent[0] : std::min(g.in_spatial[0], slab.extent[0]) * inner;
+
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const Scratch<Acc> buffer(slab.size), result(chunk * per_index * L);
     const Scratch<Acc> weights(multiplier * taps * L), bias(multiplier * L);
     const Scratch<Acc> staging(direct_in && direct_out ? 0 : L * std::max(in_width, chunk * per_index));
+    const Scratch<Acc> converted(dense_planes ? L * region_max : 0);
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / (blocks * slab.bands), block = task / slab.bands % blocks, b = task % slab.bands;
       const std::int64_t c0 = block * L, used = std::min(L, g.in_channels - c0);
@@ -797,6 +806,18 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
       const std::int64_t first = std::clamp(start - column0, std::int64_t{0}, slab.columns);
       const std::int64_t stop = std::clamp(start - column0 + in_width, first, slab.columns);
       const std::byte* channels = in_base + n * v.in.byte_strides[0] + c0 * v.in.byte_strides[1];
+      // The band's input, elements [region_first, region_first + region_size) of each plane.
+      std::int64_t region_first = column0 + first - start, region_size = stop - first;
+      if (D > 1) {
+        const std::int64_t lo = std::clamp(o0 * g.strides[0] - g.start[0], std::int64_t{0}, g.in_spatial[0]);
+        const std::int64_t hi = std::clamp(lo + slab.extent[0], lo, g.in_spatial[0]);
+        region_first = lo * inner, region_size = (hi - lo) * inner;
+      }
+      if (dense_planes) {
+        for (std::int64_t l = 0; l < used; ++l)
+          load_run<T, Acc>(channels + l * v.in.byte_strides[1] + region_first * std::int64_t{sizeof(T)}, sizeof(T),
+                           region_size, converted.get() + l * region_size);
+      }
       const auto fill_row = [&](std::int64_t r) {
         Acc* dst = buffer.get() + r * slab.row_length;
         std::int64_t offset = (column0 + first - start) * in_strides[last];
@@ -816,6 +837,11 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
         const std::byte* src = channels + offset;
         if (direct_in) {
           interleave_lanes(reinterpret_cast<const Acc*>(src), v.in.byte_strides[1] / kAcc, in_strides[last] / kAcc, used,
+                           stop - first, dst + first * L);
+          return;
+        }
+        if (dense_planes) {
+          interleave_lanes(converted.get() + (offset / std::int64_t{sizeof(T)} - region_first), region_size, 1, used,
                            stop - first, dst + first * L);
           return;
         }
