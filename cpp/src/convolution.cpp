@@ -663,14 +663,13 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 // depend on the thread count.
 
 struct LaneSlab {
-  std::int64_t lanes = 0, band = 1, bands = 1, band_positions = 0, size = 0;
+  std::int64_t band = 1, bands = 1, band_positions = 0, size = 0;  // band: axis-0 output indices per band
   Dims extent, strides;                    // the slab of a whole band, per axis; strides in elements
   std::vector<std::int64_t> tap_offsets;   // per window tap, in the slab
   std::vector<std::int64_t> positions;     // per output position of a whole band: its window in the slab
   std::int64_t row_length = 0, columns = 0;  // elements per slab row (axes 0..D-2 fixed) and padded columns
 
-  LaneSlab(const Geometry& g, const Taps& tap, std::int64_t L, std::int64_t element_bytes, std::int64_t blocks)
-      : lanes(L) {
+  LaneSlab(const Geometry& g, const Taps& tap, std::int64_t L, std::int64_t element_bytes, std::int64_t blocks) {
     const int D = g.D, last = D - 1;
     std::int64_t per_index = L;  // slab elements per axis-0 index
     for (int a = 1; a < D; ++a) per_index *= (g.out_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1;
