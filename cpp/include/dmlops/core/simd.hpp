@@ -15,7 +15,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
 namespace dmlops {
 
@@ -57,10 +56,12 @@ struct SimdPortable {
   };
   static V load(const T* p) {
     V r;
-    std::memcpy(r.v, p, sizeof r.v);
+    for (std::int64_t l = 0; l < kLanes; ++l) r.v[l] = p[l];
     return r;
   }
-  static void store(T* p, const V& a) { std::memcpy(p, a.v, sizeof a.v); }
+  static void store(T* p, const V& a) {
+    for (std::int64_t l = 0; l < kLanes; ++l) p[l] = a.v[l];
+  }
   static V zero() { return V{}; }
   static V madd(const V& a, const V& b, V c) {
     for (std::int64_t l = 0; l < kLanes; ++l) c.v[l] += a.v[l] * b.v[l];
