@@ -633,6 +633,8 @@ def convolution_calls(draw):
     D = draw(st.integers(1, 3))
     ints = lambda lo, hi: tuple(draw(st.lists(st.integers(lo, hi), min_size=D, max_size=D)))
     G, Cg, OCg, N = (draw(st.integers(1, 3)) for _ in range(4))
+    if draw(st.integers(0, 7)) == 0:  # now and then a depthwise layer with enough channels for the lane kernel
+        G, Cg = draw(st.integers(8, 20)), 1
     K, s, d = ints(1, 3), ints(1, 3), ints(1, 2)
     start, end = ints(0, 3), ints(0, 3)
     extent = tuple((k - 1) * dd + 1 for k, dd in zip(K, d))
