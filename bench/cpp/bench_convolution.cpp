@@ -64,8 +64,8 @@ void Resnet3x3(benchmark::State& s, DataType dtype, std::int64_t c, std::int64_t
 void Pointwise(benchmark::State& s, std::int64_t c_in, std::int64_t c_out, std::int64_t size, std::int64_t stride) {
   run(s, kF32, {1, c_in, size, size}, {c_out, c_in, 1, 1}, stride, 0, 1, kForward);
 }
-void Depthwise(benchmark::State& s, std::int64_t c, std::int64_t size, std::int64_t stride) {
-  run(s, kF32, {1, c, size, size}, {c, 1, 3, 3}, stride, 1, c, kForward);
+void Depthwise(benchmark::State& s, DataType dtype, std::int64_t c, std::int64_t size, std::int64_t stride) {
+  run(s, dtype, {1, c, size, size}, {c, 1, 3, 3}, stride, 1, c, kForward);
 }
 
 #define DMLOPS_CONV_BENCH(...) \
@@ -85,10 +85,12 @@ DMLOPS_CONV_BENCH(Pointwise, 64to256at56, 64, 256, 56, 1);
 DMLOPS_CONV_BENCH(Pointwise, 256to64at56, 256, 64, 56, 1);
 DMLOPS_CONV_BENCH(Pointwise, 1024to256at14, 1024, 256, 14, 1);
 DMLOPS_CONV_BENCH(Pointwise, s2_512to1024at28, 512, 1024, 28, 2);
-DMLOPS_CONV_BENCH(Depthwise, 144at56, 144, 56, 1);
-DMLOPS_CONV_BENCH(Depthwise, s2_144at56, 144, 56, 2);
-DMLOPS_CONV_BENCH(Depthwise, 576at14, 576, 14, 1);
-DMLOPS_CONV_BENCH(Depthwise, s2_576at14, 576, 14, 2);
+DMLOPS_CONV_BENCH(Depthwise, 144at56, kF32, 144, 56, 1);
+DMLOPS_CONV_BENCH(Depthwise, s2_144at56, kF32, 144, 56, 2);
+DMLOPS_CONV_BENCH(Depthwise, 576at14, kF32, 576, 14, 1);
+DMLOPS_CONV_BENCH(Depthwise, s2_576at14, kF32, 576, 14, 2);
+DMLOPS_CONV_BENCH(Depthwise, F16_144at56, DataType::Float16, 144, 56, 1);
+DMLOPS_CONV_BENCH(Depthwise, F16_s2_576at14, DataType::Float16, 576, 14, 2);
 DMLOPS_CONV_BENCH(run, Transposed4x4s2_256to128at16, kF32, {1, 256, 16, 16}, {256, 128, 4, 4}, 2, 1, 1, kBackward);
 DMLOPS_CONV_BENCH(run, Conv3d_32at16, kF32, {1, 32, 16, 16, 16}, {32, 32, 3, 3, 3}, 1, 1, 1, kForward);
 

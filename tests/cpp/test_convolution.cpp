@@ -180,7 +180,8 @@ Case random_case(std::mt19937& rng, DataType dtype) {
   return c;
 }
 
-void run_case(const Case& c, DataType dtype, std::mt19937& rng, const std::string& context) {
+// Runs the case, checks it against the reference and returns the output's bytes.
+std::vector<std::byte> run_case(const Case& c, DataType dtype, std::mt19937& rng, const std::string& context) {
   Tensor x(dtype, c.x_sizes, c.x_order), w(dtype, c.w_sizes);
   fill_random(x, rng);
   fill_random(w, rng);
@@ -209,6 +210,7 @@ void run_case(const Case& c, DataType dtype, std::mt19937& rng, const std::strin
     ASSERT_NEAR(y.at(index), expected[i], tol) << context << " at " << index;
     ++i;
   });
+  return y.bytes;
 }
 
 TEST(Convolution, DxDispatchSample) {
@@ -273,6 +275,67 @@ TEST(Convolution, DepthwiseWideRowsMatchTheReference) {
         c.bias = true;
         run_case(c, dtype, rng, std::string(name(dtype)) + " depthwise " + std::to_string(shape.x.size() - 2) + "-D");
         if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// The channel-interleaved depthwise path (enough channels for half a vector): channel counts
+// that leave block tails (9, 17, 20, 35 over 16 or 8 lanes), strides 1 to 3, dilation,
+// asymmetric and large padding, a 5 x 3 window, multiplier 2, 1-D rows cut into bands, 3-D,
+// rows wide enough for several bands of slab, channels-last input and output, bias and
+// activations, both modes, every dtype; each case at 1 and 3 threads, bit for bit the same.
+TEST(Convolution, DepthwiseLanesMatchTheReference) {
+  struct Shape {
+    Dims x, k, strides, dilations, start, end;
+    std::int64_t multiplier;
+  };
+  const Shape shapes[] = {
+      {{1, 17, 9, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{2, 20, 10, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{1, 9, 13, 14}, {3, 3}, {3, 2}, {1, 1}, {2, 0}, {0, 3}, 2},
+      {{1, 35, 8, 9}, {5, 3}, {1, 1}, {2, 1}, {4, 1}, {4, 1}, 1},
+      {{1, 17, 60, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{1, 20, 200}, {3}, {2}, {2}, {1}, {2}, 2},
+      {{1, 9, 5, 6, 7}, {3, 2, 3}, {1, 2, 1}, {1, 1, 2}, {1, 0, 2}, {1, 1, 0}, 1},
+  };
+  static const char* kActivations[] = {"", "relu", "sigmoid"};
+  std::mt19937 pick(5);
+  for (DataType dtype : {DataType::Float32, DataType::Float16, DataType::Float64}) {
+    for (const Shape& shape : shapes) {
+      for (bool channels_last : {false, true}) {
+        Case c;
+        const std::int64_t C = shape.x[1];
+        const int D = shape.x.size() - 2;
+        c.x_sizes = shape.x;
+        c.w_sizes = {C * shape.multiplier, 1};
+        for (std::int64_t k : shape.k) c.w_sizes.push_back(k);
+        c.desc.group_count = C;
+        c.desc.mode = pick() % 2 ? ConvolutionMode::Convolution : ConvolutionMode::CrossCorrelation;
+        c.desc.strides = shape.strides;
+        c.desc.dilations = shape.dilations;
+        c.desc.start_padding = shape.start;
+        c.desc.end_padding = shape.end;
+        c.bias = pick() % 3 != 0;
+        const std::string activation = kActivations[pick() % 3];
+        if (!activation.empty()) c.desc.fused_activation = make_activation("Test", activation, {});
+        if (channels_last) {
+          c.x_order = {0};
+          for (int a = 0; a < D; ++a) c.x_order.push_back(2 + a);
+          c.x_order.push_back(1);
+          c.out_order = c.x_order;
+        }
+        const std::string context = std::string(name(dtype)) + " depthwise " + std::to_string(D) + "-D C " +
+                                    std::to_string(C) + (channels_last ? " channels-last" : "");
+        std::vector<std::byte> first;
+        for (int threads : {1, 3}) {
+          const ThreadCountGuard guard(threads);
+          std::mt19937 rng(99);
+          const std::vector<std::byte> bytes = run_case(c, dtype, rng, context + " threads " + std::to_string(threads));
+          if (HasFatalFailure()) return;
+          if (first.empty()) first = bytes;
+          EXPECT_TRUE(bytes == first) << context << ": 3 threads differ from 1";
+        }
       }
     }
   }

@@ -36,6 +36,7 @@
 #include "dmlops/core/scratch.hpp"
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/half.hpp"
+#include "dmlops/core/lanes.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
@@ -1878,6 +1879,109 @@ TEST(Scratch, ReusesBlocksWithinTheCap) {
     EXPECT_LE(scratch_cached_bytes(), kScratchCacheBytes);
     EXPECT_EQ(scratch_cached_bytes(), kScratchCacheBytes - 100);
   }).join();
+}
+
+// interleave_lanes / deinterleave_lanes against the index formulas, exactly: every lane count
+// 1..L (block tails: the unused lanes read 0 and are never written), column counts around the
+// 8 x 8 blocks, unit-stride rows (transposed), channels-last columns (lane stride 1), other
+// and negative strides.
+template <class Acc>
+void check_interleave() {
+  const std::int64_t L = lane_count<Acc>();
+  std::vector<Acc> storage(6000);
+  for (std::size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<Acc>(i + 1);
+  struct Strides {
+    std::int64_t lane, column;
+  };
+  for (const Strides st : {Strides{40, 1}, Strides{1, 20}, Strides{3, 60}, Strides{-41, 1}, Strides{45, -1}}) {
+    for (std::int64_t used = 1; used <= L; ++used) {
+      for (std::int64_t n : {1, 7, 8, 9, 16, 17, 33}) {
+        // The element (lane l, column x) in the middle of the storage, so negative strides stay inside.
+        const std::int64_t origin = 3000;
+        const auto at = [&](std::int64_t l, std::int64_t x) { return origin + l * st.lane + x * st.column; };
+        std::vector<Acc> block(static_cast<std::size_t>(n * L + 1), Acc(-7));
+        interleave_lanes(storage.data() + origin, st.lane, st.column, used, n, block.data());
+        for (std::int64_t x = 0; x < n; ++x) {
+          for (std::int64_t l = 0; l < L; ++l) {
+            const Acc expected = l < used ? storage[static_cast<std::size_t>(at(l, x))] : Acc(0);
+            ASSERT_EQ(block[static_cast<std::size_t>(x * L + l)], expected)
+                << "interleave strides " << st.lane << ", " << st.column << " used " << used << " n " << n << " at " << x << ", " << l;
+          }
+        }
+        EXPECT_EQ(block.back(), Acc(-7)) << "interleave wrote past n = " << n;
+        for (std::size_t i = 0; i + 1 < block.size(); ++i) block[i] = static_cast<Acc>(-1 - static_cast<double>(i));
+        std::vector<Acc> rows(storage.size(), Acc(0));
+        deinterleave_lanes(block.data(), n, used, rows.data() + origin, st.lane, st.column);
+        std::int64_t written = 0;
+        for (Acc v : rows) written += v != Acc(0);
+        EXPECT_EQ(written, used * n) << "deinterleave wrote outside its lanes";
+        for (std::int64_t x = 0; x < n; ++x) {
+          for (std::int64_t l = 0; l < used; ++l) {
+            ASSERT_EQ(rows[static_cast<std::size_t>(at(l, x))], block[static_cast<std::size_t>(x * L + l)])
+                << "deinterleave strides " << st.lane << ", " << st.column << " used " << used << " n " << n << " at " << x << ", " << l;
+          }
+        }
+      }
+    }
+  }
+}
+
+// lane_window_sum against double sums of the same terms: output counts below, at and around
+// the 8-output block (the last block overlapping the one before), 1 to 27 taps at scattered
+// offsets, with and without a bias.
+template <class Acc>
+void check_lane_window_sum() {
+  const std::int64_t L = lane_count<Acc>();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  std::vector<Acc> base(static_cast<std::size_t>(400 * L));
+  for (Acc& v : base) v = static_cast<Acc>(value(rng));
+  for (std::int64_t taps : {1, 9, 27}) {
+    std::vector<std::int64_t> tap_offsets;
+    std::vector<Acc> weights(static_cast<std::size_t>(taps * L)), bias(static_cast<std::size_t>(L));
+    for (std::int64_t t = 0; t < taps; ++t) tap_offsets.push_back((t * 7 % 29) * L);
+    for (Acc& v : weights) v = static_cast<Acc>(value(rng));
+    for (Acc& v : bias) v = static_cast<Acc>(value(rng));
+    for (std::int64_t n : {1, 5, 7, 8, 9, 15, 16, 21, 49}) {
+      std::vector<std::int64_t> positions;
+      for (std::int64_t p = 0; p < n; ++p) positions.push_back((p * 3 + p / 5 * 11) * L);
+      for (bool with_bias : {false, true}) {
+        std::vector<Acc> out(static_cast<std::size_t>(n * L + 1), Acc(42));
+        lane_window_sum(taps, base.data(), tap_offsets.data(), positions.data(), n, weights.data(),
+                        with_bias ? bias.data() : nullptr, out.data());
+        for (std::int64_t p = 0; p < n; ++p) {
+          for (std::int64_t l = 0; l < L; ++l) {
+            double exact = with_bias ? double(bias[static_cast<std::size_t>(l)]) : 0.0, magnitude = std::abs(exact);
+            for (std::int64_t t = 0; t < taps; ++t) {
+              const double term = double(weights[static_cast<std::size_t>(t * L + l)]) *
+                                  double(base[static_cast<std::size_t>(positions[static_cast<std::size_t>(p)] + tap_offsets[static_cast<std::size_t>(t)] + l)]);
+              exact += term;
+              magnitude += std::abs(term);
+            }
+            ASSERT_NEAR(double(out[static_cast<std::size_t>(p * L + l)]), exact,
+                        2 * (taps + 2) * std::numeric_limits<Acc>::epsilon() * magnitude)
+                << "taps " << taps << " n " << n << " bias " << with_bias << " at " << p << ", " << l;
+          }
+        }
+        EXPECT_EQ(out.back(), Acc(42)) << "wrote past n = " << n;
+      }
+    }
+  }
+}
+
+TEST(Lanes, CountFollowsTheVectorKernels) {
+  EXPECT_EQ(lane_count<float>(), avx512_enabled() ? 16 : 8);
+  EXPECT_EQ(lane_count<double>(), avx512_enabled() ? 8 : 4);
+}
+
+TEST(Lanes, InterleaveAndDeinterleaveMatchTheLayout) {
+  check_interleave<float>();
+  check_interleave<double>();
+}
+
+TEST(Lanes, WindowSumMatchesPlainLoops) {
+  check_lane_window_sum<float>();
+  check_lane_window_sum<double>();
 }
 
 TEST(Gemm, GatherPackingMatchesTheLayout) {

@@ -258,6 +258,53 @@ def test_depthwise(multiplier, direction):
     assert_close(dmlops.convolution(x, w, b, **kw), x, w, b, **kw)
 
 
+# The channel-interleaved depthwise kernel (at least half a vector of channels: 8 with 16 float32
+# lanes): channel counts with block tails, strides 1 to 3, dilation, asymmetric padding, a 5 x 3
+# window, multiplier 2, a 1-D row cut into bands, 3-D; each on contiguous, channels-last and
+# reversed (negative-stride) inputs and outputs, with bias and an activation, at 1 and 3 threads.
+DEPTHWISE_LANES = [  # x shape, kernel, strides, dilations, start, end, multiplier
+    ((1, 17, 12, 13), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 20, 11, 9), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), 2),
+    ((1, 9, 10, 14), (3, 3), (3, 2), (2, 1), (2, 0), (0, 3), 1),
+    ((1, 35, 7, 8), (5, 3), (1, 2), (1, 1), (2, 1), (2, 1), 1),
+    ((1, 16, 300), (3,), (2,), (1,), (1,), (1,), 2),
+    ((1, 24, 5, 6, 7), (3, 3, 3), (1, 2, 1), (1, 1, 1), (1, 1, 1), (1, 1, 1), 1),
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_LANES, ids=lambda c: "x".join(map(str, c[0][1:])) + f"_s{c[2][-1]}_m{c[6]}")
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "reversed_channels", "reversed_rows"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_depthwise_lanes(case, layout, dtype):
+    shape, kernel, strides, dilations, start, end, multiplier = case
+    rng = np.random.default_rng(len(shape) * 100 + shape[1])
+    C = shape[1]
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal((C * multiplier, 1) + kernel).astype(dtype)
+    b = rng.standard_normal((1, C * multiplier) + (1,) * len(kernel)).astype(dtype)
+    kw = dict(group_count=C, strides=strides, dilations=dilations, start_padding=start, end_padding=end,
+              mode="convolution" if C % 2 else "cross_correlation")
+    y_shape = dmlops.convolution(x, w, **kw).shape
+    if layout == "channels_last":
+        x = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+        new_out = lambda: np.moveaxis(np.empty(y_shape[:1] + y_shape[2:] + y_shape[1:2], dtype), -1, 1)
+    elif layout == "reversed_channels":
+        x = x[:, ::-1]
+        new_out = lambda: np.empty(y_shape, dtype)[:, ::-1]
+    elif layout == "reversed_rows":  # and a filter whose taps run backwards in memory
+        x = x[..., ::-1]
+        w = np.ascontiguousarray(w[..., ::-1])[..., ::-1]
+        new_out = lambda: np.empty(y_shape, dtype)[..., ::-1]
+    else:
+        new_out = lambda: None
+    results = []
+    for threads in (1, 3):
+        dmlops.set_num_threads(threads)
+        results.append(dmlops.convolution(x, w, b, fused_activation="sigmoid", out=new_out(), **kw))
+    np.testing.assert_array_equal(results[1], results[0])
+    assert_close(results[0], x, w, b, ("sigmoid", {}), **kw)
+
+
 @pytest.mark.parametrize("sizes", [(1, 1), (5, 4), (20, 3), (13, 30), (40, 41)])
 @pytest.mark.parametrize("mode", ["cross_correlation", "convolution"])
 def test_backward_any_output_size(sizes, mode):
@@ -586,6 +633,8 @@ def convolution_calls(draw):
     D = draw(st.integers(1, 3))
     ints = lambda lo, hi: tuple(draw(st.lists(st.integers(lo, hi), min_size=D, max_size=D)))
     G, Cg, OCg, N = (draw(st.integers(1, 3)) for _ in range(4))
+    if draw(st.integers(0, 7)) == 0:  # now and then a depthwise layer with enough channels for the lane kernel
+        G, Cg = draw(st.integers(8, 20)), 1
     K, s, d = ints(1, 3), ints(1, 3), ints(1, 2)
     start, end = ints(0, 3), ints(0, 3)
     extent = tuple((k - 1) * dd + 1 for k, dd in zip(K, d))

@@ -11,6 +11,8 @@
 //   DMLOPS_DISABLE_F16C=1     half <-> float conversions in software
 #pragma once
 
+#include <cstdint>
+
 namespace dmlops {
 
 // The CPU has AVX2 and DMLOPS_DISABLE_AVX2 is unset (or "0").
@@ -46,6 +48,51 @@ struct IsaKernel<kBody> {
  private:
   static R baseline(Args... args) { return kBody(args...); }
   __attribute__((target("avx2"))) static R avx2(Args... args) { return kBody(args...); }
+};
+
+// The vector types of simd.hpp (declared here, defined there): Isa::V holds Isa::kLanes values
+// of Acc, with load, store, madd...
+template <class Acc>
+struct SimdPortable;
+template <class Acc>
+struct SimdAvx2;
+template <class Acc>
+struct SimdAvx512;
+
+// The lane count of the vector type SimdKernel picks for Acc: a full AVX-512 register with
+// avx512_enabled(), else an AVX2 one (the portable type has as many lanes as AVX2's).
+template <class Acc>
+std::int64_t simd_lanes() {
+  return (avx512_enabled() ? 64 : 32) / static_cast<std::int64_t>(sizeof(Acc));
+}
+
+// SimdKernel<Kernel, Acc>::run(args...): a kernel written once over a vector type, for FMA
+// kernels whose data layout follows the register width. Kernel<Isa> is a class template whose
+// static [[gnu::always_inline]] run() uses Isa's operations only; SimdKernel instantiates it
+// inside a baseline, a target("avx2,fma") and a target("avx512f") function (where those
+// operations inline) and calls the one avx512_enabled() / avx2_fma_enabled() pick, chosen once,
+// so its lane count is simd_lanes<Acc>(). The two FMA variants give the same bits (every term
+// one fused multiply-add, in the same order); the portable one rounds products and sums apart.
+template <template <class> class Kernel, class Acc, class Signature = decltype(Kernel<SimdPortable<Acc>>::run)>
+struct SimdKernel;
+
+template <template <class> class Kernel, class Acc, class R, class... Args>
+struct SimdKernel<Kernel, Acc, R(Args...)> {
+  [[gnu::always_inline]] static R run(Args... args) {
+    static R (*const chosen)(Args...) = avx512_enabled() ? avx512 : avx2_fma_enabled() ? avx2 : portable;
+    return chosen(args...);
+  }
+
+ private:
+  // flatten: Isa's operations (not always_inline: they could not be, inside a baseline
+  // template) inline here, where the target allows them, however large.
+  [[gnu::flatten]] static R portable(Args... args) { return Kernel<SimdPortable<Acc>>::run(args...); }
+  [[gnu::flatten]] __attribute__((target("avx2,fma"))) static R avx2(Args... args) {
+    return Kernel<SimdAvx2<Acc>>::run(args...);
+  }
+  [[gnu::flatten]] __attribute__((target("avx512f,avx2,fma"))) static R avx512(Args... args) {
+    return Kernel<SimdAvx512<Acc>>::run(args...);
+  }
 };
 
 }  // namespace dmlops

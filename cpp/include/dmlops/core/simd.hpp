@@ -1,0 +1,139 @@
+// Vector types for kernels written once over the register width (SimdKernel, cpu.hpp).
+//
+// Each type Isa has: Isa::Acc (float or double), Isa::kLanes values per register Isa::V, and
+//   load(p) / store(p, v)   kLanes values at p (no alignment needed)
+//   zero()                  all lanes 0
+//   madd(a, b, c)           a * b + c per lane: one fused rounding on AVX2 / AVX-512, a rounded
+//                           product then a rounded sum on the portable type
+//   add(a, b)               a + b per lane
+//   transpose8(src, ss, dst, ds)   dst[j * ds + i] = src[i * ss + j] for i, j < 8 (an 8 x 8 block)
+// The AVX2 and AVX-512 members carry their target attribute: they inline into SimdKernel's
+// variant for that ISA (and only there may they run). Include this header only in sources that
+// instantiate SimdKernel: it brings in <immintrin.h>.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace dmlops {
+
+// The 8 x 8 transpose, one element at a time.
+template <class Acc>
+void transpose8_scalar(const Acc* src, std::int64_t src_stride, Acc* dst, std::int64_t dst_stride) {
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 8; ++j) dst[j * dst_stride + i] = src[i * src_stride + j];
+  }
+}
+
+// The float 8 x 8 transpose in eight ymm registers: unpack pairs, shuffle quads, swap halves.
+[[gnu::always_inline]] __attribute__((target("avx2"))) inline void transpose8_avx(const float* src, std::int64_t src_stride, float* dst,
+                                                           std::int64_t dst_stride) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);      // r_i0 r_(i+1)0 r_i1 r_(i+1)1 | same for columns 4, 5
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);  // columns 2, 3 | 6, 7
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));      // column 0 | 4 of rows i..i+3
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));  // column 1 | 5
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));  // column 2 | 6
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));  // column 3 | 7
+  }
+  for (int j = 0; j < 4; ++j) {
+    _mm256_storeu_ps(dst + j * dst_stride, _mm256_permute2f128_ps(r[j], r[j + 4], 0x20));
+    _mm256_storeu_ps(dst + (j + 4) * dst_stride, _mm256_permute2f128_ps(r[j], r[j + 4], 0x31));
+  }
+}
+
+template <class T>
+struct SimdPortable {
+  using Acc = T;
+  static constexpr std::int64_t kLanes = 32 / sizeof(T);
+  struct V {
+    T v[kLanes];
+  };
+  static V load(const T* p) {
+    V r;
+    for (std::int64_t l = 0; l < kLanes; ++l) r.v[l] = p[l];
+    return r;
+  }
+  static void store(T* p, const V& a) {
+    for (std::int64_t l = 0; l < kLanes; ++l) p[l] = a.v[l];
+  }
+  static V zero() { return V{}; }
+  static V madd(const V& a, const V& b, V c) {
+    for (std::int64_t l = 0; l < kLanes; ++l) c.v[l] += a.v[l] * b.v[l];
+    return c;
+  }
+  static V add(V a, const V& b) {
+    for (std::int64_t l = 0; l < kLanes; ++l) a.v[l] += b.v[l];
+    return a;
+  }
+  static void transpose8(const T* src, std::int64_t ss, T* dst, std::int64_t ds) { transpose8_scalar(src, ss, dst, ds); }
+};
+
+template <>
+struct SimdAvx2<float> {
+  using Acc = float;
+  using V = __m256;
+  static constexpr std::int64_t kLanes = 8;
+  __attribute__((target("avx2,fma"))) static V load(const float* p) { return _mm256_loadu_ps(p); }
+  __attribute__((target("avx2,fma"))) static void store(float* p, V a) { _mm256_storeu_ps(p, a); }
+  __attribute__((target("avx2,fma"))) static V zero() { return _mm256_setzero_ps(); }
+  __attribute__((target("avx2,fma"))) static V madd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  __attribute__((target("avx2,fma"))) static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  __attribute__((target("avx2,fma"))) static void transpose8(const float* src, std::int64_t ss, float* dst,
+                                                             std::int64_t ds) {
+    transpose8_avx(src, ss, dst, ds);
+  }
+};
+
+template <>
+struct SimdAvx2<double> {
+  using Acc = double;
+  using V = __m256d;
+  static constexpr std::int64_t kLanes = 4;
+  __attribute__((target("avx2,fma"))) static V load(const double* p) { return _mm256_loadu_pd(p); }
+  __attribute__((target("avx2,fma"))) static void store(double* p, V a) { _mm256_storeu_pd(p, a); }
+  __attribute__((target("avx2,fma"))) static V zero() { return _mm256_setzero_pd(); }
+  __attribute__((target("avx2,fma"))) static V madd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  __attribute__((target("avx2,fma"))) static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static void transpose8(const double* src, std::int64_t ss, double* dst, std::int64_t ds) {
+    transpose8_scalar(src, ss, dst, ds);
+  }
+};
+
+template <>
+struct SimdAvx512<float> {
+  using Acc = float;
+  using V = __m512;
+  static constexpr std::int64_t kLanes = 16;
+  __attribute__((target("avx512f"))) static V load(const float* p) { return _mm512_loadu_ps(p); }
+  __attribute__((target("avx512f"))) static void store(float* p, V a) { _mm512_storeu_ps(p, a); }
+  __attribute__((target("avx512f"))) static V zero() { return _mm512_setzero_ps(); }
+  __attribute__((target("avx512f"))) static V madd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  __attribute__((target("avx512f"))) static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  __attribute__((target("avx512f"))) static void transpose8(const float* src, std::int64_t ss, float* dst,
+                                                            std::int64_t ds) {
+    transpose8_avx(src, ss, dst, ds);
+  }
+};
+
+template <>
+struct SimdAvx512<double> {
+  using Acc = double;
+  using V = __m512d;
+  static constexpr std::int64_t kLanes = 8;
+  __attribute__((target("avx512f"))) static V load(const double* p) { return _mm512_loadu_pd(p); }
+  __attribute__((target("avx512f"))) static void store(double* p, V a) { _mm512_storeu_pd(p, a); }
+  __attribute__((target("avx512f"))) static V zero() { return _mm512_setzero_pd(); }
+  __attribute__((target("avx512f"))) static V madd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  __attribute__((target("avx512f"))) static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static void transpose8(const double* src, std::int64_t ss, double* dst, std::int64_t ds) {
+    transpose8_scalar(src, ss, dst, ds);
+  }
+};
+
+}  // namespace dmlops
