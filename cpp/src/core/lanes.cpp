@@ -75,6 +75,18 @@ struct WindowSum {
   using V = typename Isa::V;
   static constexpr int kBlock = 8;  // outputs per pass (for_each_block8): eight FMA chains hide the FMA latency
 
+  // The bias (when given) added to kCount sums, stored to out.
+  template <int kCount>
+  [[gnu::always_inline]] static void finish(V* acc, const Acc* bias, Acc* out) {
+    if (bias) {
+      const V b = Isa::load(bias);
+#pragma GCC unroll 8
+      for (int j = 0; j < kCount; ++j) acc[j] = Isa::add(acc[j], b);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < kCount; ++j) Isa::store(out + j * Isa::kLanes, acc[j]);
+  }
+
   template <int kCount>
   [[gnu::always_inline]] static void outputs(std::int64_t taps, const Acc* base, const std::int64_t* tap_offsets,
                                              const std::int64_t* positions, const Acc* weights, const Acc* bias,
@@ -90,20 +102,13 @@ struct WindowSum {
 #pragma GCC unroll 8
       for (int j = 0; j < kCount; ++j) acc[j] = Isa::madd(Isa::load(window[j] + offset), w, acc[j]);
     }
-    if (bias) {
-      const V b = Isa::load(bias);
-#pragma GCC unroll 8
-      for (int j = 0; j < kCount; ++j) acc[j] = Isa::add(acc[j], b);
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < kCount; ++j) Isa::store(out + j * L, acc[j]);
+    finish<kCount>(acc, bias, out);
   }
 
   // kCount outputs of a kTaps window whose weights the caller holds in registers.
   template <int kCount, int kTaps>
   [[gnu::always_inline]] static void outputs_held(const Acc* base, const std::int64_t* tap_offsets,
                                                   const std::int64_t* positions, const V* w, const Acc* bias, Acc* out) {
-    constexpr std::int64_t L = Isa::kLanes;
     const Acc* window[kCount];
     V acc[kCount];
 #pragma GCC unroll 8
@@ -114,13 +119,7 @@ struct WindowSum {
 #pragma GCC unroll 8
       for (int j = 0; j < kCount; ++j) acc[j] = Isa::madd(Isa::load(window[j] + offset), w[t], acc[j]);
     }
-    if (bias) {
-      const V b = Isa::load(bias);
-#pragma GCC unroll 8
-      for (int j = 0; j < kCount; ++j) acc[j] = Isa::add(acc[j], b);
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < kCount; ++j) Isa::store(out + j * L, acc[j]);
+    finish<kCount>(acc, bias, out);
   }
 
   [[gnu::always_inline]] static void run(std::int64_t taps, const Acc* base, const std::int64_t* tap_offsets,
