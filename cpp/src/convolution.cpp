@@ -27,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dmlops/core/cpu.hpp"
@@ -479,8 +480,34 @@ struct PaddedPlane {
 // ---------------------------------------------------------------------------------------------
 // FORWARD
 
+// A one-tap window that never reaches the padding (no start padding, the last output inside
+// the input) only samples the input: the convolution is then a 1x1 stride-1 one of the strided
+// view x[..., ::stride] (its byte strides times the window strides). Rewritten that way, the
+// padded planes hold only the sampled positions, densely (a stride-2 layer copies a quarter
+// of its input instead of splitting every row into phases), and the product runs on them as on
+// any pointwise layer. Empty when there is nothing to rewrite (unit strides) or it does not apply.
+std::optional<std::pair<Geometry, TensorView>> sampled_pointwise(const Geometry& g, const TensorView& in) {
+  bool applies = false;
+  for (int a = 0; a < g.D; ++a) {
+    if (g.kernel[a] != 1 || g.start[a] != 0 || (g.out_spatial[a] - 1) * g.strides[a] >= g.in_spatial[a]) return {};
+    applies = applies || g.strides[a] > 1;
+  }
+  if (!applies) return {};
+  std::pair<Geometry, TensorView> sampled{g, in};
+  auto& [geometry, view] = sampled;
+  for (int a = 0; a < g.D; ++a) {
+    geometry.in_spatial[a] = view.sizes[2 + a] = g.out_spatial[a];
+    view.byte_strides[2 + a] *= g.strides[a];
+  }
+  geometry.strides = geometry.dilations = Dims::filled(g.D, 1);
+  geometry.end = Dims::filled(g.D, 0);
+  return sampled;
+}
+
 template <class T>
 void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  if (const auto sampled = sampled_pointwise(g, v.in))
+    return forward<T>(desc, sampled->first, Views{sampled->second, v.filter, v.bias, v.out});
   using Acc = typename AccumulatorOf<T>::type;
   constexpr std::int64_t NR = gemm_columns<Acc>();
   const BlockWalker walker = forward_walker(g);
@@ -614,7 +641,14 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         for (std::int64_t col = 0; col < count;) {
           const std::int64_t r = (p0 + col) / pad.out_width, x = (p0 + col) % pad.out_width;
           const std::int64_t len = std::min({pad.out_width - x, count - col, NR - col % NR});
-          pieces.push_back({col, pad.row_base[r] + x, len});
+          // Consecutive rows that follow each other in the plane (no padding between them, e.g.
+          // a pointwise layer) make one piece: one vector copy per k, not one per row part.
+          GemmPiece* last = pieces.empty() ? nullptr : &pieces.back();
+          if (last && col % NR != 0 && last->offset + last->length == pad.row_base[r] + x) {
+            last->length += len;
+          } else {
+            pieces.push_back({col, pad.row_base[r] + x, len});
+          }
           col += len;
         }
         for (std::int64_t c = 0; c < g.in_per_group; ++c) {
