@@ -598,9 +598,48 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     });
   }
 
-  // B packed piece by piece inside the product (in L1, never written out whole) when A's K
-  // block fits L2, which that order needs; else the whole panel first, once per position block.
-  const bool inline_b = channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= kGemmBlockBytes;
+  // A position block's positions are pieces of output rows cut at micro-panel boundaries; row
+  // k = (c, t) of its B reads them from channel c's padded plane shifted by tap t. `locate`
+  // writes both for one (batch, group, position block) task.
+  const auto locate = [&](std::int64_t position_task, std::vector<GemmPiece>& pieces, std::vector<const Acc*>& sources) {
+    const std::int64_t n = position_task / (g.groups * blocks), grp = position_task / blocks % g.groups;
+    const std::int64_t p0 = position_task % blocks * block, count = std::min(block, positions - p0);
+    pieces.clear();
+    for (std::int64_t col = 0; col < count;) {
+      const std::int64_t r = (p0 + col) / pad.out_width, x = (p0 + col) % pad.out_width;
+      const std::int64_t len = std::min({pad.out_width - x, count - col, NR - col % NR});
+      // Consecutive rows that follow each other in the plane (no padding between them, e.g.
+      // a pointwise layer) make one piece: one vector copy per k, not one per row part.
+      GemmPiece* last = pieces.empty() ? nullptr : &pieces.back();
+      if (last && col % NR != 0 && last->offset + last->length == pad.row_base[r] + x) {
+        last->length += len;
+      } else {
+        pieces.push_back({col, pad.row_base[r] + x, len});
+      }
+      col += len;
+    }
+    sources.resize(static_cast<std::size_t>(K));
+    for (std::int64_t c = 0; c < g.in_per_group; ++c) {
+      const Acc* plane = plane_of(n, grp * g.in_per_group + c);
+      for (std::int64_t t = 0; t < taps; ++t) sources[c * taps + t] = plane + pad.tap_offset[t];
+    }
+  };
+  // Rows [k0, k0 + depth) of columns [j, j + columns) of a located B, as micro-panels at dst.
+  const auto pack_columns = [](const std::vector<GemmPiece>& pieces, const std::vector<const Acc*>& sources,
+                               std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst) {
+    const auto by_column = [](const GemmPiece& piece, std::int64_t column) { return piece.column < column; };
+    const auto first = std::lower_bound(pieces.begin(), pieces.end(), j, by_column);
+    const auto stop = std::lower_bound(first, pieces.end(), j + columns, by_column);
+    pack_gemm_b_gather(depth, sources.data() + k0, pieces.data() + (first - pieces.begin()), stop - first, j, columns, dst);
+  };
+
+  // With several channel blocks per position block, every position block's B is packed once,
+  // up front, by all threads together, and shared by its channel blocks' tasks (packing it in
+  // each task would repeat the copy per channel block and leave the threads waiting on it).
+  const bool shared_b = channel_blocks > 1;
+  // Else B is packed piece by piece inside the product (in L1, never written out whole) when
+  // A's K block fits L2, which that order needs; else the whole panel first, once per task.
+  const bool inline_b = !shared_b && channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= kGemmBlockBytes;
   // A larger A used by one task only (one batch item, one position block: e.g. 3x3 512@7, whose
   // filter is 9 MB) is packed inside the product too, a K block of an L2 block of rows at a
   // time, instead of being written out whole and read back; else once, up front, in parallel.
@@ -615,19 +654,31 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       }
     });
   }
+  const std::int64_t micro_panels = block / NR;
+  const Scratch<Acc> shared(shared_b ? outer * K * block : 0);
+  if (shared_b) {
+    parallel_for(0, outer * micro_panels, std::max<std::int64_t>(1, (1 << 14) / (K * NR)), [&](std::int64_t begin, std::int64_t end) {
+      std::vector<GemmPiece> pieces;
+      std::vector<const Acc*> sources;
+      for (std::int64_t i = begin; i < end;) {  // a run of micro-panels of one position block
+        const std::int64_t position_task = i / micro_panels, q0 = i % micro_panels;
+        const std::int64_t q1 = std::min(micro_panels, q0 + (end - i));
+        const std::int64_t width = round_up(std::min(block, positions - position_task % blocks * block), NR);
+        locate(position_task, pieces, sources);
+        const std::int64_t j1 = std::min(q1 * NR, width);
+        if (j1 > q0 * NR)
+          pack_columns(pieces, sources, 0, K, q0 * NR, j1 - q0 * NR, shared.get() + position_task * K * block + q0 * NR * K);
+        i += q1 - q0;
+      }
+    });
+  }
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    // Consecutive tasks of one position block (channel blocks vary fastest) reuse the packed
-    // panel. A block's positions are pieces of output rows cut at micro-panel boundaries; row
-    // k = (c, t) of B reads them from channel c's padded plane shifted by tap t.
+    // Consecutive tasks of one position block (channel blocks vary fastest) reuse the packed panel.
     std::vector<GemmPiece> pieces;
-    std::vector<const Acc*> sources(static_cast<std::size_t>(K));
-    const Scratch<Acc> panel(inline_b ? 0 : K * block), result(channel_block * block);
-    // Packs a piece of B for gemm_pack_b_inline: the pieces of columns [j, j + columns).
+    std::vector<const Acc*> sources;
+    const Scratch<Acc> own_panel(inline_b || shared_b ? 0 : K * block), result(channel_block * block);
     const GemmPackB<Acc> pack_piece = [&](std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst) {
-      const auto by_column = [](const GemmPiece& piece, std::int64_t column) { return piece.column < column; };
-      const auto first = std::lower_bound(pieces.begin(), pieces.end(), j, by_column);
-      const auto stop = std::lower_bound(first, pieces.end(), j + columns, by_column);
-      pack_gemm_b_gather(depth, sources.data() + k0, &*first, stop - first, j, columns, dst);
+      pack_columns(pieces, sources, k0, depth, j, columns, dst);
     };
     std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
@@ -635,27 +686,11 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       const std::int64_t n = position_task / (g.groups * blocks), grp = position_task / blocks % g.groups;
       const std::int64_t p0 = position_task % blocks * block, count = std::min(block, positions - p0);
       const std::int64_t width = round_up(count, NR);
-      if (packed_for != position_task) {
+      const Acc* panel = shared_b ? shared.get() + position_task * K * block : own_panel.get();
+      if (!shared_b && packed_for != position_task) {
         packed_for = position_task;
-        pieces.clear();
-        for (std::int64_t col = 0; col < count;) {
-          const std::int64_t r = (p0 + col) / pad.out_width, x = (p0 + col) % pad.out_width;
-          const std::int64_t len = std::min({pad.out_width - x, count - col, NR - col % NR});
-          // Consecutive rows that follow each other in the plane (no padding between them, e.g.
-          // a pointwise layer) make one piece: one vector copy per k, not one per row part.
-          GemmPiece* last = pieces.empty() ? nullptr : &pieces.back();
-          if (last && col % NR != 0 && last->offset + last->length == pad.row_base[r] + x) {
-            last->length += len;
-          } else {
-            pieces.push_back({col, pad.row_base[r] + x, len});
-          }
-          col += len;
-        }
-        for (std::int64_t c = 0; c < g.in_per_group; ++c) {
-          const Acc* plane = plane_of(n, grp * g.in_per_group + c);
-          for (std::int64_t t = 0; t < taps; ++t) sources[c * taps + t] = plane + pad.tap_offset[t];
-        }
-        if (!inline_b) pack_gemm_b_gather(K, sources.data(), pieces.data(), std::ssize(pieces), 0, width, panel.get());
+        locate(position_task, pieces, sources);
+        if (!inline_b) pack_columns(pieces, sources, 0, K, 0, width, own_panel.get());
       }
       const std::int64_t rows = std::min(channel_block, M - m0);
       const Acc* a = inline_a ? nullptr : packed.get() + (grp * M_pad + m0) * K;
@@ -665,9 +700,9 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         const GemmPackA<Acc> pack_rows = [&](std::int64_t k0, std::int64_t depth, std::int64_t r0, std::int64_t count, Acc* dst) {
           pack_filter(grp, m0 + r0, std::min(count, rows - r0), k0, depth, dst);
         };
-        gemm_pack_a_inline(round_up(rows, kGemmRows), width, K, pack_rows, panel.get(), result.get(), width);
+        gemm_pack_a_inline(round_up(rows, kGemmRows), width, K, pack_rows, panel, result.get(), width);
       } else {
-        gemm_packed(round_up(rows, kGemmRows), width, K, a, panel.get(), result.get(), width);
+        gemm_packed(round_up(rows, kGemmRows), width, K, a, panel, result.get(), width);
       }
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t oc = grp * M + m0 + i;
@@ -797,6 +832,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     const Scratch<Acc> sums(per_task * out_positions);
     std::vector<Acc> row = scratch<Acc>(block);
     std::vector<std::int64_t> row_offset(static_cast<std::size_t>(M_max));
+    std::int64_t panel_for = -1;  // the (n, group) whose whole input `panel` holds, if any
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / (g.groups * chunks), grp = task / chunks % g.groups;
       const std::int64_t oc0 = task % chunks * per_task, ocs = std::min(per_task, g.out_per_group - oc0);
@@ -806,21 +842,41 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       for (std::int64_t r = 0; r < M; ++r)
         row_offset[r] = (oc0 + r / taps) * v.filter.byte_strides[1] + tap.filter(r % taps, flip);
       const std::byte* group_filter = w + grp * K * v.filter.byte_strides[0];
-      pack_gemm_a(M, K,
-                  [&](std::int64_t r, std::int64_t ic) {
-                    return load_value<T, Acc>(group_filter + ic * v.filter.byte_strides[0] + row_offset[r]);
-                  },
-                  packed.get());
+      // A column (one input channel's rows) that is a contiguous run of Acc (a dense filter of
+      // Acc in cross-correlation mode) is copied a panel's rows at a time; else gathered.
+      bool contiguous = std::is_same_v<T, Acc> && aligned(group_filter + row_offset[0], alignof(Acc)) &&
+                        v.filter.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0;
+      for (std::int64_t r = 1; r < M && contiguous; ++r)
+        contiguous = row_offset[r] == row_offset[0] + r * std::int64_t{sizeof(Acc)};
+      if (contiguous) {
+        pack_gemm_a_columns(M, K,
+                            [&](std::int64_t ic) {
+                              return reinterpret_cast<const Acc*>(group_filter + ic * v.filter.byte_strides[0] + row_offset[0]);
+                            },
+                            packed.get());
+      } else {
+        pack_gemm_a(M, K,
+                    [&](std::int64_t r, std::int64_t ic) {
+                      return load_value<T, Acc>(group_filter + ic * v.filter.byte_strides[0] + row_offset[r]);
+                    },
+                    packed.get());
+      }
       std::fill_n(sums.get(), ocs * out_positions, Acc(0));
       for (std::int64_t p0 = 0; p0 < positions; p0 += block) {
         const std::int64_t count = std::min(block, positions - p0), width = round_up(count, NR);
-        for (std::int64_t ic = 0; ic < K; ++ic) {
-          const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * K + ic) * v.in.byte_strides[1];
-          for_each_run(g.in_spatial, in_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
-            load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row.data() + first);
-          });
-          std::fill(row.data() + count, row.data() + width, Acc(0));
-          pack_gemm_b_row(panel.get(), K, ic, row.data(), width);
+        // One block holds every input position: the panel of the previous task of this (n,
+        // group), if any, is this one's.
+        const std::int64_t panel_key = positions <= block ? n * g.groups + grp : -1;
+        if (panel_key < 0 || panel_key != panel_for) {
+          panel_for = panel_key;
+          for (std::int64_t ic = 0; ic < K; ++ic) {
+            const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * K + ic) * v.in.byte_strides[1];
+            for_each_run(g.in_spatial, in_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
+              load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row.data() + first);
+            });
+            std::fill(row.data() + count, row.data() + width, Acc(0));
+            pack_gemm_b_row(panel.get(), K, ic, row.data(), width);
+          }
         }
         gemm_packed(M_pad, width, K, packed.get(), panel.get(), result.get(), width);
         for (std::int64_t oc = 0; oc < ocs; ++oc) {

@@ -109,6 +109,40 @@ __attribute__((target("avx512f"))) void tile_f32x2_avx512(std::int64_t K, std::i
   }
 }
 
+// 12 x 16 floats: one micro-panel of B against two panels of A (a and a + panel_stride), for
+// a last odd micro-panel, which the 6 x 16 AVX2 tile would run at half the vector width. Again
+// the same FMA chain per element, so the same bits.
+__attribute__((target("avx512f"))) void tile_f32_rows2_avx512(std::int64_t K, std::int64_t panel_stride, const float* a,
+                                                              const float* b, float* c, std::int64_t ldc, bool accumulate) {
+  __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+  __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+  if (accumulate) {
+    c0 = _mm512_loadu_ps(c), c1 = _mm512_loadu_ps(c + ldc), c2 = _mm512_loadu_ps(c + 2 * ldc);
+    c3 = _mm512_loadu_ps(c + 3 * ldc), c4 = _mm512_loadu_ps(c + 4 * ldc), c5 = _mm512_loadu_ps(c + 5 * ldc);
+    c6 = _mm512_loadu_ps(c + 6 * ldc), c7 = _mm512_loadu_ps(c + 7 * ldc), c8 = _mm512_loadu_ps(c + 8 * ldc);
+    c9 = _mm512_loadu_ps(c + 9 * ldc), c10 = _mm512_loadu_ps(c + 10 * ldc), c11 = _mm512_loadu_ps(c + 11 * ldc);
+  }
+  const float* a2 = a + panel_stride;
+  for (std::int64_t k = 0; k < K; ++k, a += R, a2 += R, b += 16) {
+    const __m512 b0 = _mm512_loadu_ps(b);
+    c0 = _mm512_fmadd_ps(_mm512_set1_ps(a[0]), b0, c0), c1 = _mm512_fmadd_ps(_mm512_set1_ps(a[1]), b0, c1);
+    c2 = _mm512_fmadd_ps(_mm512_set1_ps(a[2]), b0, c2), c3 = _mm512_fmadd_ps(_mm512_set1_ps(a[3]), b0, c3);
+    c4 = _mm512_fmadd_ps(_mm512_set1_ps(a[4]), b0, c4), c5 = _mm512_fmadd_ps(_mm512_set1_ps(a[5]), b0, c5);
+    c6 = _mm512_fmadd_ps(_mm512_set1_ps(a2[0]), b0, c6), c7 = _mm512_fmadd_ps(_mm512_set1_ps(a2[1]), b0, c7);
+    c8 = _mm512_fmadd_ps(_mm512_set1_ps(a2[2]), b0, c8), c9 = _mm512_fmadd_ps(_mm512_set1_ps(a2[3]), b0, c9);
+    c10 = _mm512_fmadd_ps(_mm512_set1_ps(a2[4]), b0, c10), c11 = _mm512_fmadd_ps(_mm512_set1_ps(a2[5]), b0, c11);
+  }
+  const __m512 rows[2 * R] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
+  for (int r = 0; r < 2 * R; ++r) _mm512_storeu_ps(c + r * ldc, rows[r]);
+}
+
+// The AVX-512 float kernels, each in twelve zmm accumulators: two micro-panels against one
+// panel of A, and one (a last odd) micro-panel against two panels of A.
+struct Avx512Tiles {
+  static constexpr auto columns = tile_f32x2_avx512;
+  static constexpr auto rows = tile_f32_rows2_avx512;
+};
+
 // The 6 x 8 double tile, same shape of loop.
 __attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const double* a, const double* b,
                                                        double* c, std::int64_t ldc, bool accumulate) {
@@ -144,8 +178,21 @@ __attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const dou
   }
 }
 
-// No pair tile: every micro-panel goes through `tile`.
+// No wide tiles (Avx512Tiles): every micro-panel goes through `tile`.
 constexpr std::nullptr_t kNoPairTile = nullptr;
+
+// One micro-panel of B (at `b`, its K block `depth` deep) against panels [p0, p1) of A (panel p
+// at a_at(p)): two panels at a time with the wide tiles, else one by one.
+template <class Acc, class Tile, class PairTile, class PanelAt>
+void single_micro_panel(std::int64_t depth, std::int64_t p0, std::int64_t p1, PanelAt a_at, const Acc* b, Acc* c,
+                        std::int64_t ldc, bool accumulate, Tile tile, PairTile wide) {
+  std::int64_t p = p0;
+  if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
+    for (; p + 2 * kGemmRows <= p1; p += 2 * kGemmRows)
+      wide.rows(depth, a_at(p + kGemmRows) - a_at(p), a_at(p), b, c + p * ldc, ldc, accumulate);
+  }
+  for (; p < p1; p += kGemmRows) tile(depth, a_at(p), b, c + p * ldc, ldc, accumulate);
+}
 
 // Rows of A per pass: their K block (kGemmBlockBytes) stays in L2 while the micro-panels of B
 // pass over it. The blocks only choose which tile runs when; every C element still sums its K
@@ -175,13 +222,12 @@ void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const A
         if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
           if (j + 2 * NR <= N) {
             for (std::int64_t p = m0; p < m1; p += kGemmRows)
-              pair_tile(depth, K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
+              pair_tile.columns(depth, K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
             j += 2 * NR;
             continue;
           }
         }
-        for (std::int64_t p = m0; p < m1; p += kGemmRows)
-          tile(depth, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
+        single_micro_panel(depth, m0, m1, a_at, b_block, c + j, ldc, k0 > 0, tile, pair_tile);
         j += NR;
       }
     }
@@ -202,14 +248,14 @@ void drive_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const A
         if (j + 2 * NR <= N) {
           pack_b(k0, depth, j, 2 * NR, piece.get());
           for (std::int64_t p = 0; p < M; p += kGemmRows)
-            pair_tile(depth, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
+            pair_tile.columns(depth, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
           j += 2 * NR;
           continue;
         }
       }
       pack_b(k0, depth, j, NR, piece.get());
-      for (std::int64_t p = 0; p < M; p += kGemmRows)
-        tile(depth, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
+      const auto a_at = [&](std::int64_t p) { return a + p * K + k0 * kGemmRows; };
+      single_micro_panel(depth, 0, M, a_at, piece.get(), c + j, ldc, k0 > 0, tile, pair_tile);
       j += NR;
     }
   }
@@ -317,7 +363,7 @@ void weighted_row_sum(std::int64_t taps, const double* const* rows, const double
 
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const float* b, float* c,
                  std::int64_t ldc) {
-  if (avx512_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2, tile_f32x2_avx512);
+  if (avx512_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2, Avx512Tiles{});
   if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2);
   drive(M, N, K, a, b, c, ldc, tile_portable<float>);
 }
@@ -332,7 +378,7 @@ void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const Ge
                         float* c, std::int64_t ldc) {
   const Scratch<float> block(kBlockRows<float> * kGemmDepth);
   if (avx512_enabled())
-    return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, tile_f32x2_avx512, &pack_a, block.get());
+    return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, Avx512Tiles{}, &pack_a, block.get());
   if (avx2_fma_enabled()) return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, kNoPairTile, &pack_a, block.get());
   drive<float>(M, N, K, nullptr, b, c, ldc, tile_portable<float>, kNoPairTile, &pack_a, block.get());
 }
@@ -346,7 +392,7 @@ void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const Ge
 
 void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const GemmPackB<float>& pack_b,
                         float* c, std::int64_t ldc) {
-  if (avx512_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2, tile_f32x2_avx512);
+  if (avx512_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2, Avx512Tiles{});
   if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2);
   drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_portable<float>);
 }
