@@ -788,6 +788,34 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
 // ---------------------------------------------------------------------------------------------
 // BACKWARD
 
+// dst[2j] += src[j] for j < n: the col2im scatter of a stride-2 layer, eight sums per step
+// (each source register spread over the even lanes of two). The odd entries dst[2j + 1] up to
+// dst[2n - 1] are read and written back unchanged, so dst must extend that far and no other
+// thread may write them.
+__attribute__((target("avx2"))) void add_to_even_avx2(const float* src, std::int64_t n, float* dst) {
+  std::int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 s = _mm256_loadu_ps(src + j);
+    // [s0 s0 s1 s1 | s4 s4 s5 s5] and [s2 s2 s3 s3 | s6 s6 s7 s7] -> s0..s3 and s4..s7, each doubled
+    const __m256 lo = _mm256_unpacklo_ps(s, s), hi = _mm256_unpackhi_ps(s, s);
+    const __m256 first = _mm256_permute2f128_ps(lo, hi, 0x20), second = _mm256_permute2f128_ps(lo, hi, 0x31);
+    const __m256 d0 = _mm256_loadu_ps(dst + 2 * j), d1 = _mm256_loadu_ps(dst + 2 * j + 8);
+    _mm256_storeu_ps(dst + 2 * j, _mm256_blend_ps(d0, _mm256_add_ps(d0, first), 0x55));
+    _mm256_storeu_ps(dst + 2 * j + 8, _mm256_blend_ps(d1, _mm256_add_ps(d1, second), 0x55));
+  }
+  for (; j < n; ++j) dst[2 * j] += src[j];
+}
+
+// dst[j * step] += src[j] for j < n (see add_to_even_avx2 for step 2: dst needs one entry of
+// slack past its last target).
+template <class Acc>
+void scatter_add(const Acc* src, std::int64_t n, Acc* dst, std::int64_t step) {
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (step == 2 && avx2_enabled()) return add_to_even_avx2(src, n, dst);
+  }
+  for (std::int64_t j = 0; j < n; ++j) dst[j * step] += src[j];
+}
+
 template <class T>
 void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   using Acc = typename AccumulatorOf<T>::type;
@@ -825,14 +853,39 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
   const auto* w = static_cast<const std::byte*>(v.filter.data);
   auto* out_base = static_cast<std::byte*>(v.out.data);
+  // Row ic of the input panel of (n, group) for input positions [p0, p0 + count), in Acc
+  // (`row`: block values of scratch), zero-padded to `width` columns.
+  const auto pack_input_row = [&](std::int64_t n, std::int64_t grp, std::int64_t ic, std::int64_t p0, std::int64_t count,
+                                  std::int64_t width, Acc* row, Acc* panel) {
+    const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * K + ic) * v.in.byte_strides[1];
+    for_each_run(g.in_spatial, in_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
+      load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row + first);
+    });
+    std::fill(row + count, row + width, Acc(0));
+    pack_gemm_b_row(panel, K, ic, row, width);
+  };
+  // When one block holds every input position (a small input, e.g. a transposed layer
+  // upsampling a coarse map), each (n, group)'s panel is packed once, up front, by all threads,
+  // and shared by its tasks (else every task would pack the same panel again); otherwise each
+  // task packs its blocks as it goes.
+  const bool shared_panels = positions <= block;
+  const Scratch<Acc> shared(shared_panels ? g.batch * g.groups * K * block : 0);
+  if (shared_panels) {
+    parallel_for(0, g.batch * g.groups * K, std::max<std::int64_t>(1, (1 << 14) / block), [&](std::int64_t begin, std::int64_t end) {
+      std::vector<Acc> row(static_cast<std::size_t>(block));
+      for (std::int64_t i = begin; i < end; ++i) {
+        const std::int64_t panel = i / K;
+        pack_input_row(panel / g.groups, panel % g.groups, i % K, 0, positions, block, row.data(), shared.get() + panel * K * block);
+      }
+    });
+  }
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const std::int64_t M_max = round_up(per_task * taps, kGemmRows);
-    const Scratch<Acc> packed(M_max * K), panel(K * block);
+    const Scratch<Acc> packed(M_max * K), own_panel(shared_panels ? 0 : K * block);
     const Scratch<Acc> result(M_max * block);
-    const Scratch<Acc> sums(per_task * out_positions);
-    std::vector<Acc> row = scratch<Acc>(block);
+    const Scratch<Acc> sums(per_task * out_positions + 1);  // + 1: scatter_add's slack
+    std::vector<Acc> row(static_cast<std::size_t>(shared_panels ? 0 : block));
     std::vector<std::int64_t> row_offset(static_cast<std::size_t>(M_max));
-    std::int64_t panel_for = -1;  // the (n, group) whose whole input `panel` holds, if any
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / (g.groups * chunks), grp = task / chunks % g.groups;
       const std::int64_t oc0 = task % chunks * per_task, ocs = std::min(per_task, g.out_per_group - oc0);
@@ -861,24 +914,14 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                     },
                     packed.get());
       }
-      std::fill_n(sums.get(), ocs * out_positions, Acc(0));
+      std::fill_n(sums.get(), ocs * out_positions + 1, Acc(0));
       for (std::int64_t p0 = 0; p0 < positions; p0 += block) {
         const std::int64_t count = std::min(block, positions - p0), width = round_up(count, NR);
-        // One block holds every input position: the panel of the previous task of this (n,
-        // group), if any, is this one's.
-        const std::int64_t panel_key = positions <= block ? n * g.groups + grp : -1;
-        if (panel_key < 0 || panel_key != panel_for) {
-          panel_for = panel_key;
-          for (std::int64_t ic = 0; ic < K; ++ic) {
-            const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * K + ic) * v.in.byte_strides[1];
-            for_each_run(g.in_spatial, in_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
-              load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row.data() + first);
-            });
-            std::fill(row.data() + count, row.data() + width, Acc(0));
-            pack_gemm_b_row(panel.get(), K, ic, row.data(), width);
-          }
+        const Acc* panel = shared_panels ? shared.get() + (n * g.groups + grp) * K * block : own_panel.get();
+        if (!shared_panels) {
+          for (std::int64_t ic = 0; ic < K; ++ic) pack_input_row(n, grp, ic, p0, count, width, row.data(), own_panel.get());
         }
-        gemm_packed(M_pad, width, K, packed.get(), panel.get(), result.get(), width);
+        gemm_packed(M_pad, width, K, packed.get(), panel, result.get(), width);
         for (std::int64_t oc = 0; oc < ocs; ++oc) {
           for (std::int64_t t = 0; t < taps; ++t) {
             const Acc* cols = result.get() + (oc * taps + t) * width;
@@ -886,9 +929,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                 tap.index[t], p0, p0 + count, acc_strides, /*base_offset=*/oc * out_positions,
                 [](std::int64_t, std::int64_t) {},  // outside the output: dropped
                 [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t len) {
-                  Acc* dst = sums.get() + offset;
-                  const Acc* src = cols + (col - p0);
-                  for (std::int64_t j = 0; j < len; ++j) dst[j * step] += src[j];
+                  scatter_add(cols + (col - p0), len, sums.get() + offset, step);
                 });
           }
         }
