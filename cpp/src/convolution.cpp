@@ -534,7 +534,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     const std::byte* rows = w + (grp * M + row0) * v.filter.byte_strides[0];
     if (dense_rows) {
       const Acc* first = reinterpret_cast<const Acc*>(rows) + k0;
-      return pack_gemm_a(count, depth, [&](std::int64_t r, std::int64_t k) { return first[r * filter_ld + k]; }, dst);
+      return pack_gemm_a_rows(count, depth, first, filter_ld, dst);
     }
     const std::int64_t* columns = column_offset.data() + k0;
     pack_gemm_a(count, depth,

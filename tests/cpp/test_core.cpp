@@ -1901,6 +1901,32 @@ TEST(Gemm, ColumnPackingMatchesRowPacking) {
   }
 }
 
+// pack_gemm_a_rows gives pack_gemm_a's bytes: whole panels and a tail panel (M around
+// kGemmRows), K around the eight columns of a vector step, rows spaced wider than K.
+template <class Acc>
+void check_pack_a_rows() {
+  std::mt19937 rng(32);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  for (std::int64_t M : {1, 5, 6, 7, 12, 13, 40}) {
+    for (std::int64_t K : {1, 7, 8, 9, 17, 40}) {
+      const std::int64_t lda = K + 5;
+      std::vector<Acc> a(static_cast<std::size_t>(M * lda));
+      for (Acc& v : a) v = static_cast<Acc>(value(rng));
+      const std::size_t size = static_cast<std::size_t>(round_up(M, kGemmRows) * K);
+      std::vector<Acc> expected(size, Acc(-1)), packed(size, Acc(-2));
+      pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[static_cast<std::size_t>(i * lda + k)]; },
+                  expected.data());
+      pack_gemm_a_rows(M, K, a.data(), lda, packed.data());
+      EXPECT_EQ(packed, expected) << "M " << M << " K " << K;
+    }
+  }
+}
+
+TEST(Gemm, RowPackingMatchesTheGenericPacking) {
+  check_pack_a_rows<float>();
+  check_pack_a_rows<double>();
+}
+
 TEST(Gemm, GatherPackingMatchesTheLayout) {
   check_gemm_b_gather<float>();
   check_gemm_b_gather<double>();

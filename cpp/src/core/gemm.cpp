@@ -339,7 +339,56 @@ template <class Acc>
   }
 }
 
+// Whole panels eight columns at a time: rows r0..r5 transposed in registers (two rows of
+// zeros make the 8 x 8 transpose), each column stored as four floats and two.
+__attribute__((target("avx2"))) void pack_a_rows_avx2(std::int64_t M, std::int64_t K, const float* a, std::int64_t lda,
+                                                     float* packed) {
+  const std::int64_t whole = M / kGemmRows * kGemmRows;
+  const __m256 zero = _mm256_setzero_ps();
+  for (std::int64_t p = 0; p < whole; p += kGemmRows) {
+    const float* row = a + p * lda;
+    float* dst = packed + p * K;
+    std::int64_t k = 0;
+    for (; k + 8 <= K; k += 8, dst += 8 * kGemmRows) {
+      const __m256 r0 = _mm256_loadu_ps(row + k), r1 = _mm256_loadu_ps(row + lda + k);
+      const __m256 r2 = _mm256_loadu_ps(row + 2 * lda + k), r3 = _mm256_loadu_ps(row + 3 * lda + k);
+      const __m256 r4 = _mm256_loadu_ps(row + 4 * lda + k), r5 = _mm256_loadu_ps(row + 5 * lda + k);
+      const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+      const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+      const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+      // Column c of the eight: rows 0..3 in the 128-bit lane c / 4 of top[c % 4], rows 4..5 in
+      // the low half of that lane of bottom[c % 4].
+      const __m256 top[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                             _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+      const __m256 bottom[4] = {_mm256_shuffle_ps(t4, zero, 0x44), _mm256_shuffle_ps(t4, zero, 0xEE),
+                                _mm256_shuffle_ps(t5, zero, 0x44), _mm256_shuffle_ps(t5, zero, 0xEE)};
+      for (int c = 0; c < 4; ++c) {
+        _mm_storeu_ps(dst + c * kGemmRows, _mm256_castps256_ps128(top[c]));
+        _mm_storel_pi(reinterpret_cast<__m64*>(dst + c * kGemmRows + 4), _mm256_castps256_ps128(bottom[c]));
+        _mm_storeu_ps(dst + (c + 4) * kGemmRows, _mm256_extractf128_ps(top[c], 1));
+        _mm_storel_pi(reinterpret_cast<__m64*>(dst + (c + 4) * kGemmRows + 4), _mm256_extractf128_ps(bottom[c], 1));
+      }
+    }
+    for (; k < K; ++k, dst += kGemmRows) {
+      for (std::int64_t r = 0; r < kGemmRows; ++r) dst[r] = row[r * lda + k];
+    }
+  }
+  if (whole < M) {
+    const float* rest = a + whole * lda;
+    pack_gemm_a(M - whole, K, [&](std::int64_t i, std::int64_t k) { return rest[i * lda + k]; }, packed + whole * K);
+  }
+}
+
 }  // namespace
+
+void pack_gemm_a_rows(std::int64_t M, std::int64_t K, const float* a, std::int64_t lda, float* packed) {
+  if (avx2_enabled()) return pack_a_rows_avx2(M, K, a, lda, packed);
+  pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[i * lda + k]; }, packed);
+}
+
+void pack_gemm_a_rows(std::int64_t M, std::int64_t K, const double* a, std::int64_t lda, double* packed) {
+  pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[i * lda + k]; }, packed);
+}
 
 void pack_gemm_b_gather(std::int64_t K, const float* const* source, const GemmPiece* pieces, std::int64_t piece_count,
                         std::int64_t column0, std::int64_t N, float* b) {

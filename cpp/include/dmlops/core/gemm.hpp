@@ -61,6 +61,11 @@ void pack_gemm_a(std::int64_t M, std::int64_t K, At&& at, Acc* packed) {
   }
 }
 
+// pack_gemm_a of a dense A: row i is a[i * lda .. i * lda + K). The float version transposes
+// eight columns of a panel per AVX2 step (a filter of a large layer is packed on every call).
+void pack_gemm_a_rows(std::int64_t M, std::int64_t K, const float* a, std::int64_t lda, float* packed);
+void pack_gemm_a_rows(std::int64_t M, std::int64_t K, const double* a, std::int64_t lda, double* packed);
+
 // pack_gemm_a's layout from A's columns: column k (A(0, k) .. A(M - 1, k)) is the contiguous
 // run column(k)[0 .. M), e.g. a filter whose input channel is its outer axis. Per block of
 // kColumnBlock columns (their runs stay in L1), each panel's rows are copied as one short run.
