@@ -480,6 +480,27 @@ struct PaddedPlane {
 // ---------------------------------------------------------------------------------------------
 // FORWARD
 
+// A count of position blocks near `blocks` for which `per_block * count` equal tasks spread
+// evenly over parallel_for's chunks: a multiple of the threads within one round of chunks (one
+// task per chunk), else a multiple of the chunk count. A thread that runs one task more than the
+// others sets the time (5 tasks on 2 threads take 3 units, not 2.5). `blocks` itself when no
+// count within a factor of two qualifies.
+std::int64_t balanced_count(std::int64_t per_block, std::int64_t blocks, std::int64_t threads) {
+  if (threads == 1) return blocks;
+  const std::int64_t chunks = kParallelChunksPerThread * threads;
+  const auto even = [&](std::int64_t count) {
+    const std::int64_t tasks = per_block * count;
+    return tasks % threads == 0 && (tasks <= chunks || tasks % chunks == 0);
+  };
+  for (std::int64_t count = blocks; count >= std::max<std::int64_t>(1, blocks / 2); --count) {
+    if (even(count)) return count;
+  }
+  for (std::int64_t count = blocks + 1; count <= 2 * blocks; ++count) {
+    if (even(count)) return count;
+  }
+  return blocks;
+}
+
 // A one-tap window that never reaches the padding (no start padding, the last output inside
 // the input) only samples the input: the convolution is then a 1x1 stride-1 one of the strided
 // view x[..., ::stride] (its byte strides times the window strides). Rewritten that way, the
@@ -544,21 +565,35 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                 dst);
   };
 
-  // Position blocks: NR-multiples whose im2col panel fits kPanelBytes (at least kMinBlock
-  // positions, so that A, streamed once per task, is reused), of about equal sizes.
+  // Position blocks: whole micro-panels, spread evenly (their sizes differ by at most NR), whose
+  // im2col panel fits kPanelBytes (at least kMinBlock positions, so that A, streamed once per
+  // task, is reused).
   const std::int64_t fit = std::max(kMinBlock, kPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))));
-  const std::int64_t blocks = ceil_div(positions, fit);
-  const std::int64_t block = round_up(ceil_div(positions, blocks), NR);
+  const std::int64_t position_panels = ceil_div(positions, NR);
+  std::int64_t blocks = ceil_div(positions, fit);
   // Output-channel blocks (multiples of kGemmRows) only when (batch, group, position block)
-  // tasks are too few for the threads: then each channel block packs B again. The blocks change
-  // which tile computes an element, never its sum, so the results do not depend on them.
-  const std::int64_t outer = g.batch * g.groups * blocks, threads = num_threads();
+  // tasks are too few for the threads. The blocks change which tile computes an element, never
+  // its sum, so the results do not depend on them.
+  const std::int64_t threads = num_threads();
   std::int64_t channel_blocks = 1;
-  if (outer < 2 * threads)
-    channel_blocks = std::min(ceil_div(2 * threads, outer), std::max<std::int64_t>(1, M_pad / kMinChannelBlock));
+  if (g.batch * g.groups * blocks < 2 * threads)
+    channel_blocks = std::min(ceil_div(2 * threads, g.batch * g.groups * blocks), std::max<std::int64_t>(1, M_pad / kMinChannelBlock));
   const std::int64_t channel_block = round_up(ceil_div(M, channel_blocks), kGemmRows);
   channel_blocks = ceil_div(M, channel_block);
-  const std::int64_t tasks = outer * channel_blocks;
+  // With several channel blocks per position block, every position block's B is packed once,
+  // up front, by all threads together, and shared by its channel blocks' tasks (packing it in
+  // each task would repeat the copy per channel block and leave the threads waiting on it).
+  const bool shared_b = channel_blocks > 1;
+  // Else B is packed piece by piece inside the product (in L1, never written out whole) when
+  // A's K block fits L2, which that order needs; else the whole panel first, once per task.
+  const bool inline_b = !shared_b && channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= kGemmBlockBytes;
+  // A B that is never written out does not bound the blocks: their count is then chosen so that
+  // the (equal) tasks spread evenly over the threads.
+  if (inline_b) blocks = balanced_count(g.batch * g.groups, blocks, threads);
+  blocks = std::min(blocks, position_panels);
+  const std::int64_t block = NR * ceil_div(position_panels, blocks);  // the largest
+  const auto block_start = [&](std::int64_t b) { return std::min(positions, NR * (position_panels * b / blocks)); };
+  const std::int64_t outer = g.batch * g.groups * blocks, tasks = outer * channel_blocks;
   const std::int64_t grain =
       std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * channel_block * K * block));
 
@@ -603,7 +638,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   // writes both for one (batch, group, position block) task.
   const auto locate = [&](std::int64_t position_task, std::vector<GemmPiece>& pieces, std::vector<const Acc*>& sources) {
     const std::int64_t n = position_task / (g.groups * blocks), grp = position_task / blocks % g.groups;
-    const std::int64_t p0 = position_task % blocks * block, count = std::min(block, positions - p0);
+    const std::int64_t p0 = block_start(position_task % blocks), count = block_start(position_task % blocks + 1) - p0;
     pieces.clear();
     for (std::int64_t col = 0; col < count;) {
       const std::int64_t r = (p0 + col) / pad.out_width, x = (p0 + col) % pad.out_width;
@@ -633,13 +668,6 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     pack_gemm_b_gather(depth, sources.data() + k0, pieces.data() + (first - pieces.begin()), stop - first, j, columns, dst);
   };
 
-  // With several channel blocks per position block, every position block's B is packed once,
-  // up front, by all threads together, and shared by its channel blocks' tasks (packing it in
-  // each task would repeat the copy per channel block and leave the threads waiting on it).
-  const bool shared_b = channel_blocks > 1;
-  // Else B is packed piece by piece inside the product (in L1, never written out whole) when
-  // A's K block fits L2, which that order needs; else the whole panel first, once per task.
-  const bool inline_b = !shared_b && channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= kGemmBlockBytes;
   // A larger A used by one task only (one batch item, one position block: e.g. 3x3 512@7, whose
   // filter is 9 MB) is packed inside the product too, a K block of an L2 block of rows at a
   // time, instead of being written out whole and read back; else once, up front, in parallel.
@@ -663,7 +691,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       for (std::int64_t i = begin; i < end;) {  // a run of micro-panels of one position block
         const std::int64_t position_task = i / micro_panels, q0 = i % micro_panels;
         const std::int64_t q1 = std::min(micro_panels, q0 + (end - i));
-        const std::int64_t width = round_up(std::min(block, positions - position_task % blocks * block), NR);
+        const std::int64_t b = position_task % blocks, width = round_up(block_start(b + 1) - block_start(b), NR);
         locate(position_task, pieces, sources);
         const std::int64_t j1 = std::min(q1 * NR, width);
         if (j1 > q0 * NR)
@@ -684,7 +712,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t position_task = task / channel_blocks, m0 = task % channel_blocks * channel_block;
       const std::int64_t n = position_task / (g.groups * blocks), grp = position_task / blocks % g.groups;
-      const std::int64_t p0 = position_task % blocks * block, count = std::min(block, positions - p0);
+      const std::int64_t p0 = block_start(position_task % blocks), count = block_start(position_task % blocks + 1) - p0;
       const std::int64_t width = round_up(count, NR);
       const Acc* panel = shared_b ? shared.get() + position_task * K * block : own_panel.get();
       if (!shared_b && packed_for != position_task) {
