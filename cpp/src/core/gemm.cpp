@@ -302,6 +302,15 @@ __attribute__((target("avx2,fma"))) void weighted_row_sum_avx2(std::int64_t taps
   }
 }
 
+// Copies one micro-panel row (NR values) as 32-byte vectors: one register move each in the
+// AVX2 variant, where memcpy's inline expansion of a fixed size uses 16-byte moves.
+template <class Acc>
+[[gnu::always_inline]] inline void copy_micro_row(Acc* dst, const Acc* src) {
+  typedef Acc Piece __attribute__((vector_size(32), aligned(alignof(Acc)), may_alias));
+  constexpr std::int64_t kPieces = gemm_columns<Acc>() * std::int64_t{sizeof(Acc)} / 32;
+  for (std::int64_t i = 0; i < kPieces; ++i) reinterpret_cast<Piece*>(dst)[i] = reinterpret_cast<const Piece*>(src)[i];
+}
+
 template <class Acc>
 [[gnu::always_inline]] inline void pack_b_gather_body(std::int64_t K, const Acc* const* source, const GemmPiece* pieces,
                                                       std::int64_t piece_count, std::int64_t column0, std::int64_t N,
@@ -316,7 +325,7 @@ template <class Acc>
       for (std::int64_t k = 0; k < K; ++k) {
         const Acc* src = source[k] + offset;
         Acc* dst = b + k * NR;
-        std::memcpy(dst, src, NR * sizeof(Acc));  // fixed size: inlined as vector moves
+        copy_micro_row(dst, src);
       }
       continue;
     }
