@@ -244,6 +244,23 @@ def test_strided_pointwise(strides, end, groups, dtype):
         assert_close(results[0], x, w, b, ("relu", {}), **kw)
 
 
+def test_backward_input_in_several_blocks():
+    """A backward layer whose input positions (17 x 17) outgrow one panel of its 260 input
+    channels: each task packs its blocks itself (a smaller input is packed once and shared);
+    stride 2 (the vector scatter) and 3; the bits do not depend on the thread count."""
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((1, 260, 17, 17)).astype(np.float32)
+    w = rng.standard_normal((260, 5, 3, 3)).astype(np.float32)
+    for strides in ((2, 2), (3, 2)):
+        kw = dict(direction="backward", strides=strides, start_padding=(1, 0))
+        results = []
+        for threads in (1, 2):
+            dmlops.set_num_threads(threads)
+            results.append(dmlops.convolution(x, w, **kw))
+        np.testing.assert_array_equal(results[1], results[0])
+        assert_close(results[0], x, w, **kw)
+
+
 # ---------------------------------------------------------------------------------------------
 # The adjoint identity <conv(x, w), g> == <x, conv_backward(g, w)>
 
