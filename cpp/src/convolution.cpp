@@ -51,6 +51,7 @@ constexpr std::int64_t kBackwardPanelBytes = 256 * 1024;  // a backward input pa
 constexpr std::int64_t kMinBlock = 128;          // forward positions per task, at least
 constexpr std::int64_t kMinChannelBlock = 48;    // output channels per forward task, at least
 constexpr std::int64_t kPlaneBytes = 1024 * 1024;  // a backward task's accumulator planes
+constexpr std::int64_t kSharedPanelBytes = 16 << 20;  // backward input panels packed up front, at most
 constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not worth a thread
 constexpr std::int64_t kChannelBlock = 16;  // channels-last input channels padded together
 constexpr std::int64_t kLongRow = 32;  // depthwise output rows this long are stored one by one, not moved first
@@ -894,9 +895,11 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   };
   // When one block holds every input position (a small input, e.g. a transposed layer
   // upsampling a coarse map), each (n, group)'s panel is packed once, up front, by all threads,
-  // and shared by its tasks (else every task would pack the same panel again); otherwise each
-  // task packs its blocks as it goes.
-  const bool shared_panels = positions <= block;
+  // and shared by its tasks (else every task would pack the same panel again), unless those
+  // panels together outgrow kSharedPanelBytes (a large batch); otherwise each task packs its
+  // blocks as it goes.
+  const bool shared_panels =
+      positions <= block && g.batch * g.groups * K * block * std::int64_t{sizeof(Acc)} <= kSharedPanelBytes;
   const Scratch<Acc> shared(shared_panels ? g.batch * g.groups * K * block : 0);
   if (shared_panels) {
     parallel_for(0, g.batch * g.groups * K, std::max<std::int64_t>(1, (1 << 14) / block), [&](std::int64_t begin, std::int64_t end) {
