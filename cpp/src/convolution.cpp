@@ -228,6 +228,11 @@ void load_run(const std::byte* src, std::int64_t step, std::int64_t n, Acc* dst)
       std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
       return;
     }
+    if (step == 2 * sizeof(T) && aligned(src, alignof(T))) {  // every other value (a strided 1x1 layer's samples)
+      const T* values = reinterpret_cast<const T*>(src);
+      for (std::int64_t j = 0; j < n; ++j) dst[j] = values[2 * j];  // typed: vectorised as a deinterleave
+      return;
+    }
   }
   for (std::int64_t j = 0; j < n; ++j) dst[j] = load_value<T, Acc>(src + j * step);
 }
