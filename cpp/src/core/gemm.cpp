@@ -331,18 +331,19 @@ template <class Acc>
     }
     std::int64_t covered = 0;
     for (std::int64_t p = first; p < i; ++p) covered += pieces[p].length;
-    for (std::int64_t k = 0; k < K; ++k) {
-      Acc* dst = b + k * NR;
-      if (covered < NR) std::fill_n(dst, NR, Acc(0));  // a tail or a gap
-      for (std::int64_t p = first; p < i; ++p) {
-        const GemmPiece& piece = pieces[p];
-        const Acc* src = source[k] + piece.offset;
-        Acc* to = dst + (piece.column - j0);
-        // Pieces of two output rows: in blocks of a quarter micro-panel, then one by one.
-        constexpr std::int64_t kQuarter = NR / 4;
+    if (covered < NR) std::fill_n(b, K * NR, Acc(0));  // a tail or a gap
+    // Pieces of two output rows, each down all K rows: in blocks of a quarter micro-panel, then
+    // one by one (the piece's fields in locals, which the stores cannot be assumed not to change).
+    for (std::int64_t p = first; p < i; ++p) {
+      const std::int64_t offset = pieces[p].offset, length = pieces[p].length;
+      constexpr std::int64_t kQuarter = NR / 4;
+      const std::int64_t quarters = length / kQuarter * kQuarter;
+      Acc* to = b + (pieces[p].column - j0);
+      for (std::int64_t k = 0; k < K; ++k, to += NR) {
+        const Acc* src = source[k] + offset;
         std::int64_t j = 0;
-        for (; j + kQuarter <= piece.length; j += kQuarter) std::memcpy(to + j, src + j, kQuarter * sizeof(Acc));
-        for (; j < piece.length; ++j) to[j] = src[j];
+        for (; j < quarters; j += kQuarter) std::memcpy(to + j, src + j, kQuarter * sizeof(Acc));
+        for (; j < length; ++j) to[j] = src[j];
       }
     }
   }
