@@ -27,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dmlops/core/cpu.hpp"
@@ -51,6 +52,7 @@ constexpr std::int64_t kBackwardPanelBytes = 256 * 1024;  // a backward input pa
 constexpr std::int64_t kMinBlock = 128;          // forward positions per task, at least
 constexpr std::int64_t kMinChannelBlock = 48;    // output channels per forward task, at least
 constexpr std::int64_t kPlaneBytes = 1024 * 1024;  // a backward task's accumulator planes
+constexpr std::int64_t kSharedPanelBytes = 16 << 20;  // backward input panels packed up front, at most
 constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not worth a thread
 constexpr std::int64_t kChannelBlock = 16;  // channels-last input channels padded together
 constexpr std::int64_t kLongRow = 32;  // depthwise output rows this long are stored one by one, not moved first
@@ -227,6 +229,11 @@ void load_run(const std::byte* src, std::int64_t step, std::int64_t n, Acc* dst)
   } else {
     if (step == sizeof(T)) {  // T is Acc: whole input rows, one memcpy
       std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+      return;
+    }
+    if (step == 2 * sizeof(T) && aligned(src, alignof(T))) {  // every other value (a strided 1x1 layer's samples)
+      const T* values = reinterpret_cast<const T*>(src);
+      for (std::int64_t j = 0; j < n; ++j) dst[j] = values[2 * j];  // typed: vectorised as a deinterleave
       return;
     }
   }
@@ -482,8 +489,55 @@ struct PaddedPlane {
 // ---------------------------------------------------------------------------------------------
 // FORWARD
 
+// A count of position blocks near `blocks` for which `per_block * count` equal tasks spread
+// evenly over parallel_for's chunks: a multiple of the threads within one round of chunks (one
+// task per chunk), else a multiple of the chunk count. A thread that runs one task more than the
+// others sets the time (5 tasks on 2 threads take 3 units, not 2.5). `blocks` itself when no
+// count within a factor of two qualifies.
+std::int64_t balanced_count(std::int64_t per_block, std::int64_t blocks, std::int64_t threads) {
+  if (threads == 1) return blocks;
+  const std::int64_t chunks = kParallelChunksPerThread * threads;
+  const auto even = [&](std::int64_t count) {
+    const std::int64_t tasks = per_block * count;
+    return tasks % threads == 0 && (tasks <= chunks || tasks % chunks == 0);
+  };
+  for (std::int64_t count = blocks; count >= std::max<std::int64_t>(1, blocks / 2); --count) {
+    if (even(count)) return count;
+  }
+  for (std::int64_t count = blocks + 1; count <= 2 * blocks; ++count) {
+    if (even(count)) return count;
+  }
+  return blocks;
+}
+
+// A one-tap window that never reaches the padding (no start padding, the last output inside
+// the input) only samples the input: the convolution is then a 1x1 stride-1 one of the strided
+// view x[..., ::stride] (its byte strides times the window strides). Rewritten that way, the
+// padded planes hold only the sampled positions, densely (a stride-2 layer copies a quarter
+// of its input instead of splitting every row into phases), and the product runs on them as on
+// any pointwise layer. Empty when there is nothing to rewrite (unit strides) or it does not apply.
+std::optional<std::pair<Geometry, TensorView>> sampled_pointwise(const Geometry& g, const TensorView& in) {
+  bool applies = false;
+  for (int a = 0; a < g.D; ++a) {
+    if (g.kernel[a] != 1 || g.start[a] != 0 || (g.out_spatial[a] - 1) * g.strides[a] >= g.in_spatial[a]) return {};
+    applies = applies || g.strides[a] > 1;
+  }
+  if (!applies) return {};
+  std::pair<Geometry, TensorView> sampled{g, in};
+  auto& [geometry, view] = sampled;
+  for (int a = 0; a < g.D; ++a) {
+    geometry.in_spatial[a] = view.sizes[2 + a] = g.out_spatial[a];
+    view.byte_strides[2 + a] *= g.strides[a];
+  }
+  geometry.strides = geometry.dilations = Dims::filled(g.D, 1);
+  geometry.end = Dims::filled(g.D, 0);
+  return sampled;
+}
+
 template <class T>
 void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  if (const auto sampled = sampled_pointwise(g, v.in))
+    return forward<T>(desc, sampled->first, Views{sampled->second, v.filter, v.bias, v.out});
   using Acc = typename AccumulatorOf<T>::type;
   constexpr std::int64_t NR = gemm_columns<Acc>();
   const BlockWalker walker = forward_walker(g);
@@ -510,7 +564,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     const std::byte* rows = w + (grp * M + row0) * v.filter.byte_strides[0];
     if (dense_rows) {
       const Acc* first = reinterpret_cast<const Acc*>(rows) + k0;
-      return pack_gemm_a(count, depth, [&](std::int64_t r, std::int64_t k) { return first[r * filter_ld + k]; }, dst);
+      return pack_gemm_a_rows(count, depth, first, filter_ld, dst);
     }
     const std::int64_t* columns = column_offset.data() + k0;
     pack_gemm_a(count, depth,
@@ -520,21 +574,35 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                 dst);
   };
 
-  // Position blocks: NR-multiples whose im2col panel fits kPanelBytes (at least kMinBlock
-  // positions, so that A, streamed once per task, is reused), of about equal sizes.
+  // Position blocks: whole micro-panels, spread evenly (their sizes differ by at most NR), whose
+  // im2col panel fits kPanelBytes (at least kMinBlock positions, so that A, streamed once per
+  // task, is reused).
   const std::int64_t fit = std::max(kMinBlock, kPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))));
-  const std::int64_t blocks = ceil_div(positions, fit);
-  const std::int64_t block = round_up(ceil_div(positions, blocks), NR);
+  const std::int64_t position_panels = ceil_div(positions, NR);
+  std::int64_t blocks = ceil_div(positions, fit);
   // Output-channel blocks (multiples of kGemmRows) only when (batch, group, position block)
-  // tasks are too few for the threads: then each channel block packs B again. The blocks change
-  // which tile computes an element, never its sum, so the results do not depend on them.
-  const std::int64_t outer = g.batch * g.groups * blocks, threads = num_threads();
+  // tasks are too few for the threads. The blocks change which tile computes an element, never
+  // its sum, so the results do not depend on them.
+  const std::int64_t threads = num_threads();
   std::int64_t channel_blocks = 1;
-  if (outer < 2 * threads)
-    channel_blocks = std::min(ceil_div(2 * threads, outer), std::max<std::int64_t>(1, M_pad / kMinChannelBlock));
+  if (g.batch * g.groups * blocks < 2 * threads)
+    channel_blocks = std::min(ceil_div(2 * threads, g.batch * g.groups * blocks), std::max<std::int64_t>(1, M_pad / kMinChannelBlock));
   const std::int64_t channel_block = round_up(ceil_div(M, channel_blocks), kGemmRows);
   channel_blocks = ceil_div(M, channel_block);
-  const std::int64_t tasks = outer * channel_blocks;
+  // With several channel blocks per position block, every position block's B is packed once,
+  // up front, by all threads together, and shared by its channel blocks' tasks (packing it in
+  // each task would repeat the copy per channel block and leave the threads waiting on it).
+  const bool shared_b = channel_blocks > 1;
+  // Else B is packed piece by piece inside the product (in L1, never written out whole) when
+  // A's K block fits L2, which that order needs; else the whole panel first, once per task.
+  const bool inline_b = !shared_b && channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= kGemmBlockBytes;
+  // A B that is never written out does not bound the blocks: their count is then chosen so that
+  // the (equal) tasks spread evenly over the threads.
+  if (inline_b) blocks = balanced_count(g.batch * g.groups, blocks, threads);
+  blocks = std::min(blocks, position_panels);
+  const std::int64_t block = NR * ceil_div(position_panels, blocks);  // the largest
+  const auto block_start = [&](std::int64_t b) { return std::min(positions, NR * (position_panels * b / blocks)); };
+  const std::int64_t outer = g.batch * g.groups * blocks, tasks = outer * channel_blocks;
   const std::int64_t grain =
       std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * channel_block * K * block));
 
@@ -574,9 +642,41 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     });
   }
 
-  // B packed piece by piece inside the product (in L1, never written out whole) when A's K
-  // block fits L2, which that order needs; else the whole panel first, once per position block.
-  const bool inline_b = channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= kGemmBlockBytes;
+  // A position block's positions are pieces of output rows cut at micro-panel boundaries; row
+  // k = (c, t) of its B reads them from channel c's padded plane shifted by tap t. `locate`
+  // writes both for one (batch, group, position block) task.
+  const auto locate = [&](std::int64_t position_task, std::vector<GemmPiece>& pieces, std::vector<const Acc*>& sources) {
+    const std::int64_t n = position_task / (g.groups * blocks), grp = position_task / blocks % g.groups;
+    const std::int64_t p0 = block_start(position_task % blocks), count = block_start(position_task % blocks + 1) - p0;
+    pieces.clear();
+    for (std::int64_t col = 0; col < count;) {
+      const std::int64_t r = (p0 + col) / pad.out_width, x = (p0 + col) % pad.out_width;
+      const std::int64_t len = std::min({pad.out_width - x, count - col, NR - col % NR});
+      // Consecutive rows that follow each other in the plane (no padding between them, e.g.
+      // a pointwise layer) make one piece: one vector copy per k, not one per row part.
+      GemmPiece* last = pieces.empty() ? nullptr : &pieces.back();
+      if (last && col % NR != 0 && last->offset + last->length == pad.row_base[r] + x) {
+        last->length += len;
+      } else {
+        pieces.push_back({col, pad.row_base[r] + x, len});
+      }
+      col += len;
+    }
+    sources.resize(static_cast<std::size_t>(K));
+    for (std::int64_t c = 0; c < g.in_per_group; ++c) {
+      const Acc* plane = plane_of(n, grp * g.in_per_group + c);
+      for (std::int64_t t = 0; t < taps; ++t) sources[c * taps + t] = plane + pad.tap_offset[t];
+    }
+  };
+  // Rows [k0, k0 + depth) of columns [j, j + columns) of a located B, as micro-panels at dst.
+  const auto pack_columns = [](const std::vector<GemmPiece>& pieces, const std::vector<const Acc*>& sources,
+                               std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst) {
+    const auto by_column = [](const GemmPiece& piece, std::int64_t column) { return piece.column < column; };
+    const auto first = std::lower_bound(pieces.begin(), pieces.end(), j, by_column);
+    const auto stop = std::lower_bound(first, pieces.end(), j + columns, by_column);
+    pack_gemm_b_gather(depth, sources.data() + k0, pieces.data() + (first - pieces.begin()), stop - first, j, columns, dst);
+  };
+
   // A larger A used by one task only (one batch item, one position block: e.g. 3x3 512@7, whose
   // filter is 9 MB) is packed inside the product too, a K block of an L2 block of rows at a
   // time, instead of being written out whole and read back; else once, up front, in parallel.
@@ -591,40 +691,43 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       }
     });
   }
+  const std::int64_t micro_panels = block / NR;
+  const Scratch<Acc> shared(shared_b ? outer * K * block : 0);
+  if (shared_b) {
+    parallel_for(0, outer * micro_panels, std::max<std::int64_t>(1, (1 << 14) / (K * NR)), [&](std::int64_t begin, std::int64_t end) {
+      std::vector<GemmPiece> pieces;
+      std::vector<const Acc*> sources;
+      for (std::int64_t i = begin; i < end;) {  // a run of micro-panels of one position block
+        const std::int64_t position_task = i / micro_panels, q0 = i % micro_panels;
+        const std::int64_t q1 = std::min(micro_panels, q0 + (end - i));
+        const std::int64_t b = position_task % blocks, width = round_up(block_start(b + 1) - block_start(b), NR);
+        locate(position_task, pieces, sources);
+        const std::int64_t j1 = std::min(q1 * NR, width);
+        if (j1 > q0 * NR)
+          pack_columns(pieces, sources, 0, K, q0 * NR, j1 - q0 * NR, shared.get() + position_task * K * block + q0 * NR * K);
+        i += q1 - q0;
+      }
+    });
+  }
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-    // Consecutive tasks of one position block (channel blocks vary fastest) reuse the packed
-    // panel. A block's positions are pieces of output rows cut at micro-panel boundaries; row
-    // k = (c, t) of B reads them from channel c's padded plane shifted by tap t.
+    // Consecutive tasks of one position block (channel blocks vary fastest) reuse the packed panel.
     std::vector<GemmPiece> pieces;
-    std::vector<const Acc*> sources(static_cast<std::size_t>(K));
-    const Scratch<Acc> panel(inline_b ? 0 : K * block), result(channel_block * block);
-    // Packs a piece of B for gemm_pack_b_inline: the pieces of columns [j, j + columns).
+    std::vector<const Acc*> sources;
+    const Scratch<Acc> own_panel(inline_b || shared_b ? 0 : K * block), result(channel_block * block);
     const GemmPackB<Acc> pack_piece = [&](std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst) {
-      const auto by_column = [](const GemmPiece& piece, std::int64_t column) { return piece.column < column; };
-      const auto first = std::lower_bound(pieces.begin(), pieces.end(), j, by_column);
-      const auto stop = std::lower_bound(first, pieces.end(), j + columns, by_column);
-      pack_gemm_b_gather(depth, sources.data() + k0, &*first, stop - first, j, columns, dst);
+      pack_columns(pieces, sources, k0, depth, j, columns, dst);
     };
     std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t position_task = task / channel_blocks, m0 = task % channel_blocks * channel_block;
       const std::int64_t n = position_task / (g.groups * blocks), grp = position_task / blocks % g.groups;
-      const std::int64_t p0 = position_task % blocks * block, count = std::min(block, positions - p0);
+      const std::int64_t p0 = block_start(position_task % blocks), count = block_start(position_task % blocks + 1) - p0;
       const std::int64_t width = round_up(count, NR);
-      if (packed_for != position_task) {
+      const Acc* panel = shared_b ? shared.get() + position_task * K * block : own_panel.get();
+      if (!shared_b && packed_for != position_task) {
         packed_for = position_task;
-        pieces.clear();
-        for (std::int64_t col = 0; col < count;) {
-          const std::int64_t r = (p0 + col) / pad.out_width, x = (p0 + col) % pad.out_width;
-          const std::int64_t len = std::min({pad.out_width - x, count - col, NR - col % NR});
-          pieces.push_back({col, pad.row_base[r] + x, len});
-          col += len;
-        }
-        for (std::int64_t c = 0; c < g.in_per_group; ++c) {
-          const Acc* plane = plane_of(n, grp * g.in_per_group + c);
-          for (std::int64_t t = 0; t < taps; ++t) sources[c * taps + t] = plane + pad.tap_offset[t];
-        }
-        if (!inline_b) pack_gemm_b_gather(K, sources.data(), pieces.data(), std::ssize(pieces), 0, width, panel.get());
+        locate(position_task, pieces, sources);
+        if (!inline_b) pack_columns(pieces, sources, 0, K, 0, width, own_panel.get());
       }
       const std::int64_t rows = std::min(channel_block, M - m0);
       const Acc* a = inline_a ? nullptr : packed.get() + (grp * M_pad + m0) * K;
@@ -634,9 +737,9 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         const GemmPackA<Acc> pack_rows = [&](std::int64_t k0, std::int64_t depth, std::int64_t r0, std::int64_t count, Acc* dst) {
           pack_filter(grp, m0 + r0, std::min(count, rows - r0), k0, depth, dst);
         };
-        gemm_pack_a_inline(round_up(rows, kGemmRows), width, K, pack_rows, panel.get(), result.get(), width);
+        gemm_pack_a_inline(round_up(rows, kGemmRows), width, K, pack_rows, panel, result.get(), width);
       } else {
-        gemm_packed(round_up(rows, kGemmRows), width, K, a, panel.get(), result.get(), width);
+        gemm_packed(round_up(rows, kGemmRows), width, K, a, panel, result.get(), width);
       }
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t oc = grp * M + m0 + i;
@@ -957,6 +1060,34 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
 // ---------------------------------------------------------------------------------------------
 // BACKWARD
 
+// dst[2j] += src[j] for j < n: the col2im scatter of a stride-2 layer, eight sums per step
+// (each source register spread over the even lanes of two). The odd entries dst[2j + 1] up to
+// dst[2n - 1] are read and written back unchanged, so dst must extend that far and no other
+// thread may write them.
+__attribute__((target("avx2"))) void add_to_even_avx2(const float* src, std::int64_t n, float* dst) {
+  std::int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 s = _mm256_loadu_ps(src + j);
+    // [s0 s0 s1 s1 | s4 s4 s5 s5] and [s2 s2 s3 s3 | s6 s6 s7 s7] -> s0..s3 and s4..s7, each doubled
+    const __m256 lo = _mm256_unpacklo_ps(s, s), hi = _mm256_unpackhi_ps(s, s);
+    const __m256 first = _mm256_permute2f128_ps(lo, hi, 0x20), second = _mm256_permute2f128_ps(lo, hi, 0x31);
+    const __m256 d0 = _mm256_loadu_ps(dst + 2 * j), d1 = _mm256_loadu_ps(dst + 2 * j + 8);
+    _mm256_storeu_ps(dst + 2 * j, _mm256_blend_ps(d0, _mm256_add_ps(d0, first), 0x55));
+    _mm256_storeu_ps(dst + 2 * j + 8, _mm256_blend_ps(d1, _mm256_add_ps(d1, second), 0x55));
+  }
+  for (; j < n; ++j) dst[2 * j] += src[j];
+}
+
+// dst[j * step] += src[j] for j < n (see add_to_even_avx2 for step 2: dst needs one entry of
+// slack past its last target).
+template <class Acc>
+void scatter_add(const Acc* src, std::int64_t n, Acc* dst, std::int64_t step) {
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (step == 2 && avx2_enabled()) return add_to_even_avx2(src, n, dst);
+  }
+  for (std::int64_t j = 0; j < n; ++j) dst[j * step] += src[j];
+}
+
 template <class T>
 void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   using Acc = typename AccumulatorOf<T>::type;
@@ -994,12 +1125,40 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
   const auto* w = static_cast<const std::byte*>(v.filter.data);
   auto* out_base = static_cast<std::byte*>(v.out.data);
+  // Row ic of the input panel of (n, group) for input positions [p0, p0 + count), in Acc
+  // (`row`: block values of scratch), zero-padded to `width` columns.
+  const auto pack_input_row = [&](std::int64_t n, std::int64_t grp, std::int64_t ic, std::int64_t p0, std::int64_t count,
+                                  std::int64_t width, Acc* row, Acc* panel) {
+    const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * K + ic) * v.in.byte_strides[1];
+    for_each_run(g.in_spatial, in_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
+      load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row + first);
+    });
+    std::fill(row + count, row + width, Acc(0));
+    pack_gemm_b_row(panel, K, ic, row, width);
+  };
+  // When one block holds every input position (a small input, e.g. a transposed layer
+  // upsampling a coarse map), each (n, group)'s panel is packed once, up front, by all threads,
+  // and shared by its tasks (else every task would pack the same panel again), unless those
+  // panels together outgrow kSharedPanelBytes (a large batch); otherwise each task packs its
+  // blocks as it goes.
+  const bool shared_panels =
+      positions <= block && g.batch * g.groups * K * block * std::int64_t{sizeof(Acc)} <= kSharedPanelBytes;
+  const Scratch<Acc> shared(shared_panels ? g.batch * g.groups * K * block : 0);
+  if (shared_panels) {
+    parallel_for(0, g.batch * g.groups * K, std::max<std::int64_t>(1, (1 << 14) / block), [&](std::int64_t begin, std::int64_t end) {
+      std::vector<Acc> row(static_cast<std::size_t>(block));
+      for (std::int64_t i = begin; i < end; ++i) {
+        const std::int64_t panel = i / K;
+        pack_input_row(panel / g.groups, panel % g.groups, i % K, 0, positions, block, row.data(), shared.get() + panel * K * block);
+      }
+    });
+  }
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const std::int64_t M_max = round_up(per_task * taps, kGemmRows);
-    const Scratch<Acc> packed(M_max * K), panel(K * block);
+    const Scratch<Acc> packed(M_max * K), own_panel(shared_panels ? 0 : K * block);
     const Scratch<Acc> result(M_max * block);
-    const Scratch<Acc> sums(per_task * out_positions);
-    std::vector<Acc> row = scratch<Acc>(block);
+    const Scratch<Acc> sums(per_task * out_positions + 1);  // + 1: scatter_add's slack
+    std::vector<Acc> row(static_cast<std::size_t>(shared_panels ? 0 : block));
     std::vector<std::int64_t> row_offset(static_cast<std::size_t>(M_max));
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t n = task / (g.groups * chunks), grp = task / chunks % g.groups;
@@ -1010,23 +1169,33 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       for (std::int64_t r = 0; r < M; ++r)
         row_offset[r] = (oc0 + r / taps) * v.filter.byte_strides[1] + tap.filter(r % taps, flip);
       const std::byte* group_filter = w + grp * K * v.filter.byte_strides[0];
-      pack_gemm_a(M, K,
-                  [&](std::int64_t r, std::int64_t ic) {
-                    return load_value<T, Acc>(group_filter + ic * v.filter.byte_strides[0] + row_offset[r]);
-                  },
-                  packed.get());
-      std::fill_n(sums.get(), ocs * out_positions, Acc(0));
+      // A column (one input channel's rows) that is a contiguous run of Acc (a dense filter of
+      // Acc in cross-correlation mode) is copied a panel's rows at a time; else gathered.
+      bool contiguous = std::is_same_v<T, Acc> && aligned(group_filter + row_offset[0], alignof(Acc)) &&
+                        v.filter.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0;
+      for (std::int64_t r = 1; r < M && contiguous; ++r)
+        contiguous = row_offset[r] == row_offset[0] + r * std::int64_t{sizeof(Acc)};
+      if (contiguous) {
+        pack_gemm_a_columns(M, K,
+                            [&](std::int64_t ic) {
+                              return reinterpret_cast<const Acc*>(group_filter + ic * v.filter.byte_strides[0] + row_offset[0]);
+                            },
+                            packed.get());
+      } else {
+        pack_gemm_a(M, K,
+                    [&](std::int64_t r, std::int64_t ic) {
+                      return load_value<T, Acc>(group_filter + ic * v.filter.byte_strides[0] + row_offset[r]);
+                    },
+                    packed.get());
+      }
+      std::fill_n(sums.get(), ocs * out_positions + 1, Acc(0));
       for (std::int64_t p0 = 0; p0 < positions; p0 += block) {
         const std::int64_t count = std::min(block, positions - p0), width = round_up(count, NR);
-        for (std::int64_t ic = 0; ic < K; ++ic) {
-          const std::byte* plane = in_base + n * v.in.byte_strides[0] + (grp * K + ic) * v.in.byte_strides[1];
-          for_each_run(g.in_spatial, in_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
-            load_run<T, Acc>(plane + offset, in_strides[g.D - 1], len, row.data() + first);
-          });
-          std::fill(row.data() + count, row.data() + width, Acc(0));
-          pack_gemm_b_row(panel.get(), K, ic, row.data(), width);
+        const Acc* panel = shared_panels ? shared.get() + (n * g.groups + grp) * K * block : own_panel.get();
+        if (!shared_panels) {
+          for (std::int64_t ic = 0; ic < K; ++ic) pack_input_row(n, grp, ic, p0, count, width, row.data(), own_panel.get());
         }
-        gemm_packed(M_pad, width, K, packed.get(), panel.get(), result.get(), width);
+        gemm_packed(M_pad, width, K, packed.get(), panel, result.get(), width);
         for (std::int64_t oc = 0; oc < ocs; ++oc) {
           for (std::int64_t t = 0; t < taps; ++t) {
             const Acc* cols = result.get() + (oc * taps + t) * width;
@@ -1034,9 +1203,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                 tap.index[t], p0, p0 + count, acc_strides, /*base_offset=*/oc * out_positions,
                 [](std::int64_t, std::int64_t) {},  // outside the output: dropped
                 [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t len) {
-                  Acc* dst = sums.get() + offset;
-                  const Acc* src = cols + (col - p0);
-                  for (std::int64_t j = 0; j < len; ++j) dst[j * step] += src[j];
+                  scatter_add(cols + (col - p0), len, sums.get() + offset, step);
                 });
           }
         }

@@ -413,6 +413,51 @@ TEST(Convolution, ManyOutputChannelsMatchTheReference) {
   }
 }
 
+// 1x1 layers with strides 2 and 3 (and mixed), which run as stride-1 layers of the strided
+// view when no output reaches the padding: odd sizes (the last input row and column read or
+// skipped), end padding that no output reaches (rewritten) or that one does (not rewritten),
+// start padding (not rewritten), groups, bias with an activation, channels-last inputs,
+// float16, and 100 output channels on one position block (channel blocks sharing one B);
+// 1 and 2 threads.
+TEST(Convolution, StridedPointwiseLayersMatchTheReference) {
+  std::mt19937 rng(1101);
+  struct Layer {
+    Dims x_sizes, w_sizes, strides, start, end;
+    std::int64_t groups;
+  };
+  const Layer layers[] = {
+      {{1, 16, 13, 15}, {100, 16, 1, 1}, {2, 2}, {0, 0}, {0, 0}, 1},
+      {{2, 12, 14, 11}, {10, 6, 1, 1}, {3, 3}, {0, 0}, {1, 0}, 2},  // end padding reached by no output
+      {{1, 8, 12, 10}, {7, 8, 1, 1}, {2, 3}, {0, 0}, {1, 2}, 1},    // reached: read as zeros
+      {{1, 8, 11, 9}, {13, 8, 1, 1}, {2, 2}, {1, 0}, {0, 1}, 1},    // start padding
+      {{2, 10, 9, 1}, {5, 10, 1, 1}, {2, 1}, {0, 0}, {0, 0}, 1},
+  };
+  for (DataType dtype : {DataType::Float32, DataType::Float16, DataType::Float64}) {
+    for (const Layer& layer : layers) {
+      for (bool channels_last : {false, true}) {
+        for (int threads : {1, 2}) {
+          ThreadCountGuard guard(threads);
+          Case c;
+          c.x_sizes = layer.x_sizes;
+          c.w_sizes = layer.w_sizes;
+          c.desc.strides = layer.strides;
+          c.desc.start_padding = layer.start;
+          c.desc.end_padding = layer.end;
+          c.desc.group_count = layer.groups;
+          c.desc.fused_activation = make_activation("Test", "leaky_relu", std::vector<float>{0.2f});
+          if (channels_last) c.x_order = c.out_order = {0, 2, 3, 1};
+          run_case(c, dtype, rng,
+                   std::string(name(dtype)) + " x " + std::to_string(layer.x_sizes[2]) + "x" +
+                       std::to_string(layer.x_sizes[3]) + " strides " + std::to_string(layer.strides[0]) + "," +
+                       std::to_string(layer.strides[1]) + (channels_last ? " nhwc" : "") + " threads " +
+                       std::to_string(threads));
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
 TEST(Convolution, ThreadCountsGiveIdenticalBits) {
   std::mt19937 rng(5);
   for (ConvolutionDirection direction : {ConvolutionDirection::Forward, ConvolutionDirection::Backward}) {

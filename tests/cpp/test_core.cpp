@@ -1984,6 +1984,53 @@ TEST(Lanes, WindowSumMatchesPlainLoops) {
   check_lane_window_sum<double>();
 }
 
+// pack_gemm_a_columns gives pack_gemm_a's bytes: row tails (M not a multiple of kGemmRows,
+// padded with zeros) and column blocks with tails (K around kColumnBlock = 16), the columns
+// read from runs spaced wider than M (as a filter's input-channel rows are).
+TEST(Gemm, ColumnPackingMatchesRowPacking) {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  for (std::int64_t M : {1, 5, 6, 7, 13, 40}) {
+    for (std::int64_t K : {1, 15, 16, 17, 40}) {
+      const std::int64_t stride = M + 3;  // column k at transposed[k * stride ...]
+      std::vector<float> transposed(static_cast<std::size_t>(K * stride));
+      for (float& v : transposed) v = value(rng);
+      const std::size_t size = static_cast<std::size_t>(round_up(M, kGemmRows) * K);
+      std::vector<float> by_rows(size, -1.0f), by_columns(size, -2.0f);
+      pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return transposed[static_cast<std::size_t>(k * stride + i)]; },
+                  by_rows.data());
+      pack_gemm_a_columns(M, K, [&](std::int64_t k) { return transposed.data() + k * stride; }, by_columns.data());
+      EXPECT_EQ(by_columns, by_rows) << "M " << M << " K " << K;
+    }
+  }
+}
+
+// pack_gemm_a_rows gives pack_gemm_a's bytes: whole panels and a tail panel (M around
+// kGemmRows), K around the eight columns of a vector step, rows spaced wider than K.
+template <class Acc>
+void check_pack_a_rows() {
+  std::mt19937 rng(32);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  for (std::int64_t M : {1, 5, 6, 7, 12, 13, 40}) {
+    for (std::int64_t K : {1, 7, 8, 9, 17, 40}) {
+      const std::int64_t lda = K + 5;
+      std::vector<Acc> a(static_cast<std::size_t>(M * lda));
+      for (Acc& v : a) v = static_cast<Acc>(value(rng));
+      const std::size_t size = static_cast<std::size_t>(round_up(M, kGemmRows) * K);
+      std::vector<Acc> expected(size, Acc(-1)), packed(size, Acc(-2));
+      pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[static_cast<std::size_t>(i * lda + k)]; },
+                  expected.data());
+      pack_gemm_a_rows(M, K, a.data(), lda, packed.data());
+      EXPECT_EQ(packed, expected) << "M " << M << " K " << K;
+    }
+  }
+}
+
+TEST(Gemm, RowPackingMatchesTheGenericPacking) {
+  check_pack_a_rows<float>();
+  check_pack_a_rows<double>();
+}
+
 TEST(Gemm, GatherPackingMatchesTheLayout) {
   check_gemm_b_gather<float>();
   check_gemm_b_gather<double>();

@@ -218,6 +218,49 @@ def test_larger_layer_blocks_and_tails():
                      b[:, :7], direction="backward", strides=(2, 2), **kw)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("strides,end,groups", [((2, 2), (0, 0), 1), ((3, 3), (0, 0), 2), ((2, 3), (1, 0), 1),
+                                                ((3, 2), (2, 2), 1), ((1, 2), (0, 0), 2)])
+def test_strided_pointwise(strides, end, groups, dtype):
+    """1x1 layers with strides 2 and 3 (they run as stride-1 layers of the strided view when no
+    output reaches the padding, else through the padded planes): odd sizes, end padding reached
+    or not, groups, bias and an activation, a non-contiguous input and 100 output channels on
+    one position block (channel blocks sharing one packed B); the bits do not depend on the
+    thread count."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((1, 12, 15, 23)).astype(dtype)
+    views = {"dense": x, "every_other": np.repeat(x, 2, axis=3)[..., ::2], "channels_last":
+             np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)}
+    w = rng.standard_normal((100, 12 // groups, 1, 1)).astype(dtype)
+    b = rng.standard_normal((1, 100, 1, 1)).astype(dtype)
+    kw = dict(strides=strides, end_padding=end, group_count=groups)
+    for name, xv in views.items():
+        assert np.array_equal(xv, x), name
+        results = []
+        for threads in (1, 2):
+            dmlops.set_num_threads(threads)
+            results.append(dmlops.convolution(xv, w, b, fused_activation="relu", **kw))
+        np.testing.assert_array_equal(results[1], results[0], err_msg=name)
+        assert_close(results[0], x, w, b, ("relu", {}), **kw)
+
+
+def test_backward_input_in_several_blocks():
+    """A backward layer whose input positions (17 x 17) outgrow one panel of its 260 input
+    channels: each task packs its blocks itself (a smaller input is packed once and shared);
+    stride 2 (the vector scatter) and 3; the bits do not depend on the thread count."""
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((1, 260, 17, 17)).astype(np.float32)
+    w = rng.standard_normal((260, 5, 3, 3)).astype(np.float32)
+    for strides in ((2, 2), (3, 2)):
+        kw = dict(direction="backward", strides=strides, start_padding=(1, 0))
+        results = []
+        for threads in (1, 2):
+            dmlops.set_num_threads(threads)
+            results.append(dmlops.convolution(x, w, **kw))
+        np.testing.assert_array_equal(results[1], results[0])
+        assert_close(results[0], x, w, **kw)
+
+
 # ---------------------------------------------------------------------------------------------
 # The adjoint identity <conv(x, w), g> == <x, conv_backward(g, w)>
 

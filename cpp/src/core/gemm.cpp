@@ -109,6 +109,40 @@ __attribute__((target("avx512f"))) void tile_f32x2_avx512(std::int64_t K, std::i
   }
 }
 
+// 12 x 16 floats: one micro-panel of B against two panels of A (a and a + panel_stride), for
+// a last odd micro-panel, which the 6 x 16 AVX2 tile would run at half the vector width. Again
+// the same FMA chain per element, so the same bits.
+__attribute__((target("avx512f"))) void tile_f32_rows2_avx512(std::int64_t K, std::int64_t panel_stride, const float* a,
+                                                              const float* b, float* c, std::int64_t ldc, bool accumulate) {
+  __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+  __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+  if (accumulate) {
+    c0 = _mm512_loadu_ps(c), c1 = _mm512_loadu_ps(c + ldc), c2 = _mm512_loadu_ps(c + 2 * ldc);
+    c3 = _mm512_loadu_ps(c + 3 * ldc), c4 = _mm512_loadu_ps(c + 4 * ldc), c5 = _mm512_loadu_ps(c + 5 * ldc);
+    c6 = _mm512_loadu_ps(c + 6 * ldc), c7 = _mm512_loadu_ps(c + 7 * ldc), c8 = _mm512_loadu_ps(c + 8 * ldc);
+    c9 = _mm512_loadu_ps(c + 9 * ldc), c10 = _mm512_loadu_ps(c + 10 * ldc), c11 = _mm512_loadu_ps(c + 11 * ldc);
+  }
+  const float* a2 = a + panel_stride;
+  for (std::int64_t k = 0; k < K; ++k, a += R, a2 += R, b += 16) {
+    const __m512 b0 = _mm512_loadu_ps(b);
+    c0 = _mm512_fmadd_ps(_mm512_set1_ps(a[0]), b0, c0), c1 = _mm512_fmadd_ps(_mm512_set1_ps(a[1]), b0, c1);
+    c2 = _mm512_fmadd_ps(_mm512_set1_ps(a[2]), b0, c2), c3 = _mm512_fmadd_ps(_mm512_set1_ps(a[3]), b0, c3);
+    c4 = _mm512_fmadd_ps(_mm512_set1_ps(a[4]), b0, c4), c5 = _mm512_fmadd_ps(_mm512_set1_ps(a[5]), b0, c5);
+    c6 = _mm512_fmadd_ps(_mm512_set1_ps(a2[0]), b0, c6), c7 = _mm512_fmadd_ps(_mm512_set1_ps(a2[1]), b0, c7);
+    c8 = _mm512_fmadd_ps(_mm512_set1_ps(a2[2]), b0, c8), c9 = _mm512_fmadd_ps(_mm512_set1_ps(a2[3]), b0, c9);
+    c10 = _mm512_fmadd_ps(_mm512_set1_ps(a2[4]), b0, c10), c11 = _mm512_fmadd_ps(_mm512_set1_ps(a2[5]), b0, c11);
+  }
+  const __m512 rows[2 * R] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
+  for (int r = 0; r < 2 * R; ++r) _mm512_storeu_ps(c + r * ldc, rows[r]);
+}
+
+// The AVX-512 float kernels, each in twelve zmm accumulators: two micro-panels against one
+// panel of A, and one (a last odd) micro-panel against two panels of A.
+struct Avx512Tiles {
+  static constexpr auto columns = tile_f32x2_avx512;
+  static constexpr auto rows = tile_f32_rows2_avx512;
+};
+
 // The 6 x 8 double tile, same shape of loop.
 __attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const double* a, const double* b,
                                                        double* c, std::int64_t ldc, bool accumulate) {
@@ -144,8 +178,21 @@ __attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const dou
   }
 }
 
-// No pair tile: every micro-panel goes through `tile`.
+// No wide tiles (Avx512Tiles): every micro-panel goes through `tile`.
 constexpr std::nullptr_t kNoPairTile = nullptr;
+
+// One micro-panel of B (at `b`, its K block `depth` deep) against panels [p0, p1) of A (panel p
+// at a_at(p)): two panels at a time with the wide tiles, else one by one.
+template <class Acc, class Tile, class PairTile, class PanelAt>
+void single_micro_panel(std::int64_t depth, std::int64_t p0, std::int64_t p1, PanelAt a_at, const Acc* b, Acc* c,
+                        std::int64_t ldc, bool accumulate, Tile tile, PairTile wide) {
+  std::int64_t p = p0;
+  if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
+    for (; p + 2 * kGemmRows <= p1; p += 2 * kGemmRows)
+      wide.rows(depth, a_at(p + kGemmRows) - a_at(p), a_at(p), b, c + p * ldc, ldc, accumulate);
+  }
+  for (; p < p1; p += kGemmRows) tile(depth, a_at(p), b, c + p * ldc, ldc, accumulate);
+}
 
 // Rows of A per pass: their K block (kGemmBlockBytes) stays in L2 while the micro-panels of B
 // pass over it. The blocks only choose which tile runs when; every C element still sums its K
@@ -175,13 +222,12 @@ void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const A
         if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
           if (j + 2 * NR <= N) {
             for (std::int64_t p = m0; p < m1; p += kGemmRows)
-              pair_tile(depth, K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
+              pair_tile.columns(depth, K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
             j += 2 * NR;
             continue;
           }
         }
-        for (std::int64_t p = m0; p < m1; p += kGemmRows)
-          tile(depth, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
+        single_micro_panel(depth, m0, m1, a_at, b_block, c + j, ldc, k0 > 0, tile, pair_tile);
         j += NR;
       }
     }
@@ -202,14 +248,14 @@ void drive_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const A
         if (j + 2 * NR <= N) {
           pack_b(k0, depth, j, 2 * NR, piece.get());
           for (std::int64_t p = 0; p < M; p += kGemmRows)
-            pair_tile(depth, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
+            pair_tile.columns(depth, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
           j += 2 * NR;
           continue;
         }
       }
       pack_b(k0, depth, j, NR, piece.get());
-      for (std::int64_t p = 0; p < M; p += kGemmRows)
-        tile(depth, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
+      const auto a_at = [&](std::int64_t p) { return a + p * K + k0 * kGemmRows; };
+      single_micro_panel(depth, 0, M, a_at, piece.get(), c + j, ldc, k0 > 0, tile, pair_tile);
       j += NR;
     }
   }
@@ -256,6 +302,15 @@ __attribute__((target("avx2,fma"))) void weighted_row_sum_avx2(std::int64_t taps
   }
 }
 
+// Copies one micro-panel row (NR values) as 32-byte vectors: one register move each in the
+// AVX2 variant, where memcpy's inline expansion of a fixed size uses 16-byte moves.
+template <class Acc>
+[[gnu::always_inline]] inline void copy_micro_row(Acc* dst, const Acc* src) {
+  typedef Acc Piece __attribute__((vector_size(32), aligned(alignof(Acc)), may_alias));
+  constexpr std::int64_t kPieces = gemm_columns<Acc>() * std::int64_t{sizeof(Acc)} / 32;
+  for (std::int64_t i = 0; i < kPieces; ++i) reinterpret_cast<Piece*>(dst)[i] = reinterpret_cast<const Piece*>(src)[i];
+}
+
 template <class Acc>
 [[gnu::always_inline]] inline void pack_b_gather_body(std::int64_t K, const Acc* const* source, const GemmPiece* pieces,
                                                       std::int64_t piece_count, std::int64_t column0, std::int64_t N,
@@ -270,30 +325,80 @@ template <class Acc>
       for (std::int64_t k = 0; k < K; ++k) {
         const Acc* src = source[k] + offset;
         Acc* dst = b + k * NR;
-        std::memcpy(dst, src, NR * sizeof(Acc));  // fixed size: inlined as vector moves
+        copy_micro_row(dst, src);
       }
       continue;
     }
     std::int64_t covered = 0;
     for (std::int64_t p = first; p < i; ++p) covered += pieces[p].length;
-    for (std::int64_t k = 0; k < K; ++k) {
-      Acc* dst = b + k * NR;
-      if (covered < NR) std::fill_n(dst, NR, Acc(0));  // a tail or a gap
-      for (std::int64_t p = first; p < i; ++p) {
-        const GemmPiece& piece = pieces[p];
-        const Acc* src = source[k] + piece.offset;
-        Acc* to = dst + (piece.column - j0);
-        // Pieces of two output rows: in blocks of a quarter micro-panel, then one by one.
-        constexpr std::int64_t kQuarter = NR / 4;
+    if (covered < NR) std::fill_n(b, K * NR, Acc(0));  // a tail or a gap
+    // Pieces of two output rows, each down all K rows: in blocks of a quarter micro-panel, then
+    // one by one (the piece's fields in locals, which the stores cannot be assumed not to change).
+    for (std::int64_t p = first; p < i; ++p) {
+      const std::int64_t offset = pieces[p].offset, length = pieces[p].length;
+      constexpr std::int64_t kQuarter = NR / 4;
+      const std::int64_t quarters = length / kQuarter * kQuarter;
+      Acc* to = b + (pieces[p].column - j0);
+      for (std::int64_t k = 0; k < K; ++k, to += NR) {
+        const Acc* src = source[k] + offset;
         std::int64_t j = 0;
-        for (; j + kQuarter <= piece.length; j += kQuarter) std::memcpy(to + j, src + j, kQuarter * sizeof(Acc));
-        for (; j < piece.length; ++j) to[j] = src[j];
+        for (; j < quarters; j += kQuarter) std::memcpy(to + j, src + j, kQuarter * sizeof(Acc));
+        for (; j < length; ++j) to[j] = src[j];
       }
     }
   }
 }
 
+// Whole panels eight columns at a time: rows r0..r5 transposed in registers (two rows of
+// zeros make the 8 x 8 transpose), each column stored as four floats and two.
+__attribute__((target("avx2"))) void pack_a_rows_avx2(std::int64_t M, std::int64_t K, const float* a, std::int64_t lda,
+                                                     float* packed) {
+  const std::int64_t whole = M / kGemmRows * kGemmRows;
+  const __m256 zero = _mm256_setzero_ps();
+  for (std::int64_t p = 0; p < whole; p += kGemmRows) {
+    const float* row = a + p * lda;
+    float* dst = packed + p * K;
+    std::int64_t k = 0;
+    for (; k + 8 <= K; k += 8, dst += 8 * kGemmRows) {
+      const __m256 r0 = _mm256_loadu_ps(row + k), r1 = _mm256_loadu_ps(row + lda + k);
+      const __m256 r2 = _mm256_loadu_ps(row + 2 * lda + k), r3 = _mm256_loadu_ps(row + 3 * lda + k);
+      const __m256 r4 = _mm256_loadu_ps(row + 4 * lda + k), r5 = _mm256_loadu_ps(row + 5 * lda + k);
+      const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+      const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+      const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+      // Column c of the eight: rows 0..3 in the 128-bit lane c / 4 of top[c % 4], rows 4..5 in
+      // the low half of that lane of bottom[c % 4].
+      const __m256 top[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                             _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+      const __m256 bottom[4] = {_mm256_shuffle_ps(t4, zero, 0x44), _mm256_shuffle_ps(t4, zero, 0xEE),
+                                _mm256_shuffle_ps(t5, zero, 0x44), _mm256_shuffle_ps(t5, zero, 0xEE)};
+      for (int c = 0; c < 4; ++c) {
+        _mm_storeu_ps(dst + c * kGemmRows, _mm256_castps256_ps128(top[c]));
+        _mm_storel_pi(reinterpret_cast<__m64*>(dst + c * kGemmRows + 4), _mm256_castps256_ps128(bottom[c]));
+        _mm_storeu_ps(dst + (c + 4) * kGemmRows, _mm256_extractf128_ps(top[c], 1));
+        _mm_storel_pi(reinterpret_cast<__m64*>(dst + (c + 4) * kGemmRows + 4), _mm256_extractf128_ps(bottom[c], 1));
+      }
+    }
+    for (; k < K; ++k, dst += kGemmRows) {
+      for (std::int64_t r = 0; r < kGemmRows; ++r) dst[r] = row[r * lda + k];
+    }
+  }
+  if (whole < M) {
+    const float* rest = a + whole * lda;
+    pack_gemm_a(M - whole, K, [&](std::int64_t i, std::int64_t k) { return rest[i * lda + k]; }, packed + whole * K);
+  }
+}
+
 }  // namespace
+
+void pack_gemm_a_rows(std::int64_t M, std::int64_t K, const float* a, std::int64_t lda, float* packed) {
+  if (avx2_enabled()) return pack_a_rows_avx2(M, K, a, lda, packed);
+  pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[i * lda + k]; }, packed);
+}
+
+void pack_gemm_a_rows(std::int64_t M, std::int64_t K, const double* a, std::int64_t lda, double* packed) {
+  pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[i * lda + k]; }, packed);
+}
 
 void pack_gemm_b_gather(std::int64_t K, const float* const* source, const GemmPiece* pieces, std::int64_t piece_count,
                         std::int64_t column0, std::int64_t N, float* b) {
@@ -317,7 +422,7 @@ void weighted_row_sum(std::int64_t taps, const double* const* rows, const double
 
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const float* b, float* c,
                  std::int64_t ldc) {
-  if (avx512_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2, tile_f32x2_avx512);
+  if (avx512_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2, Avx512Tiles{});
   if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2);
   drive(M, N, K, a, b, c, ldc, tile_portable<float>);
 }
@@ -332,7 +437,7 @@ void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const Ge
                         float* c, std::int64_t ldc) {
   const Scratch<float> block(kBlockRows<float> * kGemmDepth);
   if (avx512_enabled())
-    return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, tile_f32x2_avx512, &pack_a, block.get());
+    return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, Avx512Tiles{}, &pack_a, block.get());
   if (avx2_fma_enabled()) return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, kNoPairTile, &pack_a, block.get());
   drive<float>(M, N, K, nullptr, b, c, ldc, tile_portable<float>, kNoPairTile, &pack_a, block.get());
 }
@@ -346,7 +451,7 @@ void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const Ge
 
 void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const GemmPackB<float>& pack_b,
                         float* c, std::int64_t ldc) {
-  if (avx512_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2, tile_f32x2_avx512);
+  if (avx512_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2, Avx512Tiles{});
   if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2);
   drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_portable<float>);
 }

@@ -17,7 +17,8 @@
 //
 // Micro-kernels: 6 x 16 floats / 6 x 8 doubles in twelve AVX2 registers with FMA, chosen at
 // run time by avx2_fma_enabled(); with avx512_enabled(), 6 x 32 floats (two micro-panels) in
-// twelve AVX-512 registers, the same FMA chains, so the same bits as AVX2. The portable fallback
+// twelve AVX-512 registers, and for a last odd micro-panel 12 x 16 (two panels of A), the same
+// FMA chains, so the same bits as AVX2. The portable fallback
 // computes the same tiles with separate multiplies and adds, so its last bits may differ from
 // the FMA kernels'.
 #pragma once
@@ -56,6 +57,35 @@ void pack_gemm_a(std::int64_t M, std::int64_t K, At&& at, Acc* packed) {
     }
     for (std::int64_t k = 0; k < K; ++k) {
       for (std::int64_t r = 0; r < kGemmRows; ++r) *packed++ = r < rows ? static_cast<Acc>(at(p + r, k)) : Acc(0);
+    }
+  }
+}
+
+// pack_gemm_a of a dense A: row i is a[i * lda .. i * lda + K). The float version transposes
+// eight columns of a panel per AVX2 step (a filter of a large layer is packed on every call).
+void pack_gemm_a_rows(std::int64_t M, std::int64_t K, const float* a, std::int64_t lda, float* packed);
+void pack_gemm_a_rows(std::int64_t M, std::int64_t K, const double* a, std::int64_t lda, double* packed);
+
+// pack_gemm_a's layout from A's columns: column k (A(0, k) .. A(M - 1, k)) is the contiguous
+// run column(k)[0 .. M), e.g. a filter whose input channel is its outer axis. Per block of
+// kColumnBlock columns (their runs stay in L1), each panel's rows are copied as one short run.
+template <class Acc, class Column>
+void pack_gemm_a_columns(std::int64_t M, std::int64_t K, Column&& column, Acc* packed) {
+  constexpr std::int64_t kColumnBlock = 16;
+  const Acc* runs[kColumnBlock];
+  for (std::int64_t k0 = 0; k0 < K; k0 += kColumnBlock) {
+    const std::int64_t depth = std::min(kColumnBlock, K - k0);
+    for (std::int64_t k = 0; k < depth; ++k) runs[k] = column(k0 + k);
+    for (std::int64_t p = 0; p < M; p += kGemmRows) {
+      Acc* dst = packed + p * K + k0 * kGemmRows;
+      const std::int64_t rows = std::min(kGemmRows, M - p);
+      for (std::int64_t k = 0; k < depth; ++k, dst += kGemmRows) {
+        if (rows == kGemmRows) {
+          std::memcpy(dst, runs[k] + p, kGemmRows * sizeof(Acc));  // fixed size: a few vector moves
+        } else {
+          std::fill_n(std::copy_n(runs[k] + p, rows, dst), kGemmRows - rows, Acc(0));
+        }
+      }
     }
   }
 }
