@@ -1164,8 +1164,10 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   Dims padded = Dims::filled(g.D, 0);
   std::int64_t plane_size = 1;
   bool margins = true;
-  for (int a = 0; a < g.D; ++a) {
-    const std::int64_t reach = (g.in_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1;
+  for (int a = 0; a < g.D && margins; ++a) {
+    std::int64_t reach = 0;  // (in - 1) * stride + extent, unless that overflows (then no margins)
+    margins = !__builtin_mul_overflow(g.in_spatial[a] - 1, g.strides[a], &reach) &&
+              !__builtin_add_overflow(reach, (g.kernel[a] - 1) * g.dilations[a] + 1, &reach);
     padded[a] = std::max(g.out_spatial[a], reach - g.start[a]) + g.start[a];
     margins = margins && !__builtin_mul_overflow(plane_size, padded[a], &plane_size);
   }
