@@ -1153,7 +1153,31 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const std::int64_t K = g.in_per_group;
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
-  const Taps tap(walker, v.filter);
+  // A float16 filter is widened to Acc once, in bulk (F16C), into a dense copy that the tasks
+  // pack from (rather than converting value by value while packing, which made a float16 layer
+  // over half again as slow as a float32 one).
+  constexpr bool widen = !std::is_same_v<T, Acc>;
+  const Scratch<Acc> widened(widen ? v.filter.element_count() : 0);
+  TensorView filter = v.filter;
+  if constexpr (widen) {
+    filter.dtype = DataType::Float32;  // Acc of float16
+    filter.byte_strides = packed_strides(filter.sizes);
+    for (std::int64_t& stride : filter.byte_strides) stride *= std::int64_t{sizeof(Acc)};
+    filter.data = widened.get();
+    const Dims kernel_strides = spatial(v.filter.byte_strides);
+    const std::int64_t rows = filter.sizes[0] * filter.sizes[1];
+    parallel_for(0, rows, std::max<std::int64_t>(1, (1 << 14) / taps), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t r = begin; r < end; ++r) {
+        const std::byte* src = static_cast<const std::byte*>(v.filter.data) + r / filter.sizes[1] * v.filter.byte_strides[0] +
+                               r % filter.sizes[1] * v.filter.byte_strides[1];
+        for_each_run(g.kernel, kernel_strides, 0, taps, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
+          load_run<T, Acc>(src + offset, kernel_strides[g.D - 1], len, widened.get() + r * taps + first);
+        });
+      }
+    });
+  }
+  using Stored = std::conditional_t<widen, Acc, T>;  // what `filter` holds
+  const Taps tap(walker, filter);
 
   // A task sums into padded planes that hold every position a tap reaches (the output and the
   // margins that start padding and cropping cut off): then every (tap, input row) pair scatters
@@ -1204,7 +1228,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 
   const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
-  const auto* w = static_cast<const std::byte*>(v.filter.data);
+  const auto* w = static_cast<const std::byte*>(filter.data);
   auto* out_base = static_cast<std::byte*>(v.out.data);
   // Row ic of the input panel of (n, group) for input positions [p0, p0 + count), in Acc
   // (`row`: block values of scratch), zero-padded to `width` columns.
@@ -1248,24 +1272,24 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       // A: row (oc', t), column ic holds W[ic, oc0 + oc', t'] (the rows' byte offsets first: no
       // division per element).
       for (std::int64_t r = 0; r < M; ++r)
-        row_offset[r] = (oc0 + r / taps) * v.filter.byte_strides[1] + tap.filter(r % taps, flip);
-      const std::byte* group_filter = w + grp * K * v.filter.byte_strides[0];
+        row_offset[r] = (oc0 + r / taps) * filter.byte_strides[1] + tap.filter(r % taps, flip);
+      const std::byte* group_filter = w + grp * K * filter.byte_strides[0];
       // A column (one input channel's rows) that is a contiguous run of Acc (a dense filter of
       // Acc in cross-correlation mode) is copied a panel's rows at a time; else gathered.
-      bool contiguous = std::is_same_v<T, Acc> && aligned(group_filter + row_offset[0], alignof(Acc)) &&
-                        v.filter.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0;
+      bool contiguous = std::is_same_v<Stored, Acc> && aligned(group_filter + row_offset[0], alignof(Acc)) &&
+                        filter.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0;
       for (std::int64_t r = 1; r < M && contiguous; ++r)
         contiguous = row_offset[r] == row_offset[0] + r * std::int64_t{sizeof(Acc)};
       if (contiguous) {
         pack_gemm_a_columns(M, K,
                             [&](std::int64_t ic) {
-                              return reinterpret_cast<const Acc*>(group_filter + ic * v.filter.byte_strides[0] + row_offset[0]);
+                              return reinterpret_cast<const Acc*>(group_filter + ic * filter.byte_strides[0] + row_offset[0]);
                             },
                             packed.get());
       } else {
         pack_gemm_a(M, K,
                     [&](std::int64_t r, std::int64_t ic) {
-                      return load_value<T, Acc>(group_filter + ic * v.filter.byte_strides[0] + row_offset[r]);
+                      return load_value<Stored, Acc>(group_filter + ic * filter.byte_strides[0] + row_offset[r]);
                     },
                     packed.get());
       }

@@ -404,6 +404,10 @@ def test_backward_scatter_paths(case, dtype):
         results.append(out)
     np.testing.assert_array_equal(results[1], results[0])
     assert_close(results[0], x, w, b, ("relu", {}), **kw)
+    # convolution mode (flipped taps) with a filter whose taps run backwards in memory
+    reversed_taps = np.ascontiguousarray(w[..., ::-1])[..., ::-1]
+    y = dmlops.convolution(x, reversed_taps, mode="convolution", **kw)
+    assert_close(y, x, w, mode="convolution", **kw)
 
 
 def test_backward_nominal_size_and_output_padding():
