@@ -12,7 +12,9 @@
 // BACKWARD is the adjoint, done without multiplying zeros: per (n, group, block of output
 // channels), C[oc' * taps + t][i] = sum_ic W[ic, oc', t'] * x[n, ic, i] is one GEMM over the
 // input positions i, then a col2im scatter adds C[oc' * taps + t][i] into output position
-// i*stride + t*dil - start (dropped outside the output), as fold does. A task owns its output
+// i*stride + t*dil - start, as fold does: into planes with margins wide enough for every tap
+// (cut off when the output is stored), or, when those margins would be large, into the output
+// planes with the taps that fall outside dropped. A task owns its output
 // channels' whole planes (an accumulator in the accumulation type), so no two threads write
 // the same element, and the sums run in a fixed order (input blocks, then taps). The
 // alternative, a forward convolution over a zero-inserted input, would multiply stride^D
@@ -52,6 +54,7 @@ constexpr std::int64_t kBackwardPanelBytes = 256 * 1024;  // a backward input pa
 constexpr std::int64_t kMinBlock = 128;          // forward positions per task, at least
 constexpr std::int64_t kMinChannelBlock = 48;    // output channels per forward task, at least
 constexpr std::int64_t kPlaneBytes = 1024 * 1024;  // a backward task's accumulator planes
+constexpr std::int64_t kMarginSlack = 4096;  // a backward padded plane may exceed twice the output by this
 constexpr std::int64_t kSharedPanelBytes = 16 << 20;  // backward input panels packed up front, at most
 constexpr std::int64_t kMinTaskFlops = 1 << 17;    // below this a task is not worth a thread
 constexpr std::int64_t kChannelBlock = 16;  // channels-last input channels padded together
@@ -553,17 +556,26 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   for (std::int64_t c = 0; c < g.in_per_group; ++c) {
     for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * v.filter.byte_strides[1] + tap.filter(t, flip));
   }
-  // A filter of Acc whose rows are contiguous in A's column order (cross-correlation, dense
-  // {OutC, InC/G, K...}) is read as plain rows.
-  bool dense_rows = std::is_same_v<T, Acc> && aligned(w, alignof(Acc)) && v.filter.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0;
-  for (std::int64_t k = 0; k < K && dense_rows; ++k) dense_rows = column_offset[k] == k * std::int64_t{sizeof(Acc)};
-  const std::int64_t filter_ld = v.filter.byte_strides[0] / std::int64_t{sizeof(Acc)};
+  // A filter whose rows are contiguous in A's column order (cross-correlation, dense
+  // {OutC, InC/G, K...}) is read as plain rows; a float16 one is first widened to Acc once, in
+  // bulk (F16C), rather than value by value while packing (that cost a fifth of a float16 layer).
+  constexpr std::int64_t kSize = sizeof(T);
+  bool dense_rows = aligned(w, alignof(T)) && v.filter.byte_strides[0] % kSize == 0;
+  for (std::int64_t k = 0; k < K && dense_rows; ++k) dense_rows = column_offset[k] == k * kSize;
+  const bool widen = dense_rows && !std::is_same_v<T, Acc>;
+  const Scratch<Acc> widened(widen ? g.groups * M * K : 0);
+  if (widen) {
+    parallel_for(0, g.groups * M, std::max<std::int64_t>(1, (1 << 14) / K), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t r = begin; r < end; ++r) load_run<T, Acc>(w + r * v.filter.byte_strides[0], kSize, K, widened.get() + r * K);
+    });
+  }
+  const std::int64_t filter_ld = widen ? K : v.filter.byte_strides[0] / kSize;
   // Packs rows [row0, row0 + count) of group grp's A, columns [k0, k0 + depth), as pack_gemm_a does.
   const auto pack_filter = [&](std::int64_t grp, std::int64_t row0, std::int64_t count, std::int64_t k0, std::int64_t depth,
                                Acc* dst) {
     const std::byte* rows = w + (grp * M + row0) * v.filter.byte_strides[0];
     if (dense_rows) {
-      const Acc* first = reinterpret_cast<const Acc*>(rows) + k0;
+      const Acc* first = (widen ? widened.get() + (grp * M + row0) * K : reinterpret_cast<const Acc*>(rows)) + k0;
       return pack_gemm_a_rows(count, depth, first, filter_ld, dst);
     }
     const std::int64_t* columns = column_offset.data() + k0;
@@ -1078,6 +1090,25 @@ __attribute__((target("avx2"))) void add_to_even_avx2(const float* src, std::int
   for (; j < n; ++j) dst[2 * j] += src[j];
 }
 
+// dst[2j] += even[j] and dst[2j + 1] += odd[j] for j < n: two neighbouring taps of a stride-2
+// layer interleaved into one contiguous run, sixteen sums per step.
+__attribute__((target("avx2"))) void add_interleaved_avx2(const float* even, const float* odd, std::int64_t n,
+                                                          float* dst) {
+  std::int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = _mm256_loadu_ps(even + j), o = _mm256_loadu_ps(odd + j);
+    // [e0 o0 e1 o1 | e4 o4 e5 o5] and [e2 o2 e3 o3 | e6 o6 e7 o7] -> e0 o0 .. e3 o3 and e4 o4 .. e7 o7
+    const __m256 lo = _mm256_unpacklo_ps(e, o), hi = _mm256_unpackhi_ps(e, o);
+    _mm256_storeu_ps(dst + 2 * j, _mm256_add_ps(_mm256_loadu_ps(dst + 2 * j), _mm256_permute2f128_ps(lo, hi, 0x20)));
+    _mm256_storeu_ps(dst + 2 * j + 8,
+                     _mm256_add_ps(_mm256_loadu_ps(dst + 2 * j + 8), _mm256_permute2f128_ps(lo, hi, 0x31)));
+  }
+  for (; j < n; ++j) {
+    dst[2 * j] += even[j];
+    dst[2 * j + 1] += odd[j];
+  }
+}
+
 // dst[j * step] += src[j] for j < n (see add_to_even_avx2 for step 2: dst needs one entry of
 // slack past its last target).
 template <class Acc>
@@ -1085,7 +1116,23 @@ void scatter_add(const Acc* src, std::int64_t n, Acc* dst, std::int64_t step) {
   if constexpr (std::is_same_v<Acc, float>) {
     if (step == 2 && avx2_enabled()) return add_to_even_avx2(src, n, dst);
   }
+  if (step == 1) {
+    for (std::int64_t j = 0; j < n; ++j) dst[j] += src[j];
+    return;
+  }
   for (std::int64_t j = 0; j < n; ++j) dst[j * step] += src[j];
+}
+
+// scatter_add of two taps one apart on a stride-2 axis: dst[2j] += even[j], dst[2j + 1] += odd[j].
+template <class Acc>
+void scatter_add_pair(const Acc* even, const Acc* odd, std::int64_t n, Acc* dst) {
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (avx2_enabled()) return add_interleaved_avx2(even, odd, n, dst);
+  }
+  for (std::int64_t j = 0; j < n; ++j) {
+    dst[2 * j] += even[j];
+    dst[2 * j + 1] += odd[j];
+  }
 }
 
 template <class T>
@@ -1106,11 +1153,70 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const std::int64_t K = g.in_per_group;
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
-  const Taps tap(walker, v.filter);
+  // A float16 filter is widened to Acc once, in bulk (F16C), into a dense copy that the tasks
+  // pack from (rather than converting value by value while packing, which made a float16 layer
+  // over half again as slow as a float32 one).
+  constexpr bool widen = !std::is_same_v<T, Acc>;
+  const Scratch<Acc> widened(widen ? v.filter.element_count() : 0);
+  TensorView filter = v.filter;
+  if constexpr (widen) {
+    filter.dtype = DataType::Float32;  // Acc of float16
+    filter.byte_strides = packed_strides(filter.sizes);
+    for (std::int64_t& stride : filter.byte_strides) stride *= std::int64_t{sizeof(Acc)};
+    filter.data = widened.get();
+    const Dims kernel_strides = spatial(v.filter.byte_strides);
+    const std::int64_t rows = filter.sizes[0] * filter.sizes[1];
+    parallel_for(0, rows, std::max<std::int64_t>(1, (1 << 14) / taps), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t r = begin; r < end; ++r) {
+        const std::byte* src = static_cast<const std::byte*>(v.filter.data) + r / filter.sizes[1] * v.filter.byte_strides[0] +
+                               r % filter.sizes[1] * v.filter.byte_strides[1];
+        for_each_run(g.kernel, kernel_strides, 0, taps, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
+          load_run<T, Acc>(src + offset, kernel_strides[g.D - 1], len, widened.get() + r * taps + first);
+        });
+      }
+    });
+  }
+  using Stored = std::conditional_t<widen, Acc, T>;  // what `filter` holds
+  const Taps tap(walker, filter);
+
+  // A task sums into padded planes that hold every position a tap reaches (the output and the
+  // margins that start padding and cropping cut off): then every (tap, input row) pair scatters
+  // into one plain strided run, with no test for the borders, and the output is a box inside
+  // (padded position q on axis a is output position q - start[a]). When the margins would be
+  // large (an output cropped far inside the taps' reach, or strides that spread the taps far
+  // apart) the planes are the output itself and the window walker drops what falls outside.
+  Dims padded = Dims::filled(g.D, 0);
+  std::int64_t plane_size = 1;
+  bool margins = true;
+  for (int a = 0; a < g.D && margins; ++a) {
+    std::int64_t reach = 0;  // (in - 1) * stride + extent, unless that overflows (then no margins)
+    margins = !__builtin_mul_overflow(g.in_spatial[a] - 1, g.strides[a], &reach) &&
+              !__builtin_add_overflow(reach, (g.kernel[a] - 1) * g.dilations[a] + 1, &reach);
+    padded[a] = std::max(g.out_spatial[a], reach - g.start[a]) + g.start[a];
+    margins = margins && !__builtin_mul_overflow(plane_size, padded[a], &plane_size);
+  }
+  margins = margins && plane_size <= 2 * out_positions + kMarginSlack;
+  if (!margins) padded = g.out_spatial;
+  plane_size = padded.product();
+  const Dims padded_strides = packed_strides(padded);
+  Dims in_to_padded = Dims::filled(g.D, 0);
+  for (int a = 0; a < g.D; ++a) in_to_padded[a] = g.strides[a] * padded_strides[a];
+  std::vector<std::int64_t> tap_offset(static_cast<std::size_t>(taps));
+  for (std::int64_t t = 0; t < taps; ++t) {
+    for (int a = 0; a < g.D; ++a) tap_offset[t] += tap.index[t][a] * g.dilations[a] * padded_strides[a];
+  }
+  const int last = g.D - 1;
+  const std::int64_t last_stride = g.strides[last], last_kernel = g.kernel[last];
+  // Neighbouring taps of a stride-2, undilated last axis fill the two halves of one contiguous
+  // run: they are added together (scatter_add_pair).
+  const bool pairs = last_stride == 2 && g.dilations[last] == 1;
+  std::int64_t out_offset = 0;  // where output position 0 lies in a padded plane
+  for (int a = 0; a < g.D && margins; ++a) out_offset += g.start[a] * padded_strides[a];
+  const std::int64_t out_width = g.out_spatial[last], out_rows = out_positions / out_width;
 
   // Output channels per task: the accumulator planes fit kPlaneBytes, and there are enough
   // tasks for every thread when the channels allow it.
-  const std::int64_t plane_bytes = out_positions * static_cast<std::int64_t>(sizeof(Acc));
+  const std::int64_t plane_bytes = plane_size * static_cast<std::int64_t>(sizeof(Acc));
   std::int64_t per_task = std::clamp<std::int64_t>(kPlaneBytes / plane_bytes, 1, g.out_per_group);
   per_task = std::max<std::int64_t>(1, std::min(per_task, ceil_div(g.batch * g.groups * g.out_per_group,
                                                                     4 * static_cast<std::int64_t>(num_threads()))));
@@ -1121,9 +1227,8 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, per_task * taps * K * positions));
 
   const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
-  const Dims acc_strides = packed_strides(g.out_spatial);
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
-  const auto* w = static_cast<const std::byte*>(v.filter.data);
+  const auto* w = static_cast<const std::byte*>(filter.data);
   auto* out_base = static_cast<std::byte*>(v.out.data);
   // Row ic of the input panel of (n, group) for input positions [p0, p0 + count), in Acc
   // (`row`: block values of scratch), zero-padded to `width` columns.
@@ -1157,7 +1262,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     const std::int64_t M_max = round_up(per_task * taps, kGemmRows);
     const Scratch<Acc> packed(M_max * K), own_panel(shared_panels ? 0 : K * block);
     const Scratch<Acc> result(M_max * block);
-    const Scratch<Acc> sums(per_task * out_positions + 1);  // + 1: scatter_add's slack
+    const Scratch<Acc> sums(per_task * plane_size + 1);  // + 1: scatter_add's slack
     std::vector<Acc> row(static_cast<std::size_t>(shared_panels ? 0 : block));
     std::vector<std::int64_t> row_offset(static_cast<std::size_t>(M_max));
     for (std::int64_t task = begin; task < end; ++task) {
@@ -1167,28 +1272,28 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       // A: row (oc', t), column ic holds W[ic, oc0 + oc', t'] (the rows' byte offsets first: no
       // division per element).
       for (std::int64_t r = 0; r < M; ++r)
-        row_offset[r] = (oc0 + r / taps) * v.filter.byte_strides[1] + tap.filter(r % taps, flip);
-      const std::byte* group_filter = w + grp * K * v.filter.byte_strides[0];
+        row_offset[r] = (oc0 + r / taps) * filter.byte_strides[1] + tap.filter(r % taps, flip);
+      const std::byte* group_filter = w + grp * K * filter.byte_strides[0];
       // A column (one input channel's rows) that is a contiguous run of Acc (a dense filter of
       // Acc in cross-correlation mode) is copied a panel's rows at a time; else gathered.
-      bool contiguous = std::is_same_v<T, Acc> && aligned(group_filter + row_offset[0], alignof(Acc)) &&
-                        v.filter.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0;
+      bool contiguous = std::is_same_v<Stored, Acc> && aligned(group_filter + row_offset[0], alignof(Acc)) &&
+                        filter.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0;
       for (std::int64_t r = 1; r < M && contiguous; ++r)
         contiguous = row_offset[r] == row_offset[0] + r * std::int64_t{sizeof(Acc)};
       if (contiguous) {
         pack_gemm_a_columns(M, K,
                             [&](std::int64_t ic) {
-                              return reinterpret_cast<const Acc*>(group_filter + ic * v.filter.byte_strides[0] + row_offset[0]);
+                              return reinterpret_cast<const Acc*>(group_filter + ic * filter.byte_strides[0] + row_offset[0]);
                             },
                             packed.get());
       } else {
         pack_gemm_a(M, K,
                     [&](std::int64_t r, std::int64_t ic) {
-                      return load_value<T, Acc>(group_filter + ic * v.filter.byte_strides[0] + row_offset[r]);
+                      return load_value<Stored, Acc>(group_filter + ic * filter.byte_strides[0] + row_offset[r]);
                     },
                     packed.get());
       }
-      std::fill_n(sums.get(), ocs * out_positions + 1, Acc(0));
+      std::fill_n(sums.get(), ocs * plane_size + 1, Acc(0));
       for (std::int64_t p0 = 0; p0 < positions; p0 += block) {
         const std::int64_t count = std::min(block, positions - p0), width = round_up(count, NR);
         const Acc* panel = shared_panels ? shared.get() + (n * g.groups + grp) * K * block : own_panel.get();
@@ -1196,23 +1301,49 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
           for (std::int64_t ic = 0; ic < K; ++ic) pack_input_row(n, grp, ic, p0, count, width, row.data(), own_panel.get());
         }
         gemm_packed(M_pad, width, K, packed.get(), panel, result.get(), width);
-        for (std::int64_t oc = 0; oc < ocs; ++oc) {
-          for (std::int64_t t = 0; t < taps; ++t) {
-            const Acc* cols = result.get() + (oc * taps + t) * width;
-            walker.walk_span(
-                tap.index[t], p0, p0 + count, acc_strides, /*base_offset=*/oc * out_positions,
-                [](std::int64_t, std::int64_t) {},  // outside the output: dropped
-                [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t len) {
-                  scatter_add(cols + (col - p0), len, sums.get() + offset, step);
-                });
+        if (!margins) {
+          for (std::int64_t oc = 0; oc < ocs; ++oc) {
+            for (std::int64_t t = 0; t < taps; ++t) {
+              const Acc* cols = result.get() + (oc * taps + t) * width;
+              walker.walk_span(
+                  tap.index[t], p0, p0 + count, padded_strides, /*base_offset=*/oc * plane_size,
+                  [](std::int64_t, std::int64_t) {},  // outside the output: dropped
+                  [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t len) {
+                    scatter_add(cols + (col - p0), len, sums.get() + offset, step);
+                  });
+            }
           }
+          continue;
         }
+        // Input positions [p0, p0 + count) row by row: input (i_0, .., i_last) reaches padded
+        // position i * stride + tap * dilation; sums run in a fixed order (blocks, rows, taps).
+        for_each_run(g.in_spatial, in_to_padded, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
+          for (std::int64_t oc = 0; oc < ocs; ++oc) {
+            const Acc* cols = result.get() + oc * taps * width + first;
+            Acc* dst = sums.get() + oc * plane_size + offset;
+            for (std::int64_t t = 0; t < taps; ++t) {
+              if (pairs && tap.index[t][last] + 1 < last_kernel) {
+                scatter_add_pair(cols + t * width, cols + (t + 1) * width, len, dst + tap_offset[t]);
+                ++t;
+              } else {
+                scatter_add(cols + t * width, len, dst + tap_offset[t], last_stride);
+              }
+            }
+          }
+        });
       }
       for (std::int64_t oc = 0; oc < ocs; ++oc) {
         const std::int64_t channel = grp * g.out_per_group + oc0 + oc;
-        finish_row<T, Acc>(sums.get() + oc * out_positions, out_positions, bias_of<T, Acc>(v, channel),
-                           desc.fused_activation, out_base + n * v.out.byte_strides[0] + channel * v.out.byte_strides[1],
-                           g.out_spatial, out_strides, 0);
+        std::byte* out_plane = out_base + n * v.out.byte_strides[0] + channel * v.out.byte_strides[1];
+        for (std::int64_t out_row = 0; out_row < out_rows; ++out_row) {
+          std::int64_t offset = out_offset, rest = out_row;  // where the output row lies in the padded plane
+          for (int a = last - 1; a >= 0; --a) {
+            offset += rest % g.out_spatial[a] * padded_strides[a];
+            rest /= g.out_spatial[a];
+          }
+          finish_row<T, Acc>(sums.get() + oc * plane_size + offset, out_width, bias_of<T, Acc>(v, channel),
+                             desc.fused_activation, out_plane, g.out_spatial, out_strides, out_row * out_width);
+        }
       }
     }
   });

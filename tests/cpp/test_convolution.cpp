@@ -458,6 +458,50 @@ TEST(Convolution, StridedPointwiseLayersMatchTheReference) {
   }
 }
 
+// Backward scatters: into planes with margins (neighbouring taps of a stride-2 last axis added
+// in pairs, an odd last tap alone, stride-1 and stride-3 runs, dilated taps, start and end
+// padding, output padding, 1-D and 3-D), and, for an output cropped far inside the taps' reach,
+// the window walker over the output planes; float32 and float16, 1 and 2 threads.
+TEST(Convolution, BackwardScattersMatchTheReference) {
+  struct Layer {
+    Dims x_spatial, w_spatial, strides, dilations, start, end, output_padding;
+    std::int64_t groups;
+  };
+  const Layer layers[] = {
+      {{5, 6}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1},
+      {{5, 7}, {3, 5}, {2, 2}, {1, 1}, {0, 2}, {1, 0}, {1, 1}, 2},
+      {{4, 9}, {2, 3}, {1, 1}, {1, 1}, {1, 0}, {0, 1}, {0, 0}, 1},
+      {{3, 5}, {3, 4}, {3, 3}, {2, 1}, {2, 1}, {0, 3}, {2, 1}, 1},
+      {{17}, {6}, {2}, {1}, {2}, {3}, {1}, 3},
+      {{3, 4, 5}, {2, 3, 4}, {2, 1, 2}, {1, 1, 1}, {1, 0, 1}, {0, 1, 1}, {1, 0, 0}, 1},
+      {{70, 70}, {3, 3}, {1, 1}, {1, 1}, {34, 34}, {34, 34}, {0, 0}, 1},  // 4 x 4 of a 72 x 72 reach
+  };
+  std::mt19937 rng(44);
+  for (DataType dtype : {DataType::Float32, DataType::Float16}) {
+    for (int threads : {1, 2}) {
+      ThreadCountGuard guard(threads);
+      for (const Layer& layer : layers) {
+        Case c;
+        c.x_sizes = {2, 3 * layer.groups};
+        for (std::int64_t size : layer.x_spatial) c.x_sizes.push_back(size);
+        c.w_sizes = {3 * layer.groups, 2};
+        for (std::int64_t size : layer.w_spatial) c.w_sizes.push_back(size);
+        c.desc.direction = ConvolutionDirection::Backward;
+        c.desc.strides = layer.strides;
+        c.desc.dilations = layer.dilations;
+        c.desc.start_padding = layer.start;
+        c.desc.end_padding = layer.end;
+        c.desc.output_padding = layer.output_padding;
+        c.desc.group_count = layer.groups;
+        c.desc.fused_activation = make_activation("Test", "relu", std::vector<float>{});
+        run_case(c, dtype, rng, std::string(name(dtype)) + " x " + std::to_string(layer.x_spatial[0]) + " kernel " +
+                                    std::to_string(layer.w_spatial.back()) + " threads " + std::to_string(threads));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 TEST(Convolution, ThreadCountsGiveIdenticalBits) {
   std::mt19937 rng(5);
   for (ConvolutionDirection direction : {ConvolutionDirection::Forward, ConvolutionDirection::Backward}) {

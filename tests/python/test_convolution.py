@@ -363,6 +363,53 @@ def test_backward_any_output_size(sizes, mode):
     np.testing.assert_array_equal(full, y)
 
 
+# Backward scatter paths: padded planes (taps of a stride-2 last axis added in pairs, a last
+# odd tap alone; stride 1 and 3 runs; dilated taps) and, when an output cropped far inside the
+# taps' reach would make those margins large, the window walker over the output planes.
+BACKWARD_SCATTERS = [
+    # (x spatial, filter spatial, strides, dilations, start, end, output_padding, groups)
+    ((5, 6), (4, 4), (2, 2), (1, 1), (1, 1), (1, 1), (0, 0), 1),
+    ((5, 7), (3, 5), (2, 2), (1, 1), (0, 2), (1, 0), (1, 1), 1),
+    ((4, 9), (2, 3), (1, 1), (1, 1), (1, 0), (0, 1), (0, 0), 2),
+    ((3, 5), (3, 4), (3, 3), (1, 1), (2, 1), (0, 3), (2, 1), 1),
+    ((4, 5), (3, 3), (2, 2), (2, 2), (1, 2), (2, 1), (0, 1), 1),
+    ((33,), (6,), (2,), (1,), (2,), (3,), (1,), 3),
+    ((3, 4, 5), (2, 3, 4), (2, 1, 2), (1, 1, 1), (1, 0, 1), (0, 1, 1), (1, 0, 0), 1),
+    ((70, 70), (3, 3), (1, 1), (1, 1), (34, 34), (34, 34), (0, 0), 1),  # 4 x 4 out of a 72 x 72 reach
+    ((5000,), (2,), (2,), (1,), (4000,), (5996,), (0,), 1),  # 4 out of 10000
+]
+
+
+@pytest.mark.parametrize("case", BACKWARD_SCATTERS, ids=lambda c: "x".join(map(str, c[0])) + "s" + "".join(map(str, c[2])))
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_backward_scatter_paths(case, dtype):
+    spatial, kernel, strides, dilations, start, end, output_padding, groups = case
+    rng = np.random.default_rng(len(spatial) * 100 + kernel[-1])
+    ic, oc = 3 * groups, 2 * groups
+    x = rng.standard_normal((2, ic) + spatial).astype(dtype)
+    w = rng.standard_normal((ic, oc // groups) + kernel).astype(dtype)
+    b = rng.standard_normal((1, oc) + (1,) * len(spatial)).astype(dtype)
+    kw = dict(direction="backward", strides=strides, dilations=dilations, start_padding=start, end_padding=end,
+              output_padding=output_padding, group_count=groups)
+    y = dmlops.convolution(x, w, **kw)
+    assert_close(y, x, w, **kw)
+    # from and into strided views, with bias and activation, at 1 and 2 threads (the same bits)
+    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), dtype)
+    wide[..., ::2] = x
+    results = []
+    for threads in (1, 2):
+        dmlops.set_num_threads(threads)
+        out = np.zeros(y.shape[:-1] + (2 * y.shape[-1],), dtype)[..., ::-2]
+        dmlops.convolution(wide[..., ::2], w, b, fused_activation="relu", out=out, **kw)
+        results.append(out)
+    np.testing.assert_array_equal(results[1], results[0])
+    assert_close(results[0], x, w, b, ("relu", {}), **kw)
+    # convolution mode (flipped taps) with a filter whose taps run backwards in memory
+    reversed_taps = np.ascontiguousarray(w[..., ::-1])[..., ::-1]
+    y = dmlops.convolution(x, reversed_taps, mode="convolution", **kw)
+    assert_close(y, x, w, mode="convolution", **kw)
+
+
 def test_backward_nominal_size_and_output_padding():
     x = np.ones((1, 1, 3), np.float64)
     w = np.ones((1, 1, 3), np.float64)
