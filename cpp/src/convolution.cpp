@@ -341,6 +341,41 @@ Acc bias_of(const Views& v, std::int64_t oc) {
   return load_value<T, Acc>(static_cast<const std::byte*>(v.bias->data) + oc * v.bias->byte_strides[1]);
 }
 
+// The filter as a view of Acc values: the filter itself, or for float16 a dense float copy
+// widened once per call, in bulk (F16C), from any strides. The kernels then read Acc directly
+// (converting value by value while packing cost a fifth of a float16 layer).
+template <class T>
+class AccFilter {
+ public:
+  using Acc = typename AccumulatorOf<T>::type;
+
+  AccFilter(const Geometry& g, const TensorView& filter)
+      : widened_(std::is_same_v<T, Acc> ? 0 : filter.element_count()), view_(filter) {
+    if constexpr (!std::is_same_v<T, Acc>) {
+      view_.dtype = DataType::Float32;  // Acc of float16
+      view_.byte_strides = packed_strides(filter.sizes);
+      for (std::int64_t& stride : view_.byte_strides) stride *= std::int64_t{sizeof(Acc)};
+      view_.data = widened_.get();
+      const Dims kernel_strides = spatial(filter.byte_strides);
+      const std::int64_t taps = g.kernel.product(), rows = filter.sizes[0] * filter.sizes[1];
+      parallel_for(0, rows, std::max<std::int64_t>(1, (1 << 14) / taps), [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) {
+          const std::byte* src = static_cast<const std::byte*>(filter.data) + r / filter.sizes[1] * filter.byte_strides[0] +
+                                 r % filter.sizes[1] * filter.byte_strides[1];
+          for_each_run(g.kernel, kernel_strides, 0, taps, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
+            load_run<T, Acc>(src + offset, kernel_strides[g.D - 1], len, widened_.get() + r * taps + first);
+          });
+        }
+      });
+    }
+  }
+  const TensorView& view() const { return view_; }
+
+ private:
+  Scratch<Acc> widened_;
+  TensorView view_;
+};
+
 // ---------------------------------------------------------------------------------------------
 // The forward kernels read the input through padded planes: per input channel, a copy covering
 // every tap of every output (padded index 0 is input index -start, zeros outside the input), in
@@ -548,40 +583,31 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const std::int64_t K = g.in_per_group * taps, M = g.out_per_group, M_pad = round_up(M, kGemmRows);
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
-  const Taps tap(walker, v.filter);
+  const AccFilter<T> acc_filter(g, v.filter);
+  const TensorView& filter = acc_filter.view();
+  const Taps tap(walker, filter);
   // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'], packed from the columns'
   // byte offsets (up front or inside the product: see inline_a below).
-  const auto* w = static_cast<const std::byte*>(v.filter.data);
+  const auto* w = static_cast<const std::byte*>(filter.data);
   std::vector<std::int64_t> column_offset;
   for (std::int64_t c = 0; c < g.in_per_group; ++c) {
-    for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * v.filter.byte_strides[1] + tap.filter(t, flip));
+    for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * filter.byte_strides[1] + tap.filter(t, flip));
   }
   // A filter whose rows are contiguous in A's column order (cross-correlation, dense
-  // {OutC, InC/G, K...}) is read as plain rows; a float16 one is first widened to Acc once, in
-  // bulk (F16C), rather than value by value while packing (that cost a fifth of a float16 layer).
-  constexpr std::int64_t kSize = sizeof(T);
-  bool dense_rows = aligned(w, alignof(T)) && v.filter.byte_strides[0] % kSize == 0;
+  // {OutC, InC/G, K...}) is read as plain rows.
+  constexpr std::int64_t kSize = sizeof(Acc);
+  bool dense_rows = aligned(w, alignof(Acc)) && filter.byte_strides[0] % kSize == 0;
   for (std::int64_t k = 0; k < K && dense_rows; ++k) dense_rows = column_offset[k] == k * kSize;
-  const bool widen = dense_rows && !std::is_same_v<T, Acc>;
-  const Scratch<Acc> widened(widen ? g.groups * M * K : 0);
-  if (widen) {
-    parallel_for(0, g.groups * M, std::max<std::int64_t>(1, (1 << 14) / K), [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t r = begin; r < end; ++r) load_run<T, Acc>(w + r * v.filter.byte_strides[0], kSize, K, widened.get() + r * K);
-    });
-  }
-  const std::int64_t filter_ld = widen ? K : v.filter.byte_strides[0] / kSize;
+  const std::int64_t filter_ld = filter.byte_strides[0] / kSize;
   // Packs rows [row0, row0 + count) of group grp's A, columns [k0, k0 + depth), as pack_gemm_a does.
   const auto pack_filter = [&](std::int64_t grp, std::int64_t row0, std::int64_t count, std::int64_t k0, std::int64_t depth,
                                Acc* dst) {
-    const std::byte* rows = w + (grp * M + row0) * v.filter.byte_strides[0];
-    if (dense_rows) {
-      const Acc* first = (widen ? widened.get() + (grp * M + row0) * K : reinterpret_cast<const Acc*>(rows)) + k0;
-      return pack_gemm_a_rows(count, depth, first, filter_ld, dst);
-    }
+    const std::byte* rows = w + (grp * M + row0) * filter.byte_strides[0];
+    if (dense_rows) return pack_gemm_a_rows(count, depth, reinterpret_cast<const Acc*>(rows) + k0, filter_ld, dst);
     const std::int64_t* columns = column_offset.data() + k0;
     pack_gemm_a(count, depth,
                 [&](std::int64_t r, std::int64_t k) {
-                  return load_value<T, Acc>(rows + r * v.filter.byte_strides[0] + columns[k]);
+                  return load_value<Acc, Acc>(rows + r * filter.byte_strides[0] + columns[k]);
                 },
                 dst);
   };
@@ -827,7 +853,9 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
   const int D = g.D, last = D - 1;
   const std::int64_t L = lane_count<Acc>(), blocks = ceil_div(g.in_channels, L);
   const BlockWalker walker = forward_walker(g);
-  const Taps tap(walker, v.filter);
+  const AccFilter<T> acc_filter(g, v.filter);
+  const TensorView& filter = acc_filter.view();
+  const Taps tap(walker, filter);
   const std::int64_t taps = walker.tap_count();
   const bool flip = desc.mode == ConvolutionMode::Convolution;
   const LaneSlab slab(g, tap, L, sizeof(Acc), blocks);
@@ -835,7 +863,7 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
 
   const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
   const auto* in_base = static_cast<const std::byte*>(v.in.data);
-  const auto* w = static_cast<const std::byte*>(v.filter.data);
+  const auto* w = static_cast<const std::byte*>(filter.data);
   auto* out_base = static_cast<std::byte*>(v.out.data);
   // Tensors of Acc whose strides are whole elements are read and written in place.
   const auto in_elements = [](const TensorView& t) {
@@ -848,29 +876,19 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
   const std::int64_t multiplier = g.out_per_group, tasks = g.batch * blocks * slab.bands;
   // The filter as rows of taps (filter order) of Acc, filter_ld apart, from which the tasks
   // interleave their weights (backwards in convolution mode: flipping every axis reverses the
-  // taps): the filter itself when it is that already, else a copy made once per call (a dense
-  // float16 filter converted in bulk). The biases likewise, once.
-  const auto consecutive_taps = [&](std::int64_t element_bytes) {
-    bool ok = aligned(w, static_cast<std::size_t>(element_bytes)) && v.filter.byte_strides[0] % element_bytes == 0;
-    for (std::int64_t t = 0; t < taps; ++t) ok = ok && tap.filter(t, false) == t * element_bytes;
-    return ok;
-  };
+  // taps): the filter (of Acc: AccFilter) itself when it is that already, else a copy made once
+  // per call. The biases likewise, once.
+  bool consecutive_taps = aligned(w, alignof(Acc)) && filter.byte_strides[0] % kAcc == 0;
+  for (std::int64_t t = 0; t < taps; ++t) consecutive_taps = consecutive_taps && tap.filter(t, false) == t * kAcc;
   const std::int64_t out_channels = g.out_channels;
   std::vector<Acc> filter_copy, biases(static_cast<std::size_t>(v.bias ? out_channels : 0));
   const Acc* filter_rows = reinterpret_cast<const Acc*>(w);
-  std::int64_t filter_ld = v.filter.byte_strides[0] / kAcc;
-  if (!(std::is_same_v<T, Acc> && consecutive_taps(kAcc))) {
+  std::int64_t filter_ld = filter.byte_strides[0] / kAcc;
+  if (!consecutive_taps) {
     filter_copy.resize(static_cast<std::size_t>(out_channels * taps));
-    bool converted = false;
-    if constexpr (std::is_same_v<T, Half>) {
-      if (consecutive_taps(sizeof(Half)) && v.filter.byte_strides[0] == taps * std::int64_t{sizeof(Half)}) {
-        half_to_float(reinterpret_cast<const Half*>(w), filter_copy.data(), static_cast<std::size_t>(out_channels * taps));
-        converted = true;
-      }
-    }
-    for (std::int64_t oc = 0; oc < out_channels && !converted; ++oc) {
+    for (std::int64_t oc = 0; oc < out_channels; ++oc) {
       for (std::int64_t t = 0; t < taps; ++t)
-        filter_copy[oc * taps + t] = load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, false));
+        filter_copy[oc * taps + t] = load_value<Acc, Acc>(w + oc * filter.byte_strides[0] + tap.filter(t, false));
     }
     filter_rows = filter_copy.data();
     filter_ld = taps;
@@ -1153,30 +1171,8 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const std::int64_t K = g.in_per_group;
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
-  // A float16 filter is widened to Acc once, in bulk (F16C), into a dense copy that the tasks
-  // pack from (rather than converting value by value while packing, which made a float16 layer
-  // over half again as slow as a float32 one).
-  constexpr bool widen = !std::is_same_v<T, Acc>;
-  const Scratch<Acc> widened(widen ? v.filter.element_count() : 0);
-  TensorView filter = v.filter;
-  if constexpr (widen) {
-    filter.dtype = DataType::Float32;  // Acc of float16
-    filter.byte_strides = packed_strides(filter.sizes);
-    for (std::int64_t& stride : filter.byte_strides) stride *= std::int64_t{sizeof(Acc)};
-    filter.data = widened.get();
-    const Dims kernel_strides = spatial(v.filter.byte_strides);
-    const std::int64_t rows = filter.sizes[0] * filter.sizes[1];
-    parallel_for(0, rows, std::max<std::int64_t>(1, (1 << 14) / taps), [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t r = begin; r < end; ++r) {
-        const std::byte* src = static_cast<const std::byte*>(v.filter.data) + r / filter.sizes[1] * v.filter.byte_strides[0] +
-                               r % filter.sizes[1] * v.filter.byte_strides[1];
-        for_each_run(g.kernel, kernel_strides, 0, taps, [&](std::int64_t offset, std::int64_t first, std::int64_t len) {
-          load_run<T, Acc>(src + offset, kernel_strides[g.D - 1], len, widened.get() + r * taps + first);
-        });
-      }
-    });
-  }
-  using Stored = std::conditional_t<widen, Acc, T>;  // what `filter` holds
+  const AccFilter<T> acc_filter(g, v.filter);
+  const TensorView& filter = acc_filter.view();
   const Taps tap(walker, filter);
 
   // A task sums into padded planes that hold every position a tap reaches (the output and the
@@ -1276,7 +1272,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       const std::byte* group_filter = w + grp * K * filter.byte_strides[0];
       // A column (one input channel's rows) that is a contiguous run of Acc (a dense filter of
       // Acc in cross-correlation mode) is copied a panel's rows at a time; else gathered.
-      bool contiguous = std::is_same_v<Stored, Acc> && aligned(group_filter + row_offset[0], alignof(Acc)) &&
+      bool contiguous = aligned(group_filter + row_offset[0], alignof(Acc)) &&
                         filter.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0;
       for (std::int64_t r = 1; r < M && contiguous; ++r)
         contiguous = row_offset[r] == row_offset[0] + r * std::int64_t{sizeof(Acc)};
@@ -1289,7 +1285,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       } else {
         pack_gemm_a(M, K,
                     [&](std::int64_t r, std::int64_t ic) {
-                      return load_value<Stored, Acc>(group_filter + ic * filter.byte_strides[0] + row_offset[r]);
+                      return load_value<Acc, Acc>(group_filter + ic * filter.byte_strides[0] + row_offset[r]);
                     },
                     packed.get());
       }
