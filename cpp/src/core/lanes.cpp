@@ -4,11 +4,6 @@
 
 #include "dmlops/core/simd.hpp"
 
-// The kernel bodies below pass AVX registers between inlined functions of a baseline-compiled
-// template; GCC warns that such a call would change the ABI. They are always inlined into
-// SimdKernel's variant for that ISA, so no such call exists.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 namespace dmlops {
 namespace {
 

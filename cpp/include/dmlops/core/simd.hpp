@@ -14,6 +14,12 @@
 
 #include <immintrin.h>
 
+// Kernel bodies written over these types pass AVX registers between inlined functions of a
+// baseline-compiled template; GCC warns that such a call would change the ABI. They are always
+// inlined into SimdKernel's variant for that ISA, so no such call exists. (Only the sources
+// that instantiate SimdKernel include this header.)
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 #include <cstdint>
 
 namespace dmlops {
