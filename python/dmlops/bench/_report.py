@@ -21,9 +21,8 @@ from ._harness import (BLOCK_WARMUP_S, SEED, Copier, cpu_model, load_average, lo
                        time_calls, usable_cpus)
 from ._machine import best, limit_value, measure
 
-# The two plain copies timed as a case's same-bytes yardstick (Setup.same_bytes), by the names
-# they are timed under (kept apart from the peers' names).
-SAME_BYTES = {"np.copyto": " copy np.copyto", "dmlops.pad": " copy dmlops.pad"}
+# Prefix of the names the same-bytes copies (Setup.same_bytes) are timed under, apart from the peers'.
+SAME_BYTES = " copy "
 
 FAMILIES = {"padding": padding, "convolution": convolution, "lp_pooling": lp_pooling, "unfold": unfold,
             "resample": resample}
@@ -294,16 +293,14 @@ def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -
             announce(row, mismatch)
     copier = Copier(setup.same_bytes, threads) if setup.same_bytes else None
     if copier is not None:  # the faster of two plain copies, interleaved with the others
-        no_pad = (0,)
-        fns[SAME_BYTES["np.copyto"]] = copier
-        fns[SAME_BYTES["dmlops.pad"]] = lambda: dmlops.pad(copier.src, no_pad, no_pad, out=copier.dst)
+        fns.update({SAME_BYTES + name: fn for name, fn in copier.calls().items()})
     try:
         ms = median_ms(time_calls(fns, settings["warmup"], settings["repeat"], settings["budget"],
                                   settings["block_warmup"]))
     finally:
         if copier is not None:
             copier.close()
-    copies = {name: ms.pop(key) for name, key in SAME_BYTES.items() if key in ms}
+    copies = {key.removeprefix(SAME_BYTES): ms.pop(key) for key in list(ms) if key.startswith(SAME_BYTES)}
     if copies:
         method = min(copies, key=lambda name: copies[name])
         row["same_bytes_copy"] = {"bytes": setup.same_bytes, "ms": copies, "method": method,
