@@ -1090,24 +1090,6 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
 // ---------------------------------------------------------------------------------------------
 // BACKWARD
 
-// dst[2j] += src[j] for j < n: the col2im scatter of a stride-2 layer, eight sums per step
-// (each source register spread over the even lanes of two). The odd entries dst[2j + 1] up to
-// dst[2n - 1] are read and written back unchanged, so dst must extend that far and no other
-// thread may write them.
-__attribute__((target("avx2"))) void add_to_even_avx2(const float* src, std::int64_t n, float* dst) {
-  std::int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256 s = _mm256_loadu_ps(src + j);
-    // [s0 s0 s1 s1 | s4 s4 s5 s5] and [s2 s2 s3 s3 | s6 s6 s7 s7] -> s0..s3 and s4..s7, each doubled
-    const __m256 lo = _mm256_unpacklo_ps(s, s), hi = _mm256_unpackhi_ps(s, s);
-    const __m256 first = _mm256_permute2f128_ps(lo, hi, 0x20), second = _mm256_permute2f128_ps(lo, hi, 0x31);
-    const __m256 d0 = _mm256_loadu_ps(dst + 2 * j), d1 = _mm256_loadu_ps(dst + 2 * j + 8);
-    _mm256_storeu_ps(dst + 2 * j, _mm256_blend_ps(d0, _mm256_add_ps(d0, first), 0x55));
-    _mm256_storeu_ps(dst + 2 * j + 8, _mm256_blend_ps(d1, _mm256_add_ps(d1, second), 0x55));
-  }
-  for (; j < n; ++j) dst[2 * j] += src[j];
-}
-
 // dst[2j] += even[j] and dst[2j + 1] += odd[j] for j < n: two neighbouring taps of a stride-2
 // layer interleaved into one contiguous run, sixteen sums per step.
 __attribute__((target("avx2"))) void add_interleaved_avx2(const float* even, const float* odd, std::int64_t n,
@@ -1127,21 +1109,7 @@ __attribute__((target("avx2"))) void add_interleaved_avx2(const float* even, con
   }
 }
 
-// dst[j * step] += src[j] for j < n (see add_to_even_avx2 for step 2: dst needs one entry of
-// slack past its last target).
-template <class Acc>
-void scatter_add(const Acc* src, std::int64_t n, Acc* dst, std::int64_t step) {
-  if constexpr (std::is_same_v<Acc, float>) {
-    if (step == 2 && avx2_enabled()) return add_to_even_avx2(src, n, dst);
-  }
-  if (step == 1) {
-    for (std::int64_t j = 0; j < n; ++j) dst[j] += src[j];
-    return;
-  }
-  for (std::int64_t j = 0; j < n; ++j) dst[j * step] += src[j];
-}
-
-// scatter_add of two taps one apart on a stride-2 axis: dst[2j] += even[j], dst[2j + 1] += odd[j].
+// add_row of two taps one apart on a stride-2 axis: dst[2j] += even[j], dst[2j + 1] += odd[j].
 template <class Acc>
 void scatter_add_pair(const Acc* even, const Acc* odd, std::int64_t n, Acc* dst) {
   if constexpr (std::is_same_v<Acc, float>) {
@@ -1258,7 +1226,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     const std::int64_t M_max = round_up(per_task * taps, kGemmRows);
     const Scratch<Acc> packed(M_max * K), own_panel(shared_panels ? 0 : K * block);
     const Scratch<Acc> result(M_max * block);
-    const Scratch<Acc> sums(per_task * plane_size + 1);  // + 1: scatter_add's slack
+    const Scratch<Acc> sums(per_task * plane_size + 1);  // + 1: add_row's slack
     std::vector<Acc> row(static_cast<std::size_t>(shared_panels ? 0 : block));
     std::vector<std::int64_t> row_offset(static_cast<std::size_t>(M_max));
     for (std::int64_t task = begin; task < end; ++task) {
@@ -1305,7 +1273,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                   tap.index[t], p0, p0 + count, padded_strides, /*base_offset=*/oc * plane_size,
                   [](std::int64_t, std::int64_t) {},  // outside the output: dropped
                   [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t len) {
-                    scatter_add(cols + (col - p0), len, sums.get() + offset, step);
+                    add_row(sums.get() + offset, step, cols + (col - p0), len);
                   });
             }
           }
@@ -1322,7 +1290,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
                 scatter_add_pair(cols + t * width, cols + (t + 1) * width, len, dst + tap_offset[t]);
                 ++t;
               } else {
-                scatter_add(cols + t * width, len, dst + tap_offset[t], last_stride);
+                add_row(dst + tap_offset[t], last_stride, cols + t * width, len);
               }
             }
           }

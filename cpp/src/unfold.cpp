@@ -99,15 +99,6 @@ const Acc* load_columns(const std::byte* src, std::int64_t step, std::int64_t n,
   return dst;
 }
 
-template <class Acc>
-void add_run(Acc* dst, std::int64_t step, const Acc* src, std::int64_t n) {
-  if (step == 1) {
-    for (std::int64_t j = 0; j < n; ++j) dst[j] = static_cast<Acc>(dst[j] + src[j]);  // vectorised
-    return;
-  }
-  for (std::int64_t j = 0; j < n; ++j) dst[j * step] = static_cast<Acc>(dst[j * step] + src[j]);
-}
-
 template <class T, class Acc>
 void store_row(std::byte* dst, std::int64_t step, const Acc* src, std::int64_t n) {
   if constexpr (std::is_same_v<T, Half>) {
@@ -279,7 +270,7 @@ void execute(const FoldDesc& desc, const TensorView& in, const TensorView& out) 
     const Dims out_strides = spatial_sizes(out.byte_strides);
 
     parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
-      std::vector<Acc> sums(static_cast<std::size_t>(slab_rows * per_row0));
+      std::vector<Acc> sums(static_cast<std::size_t>(slab_rows * per_row0 + 1));  // + 1: add_row's slack
       std::vector<Acc> staging;
       for (std::int64_t task = begin; task < end; ++task) {
         const std::int64_t plane = task / slabs, r0 = task % slabs * slab_rows;
@@ -299,7 +290,7 @@ void execute(const FoldDesc& desc, const TensorView& in, const TensorView& out) 
               tap, b_first, b_last, sum_strides, /*base_offset=*/-r0 * sum_strides[0],
               [](std::int64_t, std::int64_t) {},  // padding receives nothing
               [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
-                add_run(sums.data() + offset, step, columns + (col - col_first), count);
+                add_row(sums.data() + offset, step, columns + (col - col_first), count);
               });
         }
         Dims sizes = slab_sizes;  // the last slab may be shorter

@@ -63,6 +63,23 @@ void copy_bytes_baseline(std::byte* dst, const std::byte* src, std::size_t n) { 
 
 }  // namespace
 
+// dst[2j] += src[j] for j < n, eight sums per step (each source register spread over the even
+// lanes of two); see add_row.
+__attribute__((target("avx2"))) void add_to_even_avx2(const float* src, std::int64_t n, float* dst) {
+  std::int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 s = _mm256_loadu_ps(src + j);
+    // [s0 s0 s1 s1 | s4 s4 s5 s5] and [s2 s2 s3 s3 | s6 s6 s7 s7] -> s0..s3 and s4..s7, each doubled
+    const __m256 lo = _mm256_unpacklo_ps(s, s), hi = _mm256_unpackhi_ps(s, s);
+    const __m256 first = _mm256_permute2f128_ps(lo, hi, 0x20), second = _mm256_permute2f128_ps(lo, hi, 0x31);
+    const __m256 d0 = _mm256_loadu_ps(dst + 2 * j), d1 = _mm256_loadu_ps(dst + 2 * j + 8);
+    _mm256_storeu_ps(dst + 2 * j, _mm256_blend_ps(d0, _mm256_add_ps(d0, first), 0x55));
+    _mm256_storeu_ps(dst + 2 * j + 8, _mm256_blend_ps(d1, _mm256_add_ps(d1, second), 0x55));
+  }
+  for (; j < n; ++j) dst[2 * j] += src[j];
+}
+
+
 CopyBytesFn select_copy_bytes() { return avx2_enabled() ? copy_bytes_avx2 : copy_bytes_baseline; }
 
 }  // namespace dmlops

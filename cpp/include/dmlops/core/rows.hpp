@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "dmlops/core/cpu.hpp"
 
@@ -55,6 +56,25 @@ void fill_row(std::byte* dst, std::int64_t dst_step, T value, std::int64_t n) {
 template <class T>
 [[gnu::always_inline]] inline void copy_reversed(T* dst, const T* src, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dst[i] = src[-i];
+}
+
+// dst[2j] += src[j] for j < n with AVX2 (add_row's stride-2 case).
+void add_to_even_avx2(const float* src, std::int64_t n, float* dst);
+
+// dst[j * step] += src[j] for j < n: the accumulation of col2im (fold, transposed convolution).
+// Unsigned sums wrap. A float row with step 2 goes eight sums per AVX2 step, which reads and
+// writes back the odd entries up to dst[2n - 1] unchanged: dst must extend that far (one entry
+// of slack past the last target) and no other thread may write those entries.
+template <class Acc>
+void add_row(Acc* dst, std::int64_t step, const Acc* src, std::int64_t n) {
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (step == 2 && avx2_enabled()) return add_to_even_avx2(src, n, dst);
+  }
+  if (step == 1) {
+    for (std::int64_t j = 0; j < n; ++j) dst[j] = static_cast<Acc>(dst[j] + src[j]);  // vectorised
+    return;
+  }
+  for (std::int64_t j = 0; j < n; ++j) dst[j * step] = static_cast<Acc>(dst[j * step] + src[j]);
 }
 
 // src_step 0 broadcasts one element.
