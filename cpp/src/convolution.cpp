@@ -37,6 +37,7 @@
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/gemm.hpp"
 #include "dmlops/core/half.hpp"
+#include "dmlops/core/direct.hpp"
 #include "dmlops/core/lanes.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/rows.hpp"
@@ -61,6 +62,9 @@ constexpr std::int64_t kChannelBlock = 16;  // channels-last input channels padd
 constexpr std::int64_t kLongRow = 32;  // depthwise output rows this long are stored one by one, not moved first
 constexpr std::int64_t kSlabBytes = 64 * 1024;  // a depthwise task's interleaved input slab: stays in L2
 constexpr std::int64_t kLaneChunkBytes = 16 * 1024;  // depthwise results computed at once: stay in L1
+constexpr std::int64_t kDirectFilterBytes = 32 * 1024;  // a direct pass's packed filter: stays in L1
+constexpr std::int64_t kDirectBandBytes = 128 * 1024;   // a direct task's sums: stay in L2
+constexpr std::int64_t kDirectSegment = 256;            // direct output positions per row piece, at most
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -303,6 +307,42 @@ void finish_row(Acc* row, std::int64_t count, Acc bias, const std::optional<Fuse
   });
 }
 
+// A tensor of Acc whose strides are whole elements: read and written in place.
+template <class Acc>
+bool elements_of(const TensorView& t) {
+  bool ok = aligned(t.data, alignof(Acc));
+  for (std::int64_t s : t.byte_strides) ok = ok && s % std::int64_t{sizeof(Acc)} == 0;
+  return ok;
+}
+
+// Stores results interleaved by output channel: channel o < used of positions [p0, p0 + count)
+// is result[x * stride + o], the bias and activation applied already. `planes` is the first
+// channel's output plane, channel_step bytes before the next. An output of Acc with whole-element
+// strides (direct_out) gets them L channels at a time in place; any other through `staging`
+// (L * count values) and finish_row's conversion.
+template <class T, class Acc>
+void store_lanes(const Acc* result, std::int64_t stride, std::int64_t count, std::int64_t used, std::byte* planes,
+                 std::int64_t channel_step, const Geometry& g, const Dims& out_strides, std::int64_t p0, bool direct_out,
+                 Acc* staging) {
+  constexpr std::int64_t kAcc = sizeof(Acc);
+  const std::int64_t L = lane_count<Acc>(), last = g.D - 1;
+  for (std::int64_t o = 0; o < used; o += L) {
+    const std::int64_t lanes = std::min(L, used - o);
+    std::byte* first = planes + o * channel_step;
+    if (direct_out) {
+      for_each_run(g.out_spatial, out_strides, p0, count, [&](std::int64_t offset, std::int64_t at, std::int64_t run) {
+        deinterleave_lanes(result + at * stride + o, stride, run, lanes, reinterpret_cast<Acc*>(first + offset),
+                           channel_step / kAcc, out_strides[last] / kAcc);
+      });
+      continue;
+    }
+    deinterleave_lanes(result + o, stride, count, lanes, staging, count, 1);
+    for (std::int64_t l = 0; l < lanes; ++l)
+      finish_row<T, Acc>(staging + l * count, count, Acc(0), std::nullopt, first + l * channel_step, g.out_spatial,
+                         out_strides, p0);
+  }
+}
+
 // Zero-filled scratch (for buffers whose untouched entries must read as zeros).
 template <class Acc>
 std::vector<Acc> scratch(std::int64_t n) {
@@ -374,6 +414,35 @@ class AccFilter {
  private:
   Scratch<Acc> widened_;
   TensorView view_;
+};
+
+// The filter as the matrix A of the forward GEMM: row oc, column k = ic' * taps + t holds the
+// weight window tap t multiplies (the mirrored tap in convolution mode). `dense` when every row
+// is a contiguous run of Acc in column order (cross-correlation with a dense {OutC, InC/G, K...}
+// filter): then row oc is dense_row(oc), ld apart, and packers read plain rows.
+template <class Acc>
+struct FilterMatrix {
+  const std::byte* data;
+  std::int64_t row_step;                    // bytes between output channels
+  std::vector<std::int64_t> column_offset;  // bytes, within an output channel's filter
+  bool dense = false;
+  std::int64_t ld = 0;
+
+  FilterMatrix(const Geometry& g, const TensorView& filter, const Taps& tap, bool flip)
+      : data(static_cast<const std::byte*>(filter.data)), row_step(filter.byte_strides[0]) {
+    const std::int64_t taps = std::ssize(tap.index);
+    for (std::int64_t c = 0; c < g.in_per_group; ++c) {
+      for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * filter.byte_strides[1] + tap.filter(t, flip));
+    }
+    constexpr std::int64_t kSize = sizeof(Acc);
+    dense = aligned(data, alignof(Acc)) && row_step % kSize == 0;
+    for (std::int64_t k = 0; k < std::ssize(column_offset) && dense; ++k) dense = column_offset[k] == k * kSize;
+    ld = row_step / kSize;
+  }
+  const Acc* dense_row(std::int64_t oc) const { return reinterpret_cast<const Acc*>(data + oc * row_step); }
+  Acc at(std::int64_t oc, std::int64_t k) const {
+    return load_value<Acc, Acc>(data + oc * row_step + column_offset[static_cast<std::size_t>(k)]);
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -524,6 +593,62 @@ struct PaddedPlane {
   }
 };
 
+// Every input channel once in its padded plane (converted to Acc once, not once per tap), unless
+// the input planes already are their own padded planes (no padding, unit last-axis stride, dense
+// planes of Acc: e.g. a 1x1 convolution of a contiguous float input, then a plain GEMM on the
+// input).
+template <class T>
+class PaddedInput {
+ public:
+  using Acc = typename AccumulatorOf<T>::type;
+
+  PaddedInput(const Geometry& g, const PaddedPlane& pad, const TensorView& in)
+      : in_(in), in_channels_(g.in_channels), size_(pad.size), direct_(reads_in_place(g, pad, in)),
+        planes_(direct_ ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input")) {
+    if (direct_) return;
+    const Dims in_strides = spatial(in.byte_strides);
+    const auto* in_base = static_cast<const std::byte*>(in.data);
+    // Channels-last inputs: kChannelBlock channels (a cache line of float32) per task.
+    const bool interleaved = std::abs(in.byte_strides[1]) < std::abs(in_strides[g.D - 1]);
+    const std::int64_t channels = interleaved ? kChannelBlock : 1, per_batch = ceil_div(g.in_channels, channels);
+    parallel_for(0, g.batch * per_batch, std::max<std::int64_t>(1, (1 << 14) / (pad.size * channels)), [&](std::int64_t begin, std::int64_t end) {
+      std::vector<Acc> lines(static_cast<std::size_t>(channels * pad.row_len));  // zero: see PaddedPlane::fill
+      for (std::int64_t i = begin; i < end; ++i) {
+        const std::int64_t n = i / per_batch, c0 = i % per_batch * channels;
+        pad.fill<T>(g, in_base + n * in.byte_strides[0] + c0 * in.byte_strides[1], in.byte_strides[1],
+                    std::min(channels, g.in_channels - c0), in_strides, planes_.get() + (n * g.in_channels + c0) * pad.size,
+                    lines.data());
+      }
+    });
+  }
+
+  // Input channel c of batch item n as its padded plane.
+  const Acc* plane(std::int64_t n, std::int64_t c) const {
+    if (direct_)
+      return reinterpret_cast<const Acc*>(static_cast<const std::byte*>(in_.data) + n * in_.byte_strides[0] +
+                                          c * in_.byte_strides[1]);
+    return planes_.get() + (n * in_channels_ + c) * size_;
+  }
+
+ private:
+  static bool reads_in_place(const Geometry& g, const PaddedPlane& pad, const TensorView& in) {
+    const Dims in_strides = spatial(in.byte_strides);
+    bool direct = std::is_same_v<T, Acc> && pad.phases == 1 && pad.padded == g.in_spatial && pad.size == g.in_spatial.product() &&
+                  aligned(in.data, alignof(Acc)) && in.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0 &&
+                  in.byte_strides[1] % std::int64_t{sizeof(Acc)} == 0;
+    for (int a = 0; a < g.D; ++a) {
+      direct = direct && g.start[a] == 0 &&
+               in_strides[a] == (a == g.D - 1 ? std::int64_t{sizeof(Acc)} : in_strides[a + 1] * g.in_spatial[a + 1]);
+    }
+    return direct;
+  }
+
+  const TensorView& in_;
+  std::int64_t in_channels_, size_;
+  bool direct_;
+  Scratch<Acc> planes_;
+};
+
 // ---------------------------------------------------------------------------------------------
 // FORWARD
 
@@ -573,10 +698,20 @@ std::optional<std::pair<Geometry, TensorView>> sampled_pointwise(const Geometry&
 }
 
 template <class T>
+void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views& v);
+
+// Layers of float sums with a window (not pointwise: a 1x1 layer is a plain GEMM on the input)
+// and at least a vector of output channels per group run direct, without im2col.
+bool direct_applies(const Geometry& g, std::int64_t taps) { return taps > 1 && g.out_per_group >= simd_lanes<float>(); }
+
+template <class T>
 void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   if (const auto sampled = sampled_pointwise(g, v.in))
     return forward<T>(desc, sampled->first, Views{sampled->second, v.filter, v.bias, v.out});
   using Acc = typename AccumulatorOf<T>::type;
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (direct_applies(g, g.kernel.product())) return forward_direct<T>(desc, g, v);
+  }
   constexpr std::int64_t NR = gemm_columns<Acc>();
   const BlockWalker walker = forward_walker(g);
   const std::int64_t taps = walker.tap_count(), positions = walker.block_count();
@@ -586,30 +721,13 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const AccFilter<T> acc_filter(g, v.filter);
   const TensorView& filter = acc_filter.view();
   const Taps tap(walker, filter);
-  // A per group: row oc', column ic' * taps + t holds W[oc, ic', t'], packed from the columns'
-  // byte offsets (up front or inside the product: see inline_a below).
-  const auto* w = static_cast<const std::byte*>(filter.data);
-  std::vector<std::int64_t> column_offset;
-  for (std::int64_t c = 0; c < g.in_per_group; ++c) {
-    for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * filter.byte_strides[1] + tap.filter(t, flip));
-  }
-  // A filter whose rows are contiguous in A's column order (cross-correlation, dense
-  // {OutC, InC/G, K...}) is read as plain rows.
-  constexpr std::int64_t kSize = sizeof(Acc);
-  bool dense_rows = aligned(w, alignof(Acc)) && filter.byte_strides[0] % kSize == 0;
-  for (std::int64_t k = 0; k < K && dense_rows; ++k) dense_rows = column_offset[k] == k * kSize;
-  const std::int64_t filter_ld = filter.byte_strides[0] / kSize;
+  const FilterMatrix<Acc> matrix(g, filter, tap, flip);
   // Packs rows [row0, row0 + count) of group grp's A, columns [k0, k0 + depth), as pack_gemm_a does.
   const auto pack_filter = [&](std::int64_t grp, std::int64_t row0, std::int64_t count, std::int64_t k0, std::int64_t depth,
                                Acc* dst) {
-    const std::byte* rows = w + (grp * M + row0) * filter.byte_strides[0];
-    if (dense_rows) return pack_gemm_a_rows(count, depth, reinterpret_cast<const Acc*>(rows) + k0, filter_ld, dst);
-    const std::int64_t* columns = column_offset.data() + k0;
-    pack_gemm_a(count, depth,
-                [&](std::int64_t r, std::int64_t k) {
-                  return load_value<Acc, Acc>(rows + r * filter.byte_strides[0] + columns[k]);
-                },
-                dst);
+    const std::int64_t oc = grp * M + row0;
+    if (matrix.dense) return pack_gemm_a_rows(count, depth, matrix.dense_row(oc) + k0, matrix.ld, dst);
+    pack_gemm_a(count, depth, [&](std::int64_t r, std::int64_t k) { return matrix.at(oc + r, k0 + k); }, dst);
   };
 
   // Position blocks: whole micro-panels, spread evenly (their sizes differ by at most NR), whose
@@ -644,41 +762,12 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const std::int64_t grain =
       std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * channel_block * K * block));
 
-  const Dims in_strides = spatial(v.in.byte_strides), out_strides = spatial(v.out.byte_strides);
-  const auto* in_base = static_cast<const std::byte*>(v.in.data);
+  const Dims out_strides = spatial(v.out.byte_strides);
   auto* out_base = static_cast<std::byte*>(v.out.data);
 
-  // Every input channel once into a padded plane (converted to Acc once, not once per tap),
-  // unless the input planes already are their own padded planes (no padding, unit last-axis
-  // stride, dense planes of Acc: e.g. a 1x1 convolution of a contiguous float input, then a
-  // plain GEMM on the input).
   const PaddedPlane pad(g, tap);
-  bool direct = std::is_same_v<T, Acc> && pad.phases == 1 && pad.padded == g.in_spatial && pad.size == g.in_spatial.product() &&
-                aligned(in_base, alignof(Acc)) && v.in.byte_strides[0] % std::int64_t{sizeof(Acc)} == 0 &&
-                v.in.byte_strides[1] % std::int64_t{sizeof(Acc)} == 0;
-  for (int a = 0; a < g.D; ++a) {
-    direct = direct && g.start[a] == 0 &&
-             in_strides[a] == (a == g.D - 1 ? std::int64_t{sizeof(Acc)} : in_strides[a + 1] * g.in_spatial[a + 1]);
-  }
-  const Scratch<Acc> planes(direct ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input"));
-  const auto plane_of = [&](std::int64_t n, std::int64_t c) -> const Acc* {
-    if (direct) return reinterpret_cast<const Acc*>(in_base + n * v.in.byte_strides[0] + c * v.in.byte_strides[1]);
-    return planes.get() + (n * g.in_channels + c) * pad.size;
-  };
-  if (!direct) {
-    // Channels-last inputs: kChannelBlock channels (a cache line of float32) per task.
-    const bool interleaved = std::abs(v.in.byte_strides[1]) < std::abs(in_strides[g.D - 1]);
-    const std::int64_t channels = interleaved ? kChannelBlock : 1, per_batch = ceil_div(g.in_channels, channels);
-    parallel_for(0, g.batch * per_batch, std::max<std::int64_t>(1, (1 << 14) / (pad.size * channels)), [&](std::int64_t begin, std::int64_t end) {
-      std::vector<Acc> lines(static_cast<std::size_t>(channels * pad.row_len));  // zero: see PaddedPlane::fill
-      for (std::int64_t i = begin; i < end; ++i) {
-        const std::int64_t n = i / per_batch, c0 = i % per_batch * channels;
-        pad.fill<T>(g, in_base + n * v.in.byte_strides[0] + c0 * v.in.byte_strides[1], v.in.byte_strides[1],
-                    std::min(channels, g.in_channels - c0), in_strides, planes.get() + (n * g.in_channels + c0) * pad.size,
-                    lines.data());
-      }
-    });
-  }
+  const PaddedInput<T> input(g, pad, v.in);
+  const auto plane_of = [&](std::int64_t n, std::int64_t c) { return input.plane(n, c); };
 
   // A position block's positions are pieces of output rows cut at micro-panel boundaries; row
   // k = (c, t) of its B reads them from channel c's padded plane shifted by tap t. `locate`
@@ -790,6 +879,131 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// FORWARD, dense layers of float sums, direct (core/direct.hpp): no im2col panel. The output
+// channels of a group are cut into blocks of `vectors` x L (direct_vectors() vectors while that
+// many remain, then 2, then 1); a block's filter is packed once, [k][o]. A task is (n, group,
+// band of output positions, channel block): per block of input channels (whose packed filter,
+// kDirectFilterBytes, stays in L1), every segment (a piece of an output row: its outputs read
+// consecutive entries of the padded planes, for every tap) runs direct_window_product into the
+// band's interleaved sums (position-major, `width` channels). Then the bias and activation go
+// on in place, and store_lanes moves the channels into the output. The sums run in the GEMM's
+// order, so they do not depend on the bands, the blocks or the thread count.
+
+template <class T>
+void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  using Acc = float;
+  const BlockWalker walker = forward_walker(g);
+  const std::int64_t taps = walker.tap_count(), M = g.out_per_group, K = g.in_per_group * taps;
+  const AccFilter<T> acc_filter(g, v.filter);
+  const Taps tap(walker, acc_filter.view());
+  const FilterMatrix<Acc> matrix(g, acc_filter.view(), tap, desc.mode == ConvolutionMode::Convolution);
+  const PaddedPlane pad(g, tap);
+  const PaddedInput<T> input(g, pad, v.in);
+
+  const std::int64_t L = simd_lanes<Acc>(), most = direct_vectors();
+  struct ChannelBlock {
+    std::int64_t first, vectors;  // first output channel in the group
+  };
+  std::vector<ChannelBlock> blocks;
+  for (std::int64_t first = 0, left = ceil_div(M, L); left > 0;) {
+    const std::int64_t vectors = left >= most ? most : left >= 2 ? 2 : 1;
+    blocks.push_back({first, vectors});
+    first += vectors * L, left -= vectors;
+  }
+  const std::int64_t block_count = std::ssize(blocks), padded_M = ceil_div(M, L) * L;
+
+  // Every block's filter [k][o], once, by all threads: group grp's block b at packed + (grp * padded_M + first) * K.
+  const Scratch<Acc> packed(checked_product(g.groups * padded_M, K, "packed filter"));
+  parallel_for(0, g.groups * block_count, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::int64_t grp = i / block_count;
+      const ChannelBlock& block = blocks[static_cast<std::size_t>(i % block_count)];
+      const std::int64_t oc = grp * M + block.first, width = block.vectors * L, used = std::min(width, M - block.first);
+      Acc* dst = packed.get() + (grp * padded_M + block.first) * K;
+      if (matrix.dense) {
+        pack_direct_filter(matrix.dense_row(oc), matrix.ld, used, K, width, dst);
+        continue;
+      }
+      for (std::int64_t k = 0; k < K; ++k) {
+        for (std::int64_t o = 0; o < width; ++o) dst[k * width + o] = o < used ? matrix.at(oc + o, k) : Acc(0);
+      }
+    }
+  });
+
+  // Segments: output rows cut into near-equal pieces of at most kDirectSegment positions.
+  struct Segment {
+    std::int64_t row, x0, length;
+  };
+  std::vector<Segment> segments;
+  const std::int64_t out_width = pad.out_width, pieces = ceil_div(out_width, kDirectSegment);
+  for (std::int64_t r = 0; r < std::ssize(pad.row_base); ++r) {
+    for (std::int64_t i = 0; i < pieces; ++i) {
+      const std::int64_t x0 = out_width * i / pieces;
+      segments.push_back({r, x0, out_width * (i + 1) / pieces - x0});
+    }
+  }
+  // Bands of consecutive segments (so of consecutive positions), about kDirectBandBytes of sums
+  // each, as many as spread the tasks evenly over the threads.
+  const std::int64_t positions = g.out_spatial.product(), threads = num_threads();
+  const std::int64_t max_width = most * L, per_band = g.batch * g.groups * block_count;
+  std::int64_t bands = ceil_div(positions * max_width * std::int64_t{sizeof(Acc)}, kDirectBandBytes);
+  bands = std::clamp<std::int64_t>(balanced_count(per_band, bands, threads), 1, std::ssize(segments));
+  const auto band_start = [&](std::int64_t b) { return std::ssize(segments) * b / bands; };
+  std::int64_t band_max = 0;  // positions
+  for (std::int64_t b = 0; b < bands; ++b) {
+    const Segment& first = segments[static_cast<std::size_t>(band_start(b))];
+    const Segment& last = segments[static_cast<std::size_t>(band_start(b + 1) - 1)];
+    band_max = std::max(band_max, (last.row - first.row) * out_width + last.x0 + last.length - first.x0);
+  }
+  // Input channels per pass: their packed filter stays in L1.
+  const std::int64_t channel_pass =
+      std::clamp<std::int64_t>(kDirectFilterBytes / (taps * max_width * std::int64_t{sizeof(Acc)}), 1, g.in_per_group);
+
+  const Dims out_strides = spatial(v.out.byte_strides);
+  auto* out_base = static_cast<std::byte*>(v.out.data);
+  const bool direct_out = std::is_same_v<T, Acc> && elements_of<Acc>(v.out);
+  const std::int64_t tasks = per_band * bands;
+  const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * K * max_width * band_max));
+  parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
+    const Scratch<Acc> sums(band_max * max_width), staging(direct_out ? 0 : L * band_max);
+    std::vector<const Acc*> sources(static_cast<std::size_t>(channel_pass));
+    for (std::int64_t task = begin; task < end; ++task) {
+      const ChannelBlock& block = blocks[static_cast<std::size_t>(task % block_count)];
+      const std::int64_t b = task / block_count % bands, grp = task / (block_count * bands) % g.groups;
+      const std::int64_t n = task / (block_count * bands * g.groups);
+      const std::int64_t width = block.vectors * L, used = std::min(width, M - block.first);
+      const Segment& head = segments[static_cast<std::size_t>(band_start(b))];
+      const std::int64_t p0 = head.row * out_width + head.x0;
+      std::int64_t count = 0;
+      for (std::int64_t c0 = 0; c0 < g.in_per_group; c0 += channel_pass) {
+        const std::int64_t channels = std::min(channel_pass, g.in_per_group - c0);
+        const Acc* filter = packed.get() + (grp * padded_M + block.first) * K + c0 * taps * width;
+        for (std::int64_t s = band_start(b); s < band_start(b + 1); ++s) {
+          const Segment& segment = segments[static_cast<std::size_t>(s)];
+          const std::int64_t at = segment.row * out_width + segment.x0 - p0;
+          for (std::int64_t c = 0; c < channels; ++c)
+            sources[c] = input.plane(n, grp * g.in_per_group + c0 + c) + pad.row_base[segment.row] + segment.x0;
+          direct_window_product(channels, taps, sources.data(), pad.tap_offset.data(), segment.length, block.vectors,
+                                filter, c0 > 0, sums.get() + at * width);
+          count = at + segment.length;
+        }
+      }
+      const std::int64_t oc = grp * M + block.first;
+      if (v.bias) {
+        std::vector<Acc> bias(static_cast<std::size_t>(width));
+        for (std::int64_t o = 0; o < used; ++o) bias[o] = bias_of<T, Acc>(v, oc + o);
+        for (std::int64_t x = 0; x < count; ++x) {
+          for (std::int64_t o = 0; o < width; ++o) sums.get()[x * width + o] += bias[o];
+        }
+      }
+      if (desc.fused_activation) apply_activation(*desc.fused_activation, sums.get(), count * width);
+      store_lanes<T, Acc>(sums.get(), width, count, used, out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1],
+                          v.out.byte_strides[1], g, out_strides, p0, direct_out, staging.get());
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // FORWARD, one input channel per group, L input channels at a time in the vector lanes
 // (core/lanes.hpp, L = lane_count<Acc>()). A task is (n, block of L input channels, band of
 // output indices along the first spatial axis). It interleaves the block's input into a
@@ -866,12 +1080,8 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
   const auto* w = static_cast<const std::byte*>(filter.data);
   auto* out_base = static_cast<std::byte*>(v.out.data);
   // Tensors of Acc whose strides are whole elements are read and written in place.
-  const auto in_elements = [](const TensorView& t) {
-    bool ok = std::is_same_v<T, Acc> && aligned(t.data, alignof(Acc));
-    for (std::int64_t s : t.byte_strides) ok = ok && s % std::int64_t{sizeof(Acc)} == 0;
-    return ok;
-  };
-  const bool direct_in = in_elements(v.in), direct_out = in_elements(v.out);
+  const bool direct_in = std::is_same_v<T, Acc> && elements_of<Acc>(v.in);
+  const bool direct_out = std::is_same_v<T, Acc> && elements_of<Acc>(v.out);
   constexpr std::int64_t kAcc = sizeof(Acc);
   const std::int64_t multiplier = g.out_per_group, tasks = g.batch * blocks * slab.bands;
   // The filter as rows of taps (filter order) of Acc, filter_ld apart, from which the tasks
@@ -994,18 +1204,8 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
                           weights.get() + m * taps * L, v.bias ? bias.get() + m * L : nullptr, result.get());
           if (desc.fused_activation) apply_activation(*desc.fused_activation, result.get(), count * L);
           std::byte* planes = out_base + n * v.out.byte_strides[0] + (c0 * multiplier + m) * v.out.byte_strides[1];
-          const std::int64_t lane_step = multiplier * v.out.byte_strides[1];
-          if (direct_out) {
-            for_each_run(g.out_spatial, out_strides, p0, count, [&](std::int64_t offset, std::int64_t at, std::int64_t run) {
-              deinterleave_lanes(result.get() + at * L, run, used, reinterpret_cast<Acc*>(planes + offset), lane_step / kAcc,
-                                 out_strides[last] / kAcc);
-            });
-            continue;
-          }
-          deinterleave_lanes(result.get(), count, used, staging.get(), count, 1);
-          for (std::int64_t l = 0; l < used; ++l)
-            finish_row<T, Acc>(staging.get() + l * count, count, Acc(0), std::nullopt, planes + l * lane_step, g.out_spatial,
-                               out_strides, p0);
+          store_lanes<T, Acc>(result.get(), L, count, used, planes, multiplier * v.out.byte_strides[1], g, out_strides, p0,
+                              direct_out, staging.get());
         }
       }
     }

@@ -1909,16 +1909,21 @@ void check_interleave() {
           }
         }
         EXPECT_EQ(block.back(), Acc(-7)) << "interleave wrote past n = " << n;
-        for (std::size_t i = 0; i + 1 < block.size(); ++i) block[i] = static_cast<Acc>(-1 - static_cast<double>(i));
-        std::vector<Acc> rows(storage.size(), Acc(0));
-        deinterleave_lanes(block.data(), n, used, rows.data() + origin, st.lane, st.column);
-        std::int64_t written = 0;
-        for (Acc v : rows) written += v != Acc(0);
-        EXPECT_EQ(written, used * n) << "deinterleave wrote outside its lanes";
-        for (std::int64_t x = 0; x < n; ++x) {
-          for (std::int64_t l = 0; l < used; ++l) {
-            ASSERT_EQ(rows[static_cast<std::size_t>(at(l, x))], block[static_cast<std::size_t>(x * L + l)])
-                << "deinterleave strides " << st.lane << ", " << st.column << " used " << used << " n " << n << " at " << x << ", " << l;
+        // Back from positions `src_stride` apart: one block (L), or one of several side by side.
+        for (const std::int64_t src_stride : {L, 3 * L}) {
+          std::vector<Acc> wide(static_cast<std::size_t>(n * src_stride));
+          for (std::size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<Acc>(-1 - static_cast<double>(i));
+          std::vector<Acc> rows(storage.size(), Acc(0));
+          deinterleave_lanes(wide.data(), src_stride, n, used, rows.data() + origin, st.lane, st.column);
+          std::int64_t written = 0;
+          for (Acc v : rows) written += v != Acc(0);
+          EXPECT_EQ(written, used * n) << "deinterleave wrote outside its lanes";
+          for (std::int64_t x = 0; x < n; ++x) {
+            for (std::int64_t l = 0; l < used; ++l) {
+              ASSERT_EQ(rows[static_cast<std::size_t>(at(l, x))], wide[static_cast<std::size_t>(x * src_stride + l)])
+                  << "deinterleave strides " << st.lane << ", " << st.column << " src_stride " << src_stride << " used "
+                  << used << " n " << n << " at " << x << ", " << l;
+            }
           }
         }
       }

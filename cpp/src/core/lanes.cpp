@@ -45,21 +45,23 @@ struct Interleave {
 template <class Isa>
 struct Deinterleave {
   using Acc = typename Isa::Acc;
-  [[gnu::always_inline]] static void run(const Acc* src, std::int64_t n, std::int64_t used, Acc* dst,
-                                         std::int64_t lane_stride, std::int64_t column_stride) {
+  [[gnu::always_inline]] static void run(const Acc* src, std::int64_t src_stride, std::int64_t n, std::int64_t used,
+                                         Acc* dst, std::int64_t lane_stride, std::int64_t column_stride) {
     constexpr std::int64_t L = Isa::kLanes;
     if (lane_stride == 1 && used == L) {
-      for (std::int64_t x = 0; x < n; ++x) Isa::store(dst + x * column_stride, Isa::load(src + x * L));
+      for (std::int64_t x = 0; x < n; ++x) Isa::store(dst + x * column_stride, Isa::load(src + x * src_stride));
       return;
     }
     if (column_stride == 1 && used >= 8 && n >= 8) {
       for_each_block8(n, [&](std::int64_t x) {
-        for_each_block8(used, [&](std::int64_t l) { Isa::transpose8(src + x * L + l, L, dst + l * lane_stride + x, lane_stride); });
+        for_each_block8(used, [&](std::int64_t l) {
+          Isa::transpose8(src + x * src_stride + l, src_stride, dst + l * lane_stride + x, lane_stride);
+        });
       });
       return;
     }
     for (std::int64_t x = 0; x < n; ++x) {
-      for (std::int64_t l = 0; l < used; ++l) dst[l * lane_stride + x * column_stride] = src[x * L + l];
+      for (std::int64_t l = 0; l < used; ++l) dst[l * lane_stride + x * column_stride] = src[x * src_stride + l];
     }
   }
 };
@@ -152,13 +154,13 @@ void interleave_lanes(const double* src, std::int64_t lane_stride, std::int64_t 
   SimdKernel<Interleave, double>::run(src, lane_stride, column_stride, used, n, dst);
 }
 
-void deinterleave_lanes(const float* src, std::int64_t n, std::int64_t used, float* dst, std::int64_t lane_stride,
-                        std::int64_t column_stride) {
-  SimdKernel<Deinterleave, float>::run(src, n, used, dst, lane_stride, column_stride);
+void deinterleave_lanes(const float* src, std::int64_t src_stride, std::int64_t n, std::int64_t used, float* dst,
+                        std::int64_t lane_stride, std::int64_t column_stride) {
+  SimdKernel<Deinterleave, float>::run(src, src_stride, n, used, dst, lane_stride, column_stride);
 }
-void deinterleave_lanes(const double* src, std::int64_t n, std::int64_t used, double* dst, std::int64_t lane_stride,
-                        std::int64_t column_stride) {
-  SimdKernel<Deinterleave, double>::run(src, n, used, dst, lane_stride, column_stride);
+void deinterleave_lanes(const double* src, std::int64_t src_stride, std::int64_t n, std::int64_t used, double* dst,
+                        std::int64_t lane_stride, std::int64_t column_stride) {
+  SimdKernel<Deinterleave, double>::run(src, src_stride, n, used, dst, lane_stride, column_stride);
 }
 
 void lane_window_sum(std::int64_t taps, const float* base, const std::int64_t* tap_offsets,

@@ -32,11 +32,13 @@ void interleave_lanes(const float* src, std::int64_t lane_stride, std::int64_t c
 void interleave_lanes(const double* src, std::int64_t lane_stride, std::int64_t column_stride, std::int64_t used,
                       std::int64_t n, double* dst);
 
-// dst[l * lane_stride + x * column_stride] = src[x * L + l] for x < n and l < used.
-void deinterleave_lanes(const float* src, std::int64_t n, std::int64_t used, float* dst, std::int64_t lane_stride,
-                        std::int64_t column_stride);
-void deinterleave_lanes(const double* src, std::int64_t n, std::int64_t used, double* dst, std::int64_t lane_stride,
-                        std::int64_t column_stride);
+// dst[l * lane_stride + x * column_stride] = src[x * src_stride + l] for x < n and l < used: the
+// inverse, from positions src_stride apart (L for one block; more when src holds several blocks
+// of a position side by side, as direct convolution tiles do).
+void deinterleave_lanes(const float* src, std::int64_t src_stride, std::int64_t n, std::int64_t used, float* dst,
+                        std::int64_t lane_stride, std::int64_t column_stride);
+void deinterleave_lanes(const double* src, std::int64_t src_stride, std::int64_t n, std::int64_t used, double* dst,
+                        std::int64_t lane_stride, std::int64_t column_stride);
 
 // A sliding window over an interleaved block, for output positions p < n:
 //   out[p * L + l] = (sum over t < taps, in increasing t, of

@@ -3,6 +3,7 @@
 // Each type Isa has: Isa::Acc (float or double), Isa::kLanes values per register Isa::V, and
 //   load(p) / store(p, v)   kLanes values at p (no alignment needed)
 //   zero()                  all lanes 0
+//   broadcast(p)            every lane *p
 //   madd(a, b, c)           a * b + c per lane: one fused rounding on AVX2 / AVX-512, a rounded
 //                           product then a rounded sum on the portable type
 //   add(a, b)               a + b per lane
@@ -69,6 +70,11 @@ struct SimdPortable {
     for (std::int64_t l = 0; l < kLanes; ++l) p[l] = a.v[l];
   }
   static V zero() { return V{}; }
+  static V broadcast(const T* p) {
+    V r;
+    for (std::int64_t l = 0; l < kLanes; ++l) r.v[l] = *p;
+    return r;
+  }
   static V madd(const V& a, const V& b, V c) {
     for (std::int64_t l = 0; l < kLanes; ++l) c.v[l] += a.v[l] * b.v[l];
     return c;
@@ -88,6 +94,7 @@ struct SimdAvx2<float> {
   __attribute__((target("avx2,fma"))) static V load(const float* p) { return _mm256_loadu_ps(p); }
   __attribute__((target("avx2,fma"))) static void store(float* p, V a) { _mm256_storeu_ps(p, a); }
   __attribute__((target("avx2,fma"))) static V zero() { return _mm256_setzero_ps(); }
+  __attribute__((target("avx2,fma"))) static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   __attribute__((target("avx2,fma"))) static V madd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   __attribute__((target("avx2,fma"))) static V add(V a, V b) { return _mm256_add_ps(a, b); }
   __attribute__((target("avx2,fma"))) static void transpose8(const float* src, std::int64_t ss, float* dst,
@@ -104,6 +111,7 @@ struct SimdAvx2<double> {
   __attribute__((target("avx2,fma"))) static V load(const double* p) { return _mm256_loadu_pd(p); }
   __attribute__((target("avx2,fma"))) static void store(double* p, V a) { _mm256_storeu_pd(p, a); }
   __attribute__((target("avx2,fma"))) static V zero() { return _mm256_setzero_pd(); }
+  __attribute__((target("avx2,fma"))) static V broadcast(const double* p) { return _mm256_broadcast_sd(p); }
   __attribute__((target("avx2,fma"))) static V madd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   __attribute__((target("avx2,fma"))) static V add(V a, V b) { return _mm256_add_pd(a, b); }
   static void transpose8(const double* src, std::int64_t ss, double* dst, std::int64_t ds) {
@@ -119,6 +127,8 @@ struct SimdAvx512<float> {
   __attribute__((target("avx512f"))) static V load(const float* p) { return _mm512_loadu_ps(p); }
   __attribute__((target("avx512f"))) static void store(float* p, V a) { _mm512_storeu_ps(p, a); }
   __attribute__((target("avx512f"))) static V zero() { return _mm512_setzero_ps(); }
+  // A memory operand of the FMA that reads it ({1to16}): no register, no separate load.
+  __attribute__((target("avx512f"))) static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
   __attribute__((target("avx512f"))) static V madd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   __attribute__((target("avx512f"))) static V add(V a, V b) { return _mm512_add_ps(a, b); }
   __attribute__((target("avx512f"))) static void transpose8(const float* src, std::int64_t ss, float* dst,
@@ -135,6 +145,7 @@ struct SimdAvx512<double> {
   __attribute__((target("avx512f"))) static V load(const double* p) { return _mm512_loadu_pd(p); }
   __attribute__((target("avx512f"))) static void store(double* p, V a) { _mm512_storeu_pd(p, a); }
   __attribute__((target("avx512f"))) static V zero() { return _mm512_setzero_pd(); }
+  __attribute__((target("avx512f"))) static V broadcast(const double* p) { return _mm512_set1_pd(*p); }
   __attribute__((target("avx512f"))) static V madd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
   __attribute__((target("avx512f"))) static V add(V a, V b) { return _mm512_add_pd(a, b); }
   static void transpose8(const double* src, std::int64_t ss, double* dst, std::int64_t ds) {

@@ -1,0 +1,129 @@
+#include "dmlops/core/direct.hpp"
+
+#include "dmlops/core/cpu.hpp"
+#include "dmlops/core/simd.hpp"
+
+namespace dmlops {
+namespace {
+
+template <class Isa>
+struct WindowProduct {
+  using Acc = typename Isa::Acc;
+  using V = typename Isa::V;
+  static constexpr std::int64_t L = Isa::kLanes;
+  static constexpr bool kWide = L * sizeof(Acc) == 64;  // AVX-512: 32 registers, else 16
+  static constexpr int kMaxVectors = kWide ? 4 : 2;
+
+  // Positions per tile: its sums and the weights fill the register file (AVX-512: 7 x 4 + 4 = 32,
+  // the broadcasts are memory operands; AVX2: 6 x 2 + 2 + one broadcast register).
+  static constexpr int positions(int vectors) {
+    if (kWide) return vectors == 4 ? 7 : 12;
+    return vectors == 2 ? 6 : 12;
+  }
+
+  // kCount positions x kVectors weight vectors, from p on.
+  template <int kVectors, int kCount>
+  [[gnu::always_inline]] static void tile(std::int64_t channels, std::int64_t taps, const Acc* const* sources,
+                                          const std::int64_t* tap_offsets, std::int64_t p, const Acc* filter,
+                                          bool accumulate, Acc* out) {
+    constexpr std::int64_t W = kVectors * L;
+    V acc[kCount][kVectors];
+#pragma GCC unroll 16
+    for (int j = 0; j < kCount; ++j) {
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) acc[j][v] = accumulate ? Isa::load(out + j * W + v * L) : Isa::zero();
+    }
+    const Acc* w = filter;
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const Acc* src = sources[c] + p;
+      for (std::int64_t t = 0; t < taps; ++t, w += W) {
+        const Acc* s = src + tap_offsets[t];
+        V weights[kVectors];
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + v * L);
+#pragma GCC unroll 16
+        for (int j = 0; j < kCount; ++j) {
+          const V x = Isa::broadcast(s + j);
+#pragma GCC unroll 4
+          for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::madd(x, weights[v], acc[j][v]);
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < kCount; ++j) {
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) Isa::store(out + j * W + v * L, acc[j][v]);
+    }
+  }
+
+  // The tile of `count` (<= kCount) positions.
+  template <int kVectors, int kCount>
+  [[gnu::always_inline]] static void tile_of(std::int64_t count, std::int64_t channels, std::int64_t taps,
+                                             const Acc* const* sources, const std::int64_t* tap_offsets, std::int64_t p,
+                                             const Acc* filter, bool accumulate, Acc* out) {
+    if (count == kCount) return tile<kVectors, kCount>(channels, taps, sources, tap_offsets, p, filter, accumulate, out);
+    if constexpr (kCount > 1)
+      tile_of<kVectors, kCount - 1>(count, channels, taps, sources, tap_offsets, p, filter, accumulate, out);
+  }
+
+  // n positions in tiles of near-equal sizes (a row of 58 is 7 + 7 + ... + 8 with 8, not 7 x 8 + 2).
+  template <int kVectors>
+  [[gnu::always_inline]] static void positions_of(std::int64_t channels, std::int64_t taps, const Acc* const* sources,
+                                                  const std::int64_t* tap_offsets, std::int64_t n, const Acc* filter,
+                                                  bool accumulate, Acc* out) {
+    constexpr int P = positions(kVectors);
+    const std::int64_t tiles = (n + P - 1) / P, small = n / tiles, larger = n % tiles;
+    for (std::int64_t i = 0, p = 0; i < tiles; ++i) {
+      const std::int64_t count = small + (i < larger ? 1 : 0);
+      tile_of<kVectors, P>(count, channels, taps, sources, tap_offsets, p, filter, accumulate, out + p * kVectors * L);
+      p += count;
+    }
+  }
+
+  [[gnu::always_inline]] static void run(std::int64_t channels, std::int64_t taps, const Acc* const* sources,
+                                         const std::int64_t* tap_offsets, std::int64_t n, std::int64_t vectors,
+                                         const Acc* filter, bool accumulate, Acc* out) {
+    if (n <= 0) return;
+    if constexpr (kMaxVectors >= 4) {
+      if (vectors == 4) return positions_of<4>(channels, taps, sources, tap_offsets, n, filter, accumulate, out);
+    }
+    if (vectors == 2) return positions_of<2>(channels, taps, sources, tap_offsets, n, filter, accumulate, out);
+    positions_of<1>(channels, taps, sources, tap_offsets, n, filter, accumulate, out);
+  }
+};
+
+template <class Isa>
+struct PackFilter {
+  using Acc = typename Isa::Acc;
+  [[gnu::always_inline]] static void run(const Acc* rows, std::int64_t ld, std::int64_t used, std::int64_t K,
+                                         std::int64_t width, Acc* dst) {
+    std::int64_t o = 0;
+    for (; o + 8 <= used; o += 8) {
+      std::int64_t k = 0;
+      for (; k + 8 <= K; k += 8) Isa::transpose8(rows + o * ld + k, ld, dst + k * width + o, width);
+      for (; k < K; ++k) {
+        for (std::int64_t i = 0; i < 8; ++i) dst[k * width + o + i] = rows[(o + i) * ld + k];
+      }
+    }
+    for (std::int64_t k = 0; k < K; ++k) {
+      for (std::int64_t i = o; i < width; ++i) dst[k * width + i] = i < used ? rows[i * ld + k] : Acc(0);
+    }
+  }
+};
+
+}  // namespace
+
+std::int64_t direct_vectors() { return avx512_enabled() ? 4 : 2; }
+
+void direct_window_product(std::int64_t channels, std::int64_t taps, const float* const* sources,
+                           const std::int64_t* tap_offsets, std::int64_t n, std::int64_t vectors, const float* filter,
+                           bool accumulate, float* out) {
+  SimdKernel<WindowProduct, float>::run(channels, taps, sources, tap_offsets, n, vectors, filter, accumulate, out);
+}
+
+void pack_direct_filter(const float* rows, std::int64_t ld, std::int64_t used, std::int64_t K, std::int64_t width,
+                        float* dst) {
+  SimdKernel<PackFilter, float>::run(rows, ld, used, K, width, dst);
+}
+
+}  // namespace dmlops
