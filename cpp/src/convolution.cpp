@@ -62,9 +62,8 @@ constexpr std::int64_t kChannelBlock = 16;  // channels-last input channels padd
 constexpr std::int64_t kLongRow = 32;  // depthwise output rows this long are stored one by one, not moved first
 constexpr std::int64_t kSlabBytes = 64 * 1024;  // a depthwise task's interleaved input slab: stays in L2
 constexpr std::int64_t kLaneChunkBytes = 16 * 1024;  // depthwise results computed at once: stay in L1
-constexpr std::int64_t kDirectFilterBytes = 32 * 1024;  // a direct pass's packed filter: stays in L1
-constexpr std::int64_t kDirectBandBytes = 128 * 1024;   // a direct task's sums: stay in L2
-constexpr std::int64_t kDirectSegment = 256;            // direct output positions per row piece, at most
+constexpr std::int64_t kDirectFilterBytes = 32 * 1024;   // a direct pass's packed filter: stays in L1
+constexpr std::int64_t kDirectBandBytes = 128 * 1024;    // a direct task's sums: stay in L2
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -882,12 +881,12 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 // FORWARD, dense layers of float sums, direct (core/direct.hpp): no im2col panel. The output
 // channels of a group are cut into blocks of `vectors` x L (direct_vectors() vectors while that
 // many remain, then 2, then 1); a block's filter is packed once, [k][o]. A task is (n, group,
-// band of output positions, channel block): per block of input channels (whose packed filter,
-// kDirectFilterBytes, stays in L1), every segment (a piece of an output row: its outputs read
-// consecutive entries of the padded planes, for every tap) runs direct_window_product into the
-// band's interleaved sums (position-major, `width` channels). Then the bias and activation go
-// on in place, and store_lanes moves the channels into the output. The sums run in the GEMM's
-// order, so they do not depend on the bands, the blocks or the thread count.
+// band of consecutive output positions, channel block): per pass over a few input channels
+// (whose packed filter, kDirectFilterBytes, stays in L1), direct_window_product adds their terms
+// to the band's interleaved sums (position-major, `width` channels), every output reading its
+// window in the padded planes at row_base + column. Then the bias and activation go on in place,
+// and store_lanes moves the channels into the output. The sums run in the GEMM's order, so they
+// do not depend on the bands, the blocks or the thread count.
 
 template <class T>
 void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
@@ -912,81 +911,71 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
   }
   const std::int64_t block_count = std::ssize(blocks), padded_M = ceil_div(M, L) * L;
 
-  // Every block's filter [k][o], once, by all threads: group grp's block b at packed + (grp * padded_M + first) * K.
-  const Scratch<Acc> packed(checked_product(g.groups * padded_M, K, "packed filter"));
-  parallel_for(0, g.groups * block_count, 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) {
-      const std::int64_t grp = i / block_count;
-      const ChannelBlock& block = blocks[static_cast<std::size_t>(i % block_count)];
-      const std::int64_t oc = grp * M + block.first, width = block.vectors * L, used = std::min(width, M - block.first);
-      Acc* dst = packed.get() + (grp * padded_M + block.first) * K;
-      if (matrix.dense) {
-        pack_direct_filter(matrix.dense_row(oc), matrix.ld, used, K, width, dst);
-        continue;
-      }
-      for (std::int64_t k = 0; k < K; ++k) {
-        for (std::int64_t o = 0; o < width; ++o) dst[k * width + o] = o < used ? matrix.at(oc + o, k) : Acc(0);
-      }
+  // Columns [k0, k0 + depth) of group grp's block, as direct_window_product reads them ([k][o]).
+  const auto pack_block = [&](std::int64_t grp, const ChannelBlock& block, std::int64_t k0, std::int64_t depth, Acc* dst) {
+    const std::int64_t oc = grp * M + block.first, width = block.vectors * L, used = std::min(width, M - block.first);
+    if (matrix.dense) return pack_direct_filter(matrix.dense_row(oc) + k0, matrix.ld, used, depth, width, dst);
+    for (std::int64_t k = 0; k < depth; ++k) {
+      for (std::int64_t o = 0; o < width; ++o) dst[k * width + o] = o < used ? matrix.at(oc + o, k0 + k) : Acc(0);
     }
-  });
-
-  // Segments: output rows cut into near-equal pieces of at most kDirectSegment positions.
-  struct Segment {
-    std::int64_t row, x0, length;
   };
-  std::vector<Segment> segments;
-  const std::int64_t out_width = pad.out_width, pieces = ceil_div(out_width, kDirectSegment);
-  for (std::int64_t r = 0; r < std::ssize(pad.row_base); ++r) {
-    for (std::int64_t i = 0; i < pieces; ++i) {
-      const std::int64_t x0 = out_width * i / pieces;
-      segments.push_back({r, x0, out_width * (i + 1) / pieces - x0});
-    }
-  }
-  // Bands of consecutive segments (so of consecutive positions), about kDirectBandBytes of sums
-  // each, as many as spread the tasks evenly over the threads.
+
+  // Bands of consecutive output positions, about kDirectBandBytes of sums each, as many as
+  // spread the tasks evenly over the threads.
   const std::int64_t positions = g.out_spatial.product(), threads = num_threads();
   const std::int64_t max_width = most * L, per_band = g.batch * g.groups * block_count;
   std::int64_t bands = ceil_div(positions * max_width * std::int64_t{sizeof(Acc)}, kDirectBandBytes);
-  bands = std::clamp<std::int64_t>(balanced_count(per_band, bands, threads), 1, std::ssize(segments));
-  const auto band_start = [&](std::int64_t b) { return std::ssize(segments) * b / bands; };
-  std::int64_t band_max = 0;  // positions
-  for (std::int64_t b = 0; b < bands; ++b) {
-    const Segment& first = segments[static_cast<std::size_t>(band_start(b))];
-    const Segment& last = segments[static_cast<std::size_t>(band_start(b + 1) - 1)];
-    band_max = std::max(band_max, (last.row - first.row) * out_width + last.x0 + last.length - first.x0);
-  }
+  bands = std::clamp<std::int64_t>(balanced_count(per_band, bands, threads), 1, positions);
+  const auto band_start = [&](std::int64_t b) { return positions * b / bands; };
+  const std::int64_t band_max = ceil_div(positions, bands);
   // Input channels per pass: their packed filter stays in L1.
   const std::int64_t channel_pass =
       std::clamp<std::int64_t>(kDirectFilterBytes / (taps * max_width * std::int64_t{sizeof(Acc)}), 1, g.in_per_group);
 
+  // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7, whose
+  // filter is 9 MB) is packed by that task a pass at a time, just before the pass, into L1;
+  // else every block's once, up front, by all threads (group grp's block at packed +
+  // (grp * padded_M + first) * K), and shared.
+  const bool pack_in_pass = g.batch * bands == 1;
+  const Scratch<Acc> packed(pack_in_pass ? 0 : checked_product(g.groups * padded_M, K, "packed filter"));
+  if (!pack_in_pass) {
+    parallel_for(0, g.groups * block_count, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        const std::int64_t grp = i / block_count;
+        const ChannelBlock& block = blocks[static_cast<std::size_t>(i % block_count)];
+        pack_block(grp, block, 0, K, packed.get() + (grp * padded_M + block.first) * K);
+      }
+    });
+  }
+
   const Dims out_strides = spatial(v.out.byte_strides);
   auto* out_base = static_cast<std::byte*>(v.out.data);
   const bool direct_out = std::is_same_v<T, Acc> && elements_of<Acc>(v.out);
-  const std::int64_t tasks = per_band * bands;
+  const std::int64_t tasks = per_band * bands, out_width = pad.out_width;
   const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * K * max_width * band_max));
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const Scratch<Acc> sums(band_max * max_width), staging(direct_out ? 0 : L * band_max);
-    std::vector<const Acc*> sources(static_cast<std::size_t>(channel_pass));
+    const Scratch<Acc> pass_filter(pack_in_pass ? channel_pass * taps * max_width : 0);
+    std::vector<const Acc*> planes(static_cast<std::size_t>(channel_pass));
+    std::vector<std::int64_t> offsets(static_cast<std::size_t>(band_max));
     for (std::int64_t task = begin; task < end; ++task) {
       const ChannelBlock& block = blocks[static_cast<std::size_t>(task % block_count)];
       const std::int64_t b = task / block_count % bands, grp = task / (block_count * bands) % g.groups;
       const std::int64_t n = task / (block_count * bands * g.groups);
       const std::int64_t width = block.vectors * L, used = std::min(width, M - block.first);
-      const Segment& head = segments[static_cast<std::size_t>(band_start(b))];
-      const std::int64_t p0 = head.row * out_width + head.x0;
-      std::int64_t count = 0;
+      const std::int64_t p0 = band_start(b), count = band_start(b + 1) - p0;
+      for (std::int64_t p = 0; p < count; ++p)  // where each output's window starts in the padded planes
+        offsets[p] = pad.row_base[(p0 + p) / out_width] + (p0 + p) % out_width;
       for (std::int64_t c0 = 0; c0 < g.in_per_group; c0 += channel_pass) {
         const std::int64_t channels = std::min(channel_pass, g.in_per_group - c0);
+        for (std::int64_t c = 0; c < channels; ++c) planes[c] = input.plane(n, grp * g.in_per_group + c0 + c);
         const Acc* filter = packed.get() + (grp * padded_M + block.first) * K + c0 * taps * width;
-        for (std::int64_t s = band_start(b); s < band_start(b + 1); ++s) {
-          const Segment& segment = segments[static_cast<std::size_t>(s)];
-          const std::int64_t at = segment.row * out_width + segment.x0 - p0;
-          for (std::int64_t c = 0; c < channels; ++c)
-            sources[c] = input.plane(n, grp * g.in_per_group + c0 + c) + pad.row_base[segment.row] + segment.x0;
-          direct_window_product(channels, taps, sources.data(), pad.tap_offset.data(), segment.length, block.vectors,
-                                filter, c0 > 0, sums.get() + at * width);
-          count = at + segment.length;
+        if (pack_in_pass) {
+          pack_block(grp, block, c0 * taps, channels * taps, pass_filter.get());
+          filter = pass_filter.get();
         }
+        direct_window_product(channels, taps, planes.data(), pad.tap_offset.data(), offsets.data(), count, block.vectors,
+                              filter, c0 > 0, sums.get());
       }
       const std::int64_t oc = grp * M + block.first;
       if (v.bias) {

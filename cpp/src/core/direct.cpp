@@ -14,36 +14,40 @@ struct WindowProduct {
   static constexpr bool kWide = L * sizeof(Acc) == 64;  // AVX-512: 32 registers, else 16
   static constexpr int kMaxVectors = kWide ? 4 : 2;
 
-  // Positions per tile: its sums and the weights fill the register file (AVX-512: 7 x 4 + 4 = 32,
-  // the broadcasts are memory operands; AVX2: 6 x 2 + 2 + one broadcast register).
+  // Positions per tile: its sums, the weights and the broadcast fit the register file
+  // (AVX-512: 6 x 4 + 4 + 1 of 32, AVX2: 6 x 2 + 2 + 1 of 16). GCC keeps a broadcast that feeds
+  // several FMAs in a register; a seventh row would spill a sum (an embedded-broadcast FMA, which
+  // would need no register, is slower on Zen 5).
   static constexpr int positions(int vectors) {
-    if (kWide) return vectors == 4 ? 7 : 12;
+    if (kWide) return vectors == 4 ? 6 : 12;
     return vectors == 2 ? 6 : 12;
   }
 
-  // kCount positions x kVectors weight vectors, from p on.
+  // kCount positions x kVectors weight vectors: output position j reads offsets[j] + tap offset.
   template <int kVectors, int kCount>
-  [[gnu::always_inline]] static void tile(std::int64_t channels, std::int64_t taps, const Acc* const* sources,
-                                          const std::int64_t* tap_offsets, std::int64_t p, const Acc* filter,
-                                          bool accumulate, Acc* out) {
+  [[gnu::always_inline]] static void tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
+                                          const std::int64_t* tap_offsets, const std::int64_t* offsets,
+                                          const Acc* filter, bool accumulate, Acc* out) {
     constexpr std::int64_t W = kVectors * L;
     V acc[kCount][kVectors];
+    std::int64_t at[kCount];
 #pragma GCC unroll 16
     for (int j = 0; j < kCount; ++j) {
+      at[j] = offsets[j];
 #pragma GCC unroll 4
       for (int v = 0; v < kVectors; ++v) acc[j][v] = accumulate ? Isa::load(out + j * W + v * L) : Isa::zero();
     }
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c) {
-      const Acc* src = sources[c] + p;
+      const Acc* plane = planes[c];
       for (std::int64_t t = 0; t < taps; ++t, w += W) {
-        const Acc* s = src + tap_offsets[t];
+        const Acc* s = plane + tap_offsets[t];
         V weights[kVectors];
 #pragma GCC unroll 4
         for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + v * L);
 #pragma GCC unroll 16
         for (int j = 0; j < kCount; ++j) {
-          const V x = Isa::broadcast(s + j);
+          const V x = Isa::broadcast(s + at[j]);
 #pragma GCC unroll 4
           for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::madd(x, weights[v], acc[j][v]);
         }
@@ -59,36 +63,37 @@ struct WindowProduct {
   // The tile of `count` (<= kCount) positions.
   template <int kVectors, int kCount>
   [[gnu::always_inline]] static void tile_of(std::int64_t count, std::int64_t channels, std::int64_t taps,
-                                             const Acc* const* sources, const std::int64_t* tap_offsets, std::int64_t p,
-                                             const Acc* filter, bool accumulate, Acc* out) {
-    if (count == kCount) return tile<kVectors, kCount>(channels, taps, sources, tap_offsets, p, filter, accumulate, out);
+                                             const Acc* const* planes, const std::int64_t* tap_offsets,
+                                             const std::int64_t* offsets, const Acc* filter, bool accumulate, Acc* out) {
+    if (count == kCount) return tile<kVectors, kCount>(channels, taps, planes, tap_offsets, offsets, filter, accumulate, out);
     if constexpr (kCount > 1)
-      tile_of<kVectors, kCount - 1>(count, channels, taps, sources, tap_offsets, p, filter, accumulate, out);
+      tile_of<kVectors, kCount - 1>(count, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out);
   }
 
-  // n positions in tiles of near-equal sizes (a row of 58 is 7 + 7 + ... + 8 with 8, not 7 x 8 + 2).
+  // n positions in tiles of near-equal sizes (20 is 5 + 5 + 5 + 5 with 6, not 6 + 6 + 6 + 2).
   template <int kVectors>
-  [[gnu::always_inline]] static void positions_of(std::int64_t channels, std::int64_t taps, const Acc* const* sources,
-                                                  const std::int64_t* tap_offsets, std::int64_t n, const Acc* filter,
-                                                  bool accumulate, Acc* out) {
+  [[gnu::always_inline]] static void positions_of(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
+                                                  const std::int64_t* tap_offsets, const std::int64_t* offsets,
+                                                  std::int64_t n, const Acc* filter, bool accumulate, Acc* out) {
     constexpr int P = positions(kVectors);
     const std::int64_t tiles = (n + P - 1) / P, small = n / tiles, larger = n % tiles;
     for (std::int64_t i = 0, p = 0; i < tiles; ++i) {
       const std::int64_t count = small + (i < larger ? 1 : 0);
-      tile_of<kVectors, P>(count, channels, taps, sources, tap_offsets, p, filter, accumulate, out + p * kVectors * L);
+      tile_of<kVectors, P>(count, channels, taps, planes, tap_offsets, offsets + p, filter, accumulate,
+                           out + p * kVectors * L);
       p += count;
     }
   }
 
-  [[gnu::always_inline]] static void run(std::int64_t channels, std::int64_t taps, const Acc* const* sources,
-                                         const std::int64_t* tap_offsets, std::int64_t n, std::int64_t vectors,
-                                         const Acc* filter, bool accumulate, Acc* out) {
+  [[gnu::always_inline]] static void run(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
+                                         const std::int64_t* tap_offsets, const std::int64_t* offsets, std::int64_t n,
+                                         std::int64_t vectors, const Acc* filter, bool accumulate, Acc* out) {
     if (n <= 0) return;
     if constexpr (kMaxVectors >= 4) {
-      if (vectors == 4) return positions_of<4>(channels, taps, sources, tap_offsets, n, filter, accumulate, out);
+      if (vectors == 4) return positions_of<4>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out);
     }
-    if (vectors == 2) return positions_of<2>(channels, taps, sources, tap_offsets, n, filter, accumulate, out);
-    positions_of<1>(channels, taps, sources, tap_offsets, n, filter, accumulate, out);
+    if (vectors == 2) return positions_of<2>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out);
+    positions_of<1>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out);
   }
 };
 
@@ -115,10 +120,10 @@ struct PackFilter {
 
 std::int64_t direct_vectors() { return avx512_enabled() ? 4 : 2; }
 
-void direct_window_product(std::int64_t channels, std::int64_t taps, const float* const* sources,
-                           const std::int64_t* tap_offsets, std::int64_t n, std::int64_t vectors, const float* filter,
-                           bool accumulate, float* out) {
-  SimdKernel<WindowProduct, float>::run(channels, taps, sources, tap_offsets, n, vectors, filter, accumulate, out);
+void direct_window_product(std::int64_t channels, std::int64_t taps, const float* const* planes,
+                           const std::int64_t* tap_offsets, const std::int64_t* offsets, std::int64_t n,
+                           std::int64_t vectors, const float* filter, bool accumulate, float* out) {
+  SimdKernel<WindowProduct, float>::run(channels, taps, planes, tap_offsets, offsets, n, vectors, filter, accumulate, out);
 }
 
 void pack_direct_filter(const float* rows, std::int64_t ld, std::int64_t used, std::int64_t K, std::int64_t width,

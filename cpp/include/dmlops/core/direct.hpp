@@ -2,17 +2,17 @@
 // and output channels), reading the input where it lies, with no im2col copy.
 //
 //   out[p * width + o] (+)= sum over c < channels, then t < taps, of
-//                           sources[c][tap_offsets[t] + p] * filter[(c * taps + t) * width + o]
+//                           planes[c][offsets[p] + tap_offsets[t]] * filter[(c * taps + t) * width + o]
 //   for output positions p < n and output channels o < width.
 //
-// sources[c] is input channel c at the first of n outputs that read consecutive entries for
-// every tap (e.g. one output row over a padded plane whose stride phases are split apart), so a
-// tap is one offset. The output channels are the vector lanes: width = vectors * L, L =
+// planes[c] is input channel c (e.g. its padded plane), offsets[p] where output p's window
+// starts in it and tap_offsets[t] where tap t lies in a window: the geometry (strides, dilations,
+// rows, padding) lives in the offsets, as in lane_window_sum (lanes.hpp), and a tile of outputs
+// may span rows. The output channels are the vector lanes: width = vectors * L, L =
 // simd_lanes<float>() and vectors 1, 2 or direct_vectors() (4 with AVX-512, 2 otherwise). Per
 // tap, `vectors` registers of weights are loaded once and each input value is broadcast once
-// against them, into a register tile of up to 7 x 4 zmm (AVX-512) or 6 x 2 ymm (AVX2) sums: no
-// panel padding (channel counts are multiples of 16 in the layers that matter), and positions
-// cut anywhere.
+// against them, into a register tile of up to 6 x 4 zmm (AVX-512) or 6 x 2 ymm (AVX2) sums: no
+// panel padding (channel counts are multiples of 16 in the layers that matter), and no im2col.
 //
 // Every output is one chain of fused multiply-adds in increasing (c, t), starting from zero or,
 // with `accumulate`, from out, so a caller that splits the channels into blocks gets the same
@@ -28,9 +28,9 @@ namespace dmlops {
 // The most weight vectors per tap a tile holds with the ISA SimdKernel picks.
 std::int64_t direct_vectors();
 
-void direct_window_product(std::int64_t channels, std::int64_t taps, const float* const* sources,
-                           const std::int64_t* tap_offsets, std::int64_t n, std::int64_t vectors, const float* filter,
-                           bool accumulate, float* out);
+void direct_window_product(std::int64_t channels, std::int64_t taps, const float* const* planes,
+                           const std::int64_t* tap_offsets, const std::int64_t* offsets, std::int64_t n,
+                           std::int64_t vectors, const float* filter, bool accumulate, float* out);
 
 // The filter layout direct_window_product reads, from rows: dst[k * width + o] = rows[o * ld + k]
 // for k < K and o < used (output channel o's K weights are a contiguous row), 0 for o in
