@@ -1,13 +1,18 @@
-// Convolution kernels. Both directions are GEMMs over packed panels (core/gemm.hpp):
+// Convolution kernels. Both directions are products over the input's padded planes:
 //
-// FORWARD, per (n, group) and per block of output positions: pack the block's im2col panel
+// FORWARD, per (n, group) and per block of output positions, the sums
+//   y[oc'][p] = sum over ic', t of W[oc', ic', t] * x[n, g*ICg + ic', position read by tap t of p]
+// in increasing (ic', t), then the bias, the activation and the store into the strided output.
+// Float sums with at least a vector of output channels per group run direct (core/direct.hpp:
+// output channels in the vector lanes, every input value broadcast from the padded planes, no
+// im2col copy); the rest (float64, few output channels, pointwise layers with few input
+// channels) packs the im2col panel
 //   B[ic' * taps + t][p] = x[n, g*ICg + ic', position read by tap t of output position p]
-// (an implicit im2col: pieces of rows of the input's padded planes, made once per call in the
-// accumulation type, or the input itself when it needs no padding), multiply by the packed
-// filter A[oc'][ic' * taps + t] (flipped while packing in convolution mode), add the bias, apply
-// the activation and store the rows into the strided output. Tasks are (n, group, position
-// block, output-channel block): disjoint outputs, whole reductions. With one input channel per
-// group (depthwise) the GEMM is replaced by a direct weighted sum of shifted rows.
+// (pieces of rows of the padded planes, or the input itself when it needs no padding) and
+// multiplies it by the packed filter A[oc'][ic' * taps + t] (core/gemm.hpp). Both chains are the
+// same FMAs in the same order, so the same bits. Tasks are (n, group, position block,
+// output-channel block): disjoint outputs, whole reductions. With one input channel per group
+// (depthwise) a weighted sum of shifted rows replaces the product.
 //
 // BACKWARD is the adjoint, done without multiplying zeros: per (n, group, block of output
 // channels), C[oc' * taps + t][i] = sum_ic W[ic, oc', t'] * x[n, ic, i] is one GEMM over the
