@@ -453,9 +453,12 @@ struct FilterMatrix {
 // ---------------------------------------------------------------------------------------------
 // The forward kernels read the input through padded planes: per input channel, a copy covering
 // every tap of every output (padded index 0 is input index -start, zeros outside the input), in
-// the accumulation type, its last axis split into `stride` phases (phase q holds padded columns
-// q, q + stride, ...). Then for any tap the outputs of one output row read consecutive values:
-// output row r, column x, tap t is plane[row_base[r] + tap_offset[t] + x].
+// the accumulation type. For the GEMM and the row-wise depthwise kernel its last axis is split
+// into `stride` phases (phase q holds padded columns q, q + stride, ...), so that for any tap the
+// outputs of one output row read consecutive values, copied or summed as runs; the direct
+// kernel broadcasts values one by one and needs no split. Either way output row r, column x,
+// tap t reads plane[row_base[r] + tap_offset[t] + x * column_step] (column_step 1 with phases,
+// else the stride).
 
 // The forward window over the input: its blocks are the output positions.
 BlockWalker forward_walker(const Geometry& g) {
@@ -508,14 +511,15 @@ struct PaddedPlane {
   int last = 0;
   Dims padded, row_strides;  // row_strides in elements, over the outer axes
   std::int64_t phases = 1, phase_len = 0, row_len = 0, rows = 1, size = 0;
-  std::int64_t out_width = 0;
+  std::int64_t out_width = 0, column_step = 1;
   std::vector<std::int64_t> tap_offset, row_base;
   std::int64_t row_first = 0, row_stop = 0;  // the padded row's entries [row_first, row_stop) inside the input
 
-  PaddedPlane(const Geometry& g, const Taps& tap) : last(g.D - 1) {
+  PaddedPlane(const Geometry& g, const Taps& tap, bool split_phases) : last(g.D - 1) {
     for (int a = 0; a < g.D; ++a)
       padded.push_back((g.out_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1);
-    phases = g.strides[last];
+    phases = split_phases ? g.strides[last] : 1;
+    column_step = g.strides[last] / phases;
     phase_len = ceil_div(padded[last], phases);
     row_len = phases * phase_len;
     row_strides = Dims::filled(g.D, row_len);
@@ -774,7 +778,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const Dims out_strides = spatial(v.out.byte_strides);
   auto* out_base = static_cast<std::byte*>(v.out.data);
 
-  const PaddedPlane pad(g, tap);
+  const PaddedPlane pad(g, tap, true);
   const PaddedInput<T> input(g, pad, v.in);
   const auto plane_of = [&](std::int64_t n, std::int64_t c) { return input.plane(n, c); };
 
@@ -906,7 +910,7 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
   const AccFilter<T> acc_filter(g, v.filter);
   const Taps tap(walker, acc_filter.view());
   const FilterMatrix<Acc> matrix(g, acc_filter.view(), tap, desc.mode == ConvolutionMode::Convolution);
-  const PaddedPlane pad(g, tap);
+  const PaddedPlane pad(g, tap, false);
   const PaddedInput<T> input(g, pad, v.in);
 
   const std::int64_t L = simd_lanes<Acc>(), most = direct_vectors();
@@ -975,7 +979,7 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
       const std::int64_t width = block.vectors * L, used = std::min(width, M - block.first);
       const std::int64_t p0 = band_start(b), count = band_start(b + 1) - p0;
       for (std::int64_t p = 0; p < count; ++p)  // where each output's window starts in the padded planes
-        offsets[p] = pad.row_base[(p0 + p) / out_width] + (p0 + p) % out_width;
+        offsets[p] = pad.row_base[(p0 + p) / out_width] + (p0 + p) % out_width * pad.column_step;
       for (std::int64_t c0 = 0; c0 < g.in_per_group; c0 += channel_pass) {
         const std::int64_t channels = std::min(channel_pass, g.in_per_group - c0);
         for (std::int64_t c = 0; c < channels; ++c) planes[c] = input.plane(n, grp * g.in_per_group + c0 + c);
@@ -1229,7 +1233,7 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
   const std::int64_t taps = walker.tap_count();
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
-  const PaddedPlane pad(g, tap);
+  const PaddedPlane pad(g, tap, true);
   const std::int64_t out_width = pad.out_width, out_rows = std::ssize(pad.row_base);
   // With unit strides, output row r starts at row_base[r] and the rows follow each other in the
   // plane: the whole plane is one weighted_row_sum over flat_length plane positions, whose
