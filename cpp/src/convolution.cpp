@@ -558,29 +558,21 @@ struct PaddedPlane {
   void fill(const Geometry& g, const std::byte* src, std::int64_t channel_step, std::int64_t channels,
             const Dims& in_strides, Acc* dst, Acc* lines) const {
     const std::int64_t width = row_stop - row_first, step = in_strides[last];
-    Dims index = Dims::filled(g.D, 0);  // the padded row, over the outer axes
-    for (std::int64_t r = 0; r < rows; ++r, dst += row_len) {
-      std::int64_t offset = 0;
-      bool inside = true;
-      for (int a = 0; a < last; ++a) {
-        const std::int64_t i = index[a] - g.start[a];
-        inside = inside && i >= 0 && i < g.in_spatial[a];
-        offset += i * in_strides[a];
-      }
-      for (int a = last - 1; a >= 0 && ++index[a] == padded[a]; --a) index[a] = 0;
+    for_each_row(g, in_strides, 0, rows, [&](std::int64_t r, bool inside, std::int64_t offset) {
+      Acc* dst_row = dst + r * row_len;
       if (!inside) {
-        for (std::int64_t c = 0; c < channels; ++c) std::fill_n(dst + c * size, row_len, Acc(0));
-        continue;
+        for (std::int64_t c = 0; c < channels; ++c) std::fill_n(dst_row + c * size, row_len, Acc(0));
+        return;
       }
       if (channels == 1 && phases == 1) {
-        std::fill_n(dst, row_first, Acc(0));
-        load_run<T, Acc>(src + offset, step, width, dst + row_first);
-        std::fill(dst + row_stop, dst + row_len, Acc(0));
-        continue;
+        std::fill_n(dst_row, row_first, Acc(0));
+        load_run<T, Acc>(src + offset, step, width, dst_row + row_first);
+        std::fill(dst_row + row_stop, dst_row + row_len, Acc(0));
+        return;
       }
       if (channels == 1 && std::is_same_v<T, Acc> && step == sizeof(T) && aligned(src + offset, alignof(Acc))) {
-        split_phases(reinterpret_cast<const Acc*>(src + offset), row_first, row_stop, phases, phase_len, dst);
-        continue;
+        split_phases(reinterpret_cast<const Acc*>(src + offset), row_first, row_stop, phases, phase_len, dst_row);
+        return;
       }
       if (channels == 1) {
         load_run<T, Acc>(src + offset, step, width, lines + row_first);
@@ -593,11 +585,60 @@ struct PaddedPlane {
       }
       for (std::int64_t c = 0; c < channels; ++c) {
         if (phases == 1) {
-          std::memcpy(dst + c * size, lines + c * row_len, static_cast<std::size_t>(row_len) * sizeof(Acc));
+          std::memcpy(dst_row + c * size, lines + c * row_len, static_cast<std::size_t>(row_len) * sizeof(Acc));
         } else {
-          split_phases(lines + c * row_len, 0, row_len, phases, phase_len, dst + c * size);
+          split_phases(lines + c * row_len, 0, row_len, phases, phase_len, dst_row + c * size);
         }
       }
+    });
+  }
+
+  // Padded rows [r0, r1) of all `channels` channels interleaved (phases == 1): padded position q
+  // of channel c at dst[q * channels + c]. For channels-last inputs, whose rows are then plain
+  // copies (one run per row when the channels are the contiguous axis).
+  template <class T, class Acc>
+  void fill_interleaved(const Geometry& g, const std::byte* src, std::int64_t channel_step, std::int64_t channels,
+                        const Dims& in_strides, std::int64_t r0, std::int64_t r1, Acc* dst) const {
+    const std::int64_t width = row_stop - row_first, step = in_strides[last], C = channels;
+    const bool runs = std::is_same_v<T, Acc> && channel_step == sizeof(T) && step == C * channel_step;
+    for_each_row(g, in_strides, r0, r1, [&](std::int64_t r, bool inside, std::int64_t offset) {
+      Acc* row = dst + r * row_len * C;
+      if (!inside) {
+        std::fill_n(row, row_len * C, Acc(0));
+        return;
+      }
+      std::fill_n(row, row_first * C, Acc(0));
+      std::fill(row + row_stop * C, row + row_len * C, Acc(0));
+      if (runs) {
+        load_run<T, Acc>(src + offset, sizeof(T), width * C, row + row_first * C);
+        return;
+      }
+      for (std::int64_t x = 0; x < width; ++x)
+        load_run<T, Acc>(src + offset + x * step, channel_step, C, row + (row_first + x) * C);
+    });
+  }
+
+ private:
+  // fn(r, inside, offset) for padded rows [r0, r1): whether row r (its indices on the outer
+  // axes) lies inside the input, and the byte offset of that input row.
+  template <class Fn>
+  void for_each_row(const Geometry& g, const Dims& in_strides, std::int64_t r0, std::int64_t r1, Fn&& fn) const {
+    Dims index = Dims::filled(g.D, 0);  // the padded row, over the outer axes
+    std::int64_t rest = r0;
+    for (int a = last - 1; a >= 0; --a) {
+      index[a] = rest % padded[a];
+      rest /= padded[a];
+    }
+    for (std::int64_t r = r0; r < r1; ++r) {
+      std::int64_t offset = 0;
+      bool inside = true;
+      for (int a = 0; a < last; ++a) {
+        const std::int64_t i = index[a] - g.start[a];
+        inside = inside && i >= 0 && i < g.in_spatial[a];
+        offset += i * in_strides[a];
+      }
+      for (int a = last - 1; a >= 0 && ++index[a] == padded[a]; --a) index[a] = 0;
+      fn(r, inside, offset);
     }
   }
 };
@@ -605,20 +646,36 @@ struct PaddedPlane {
 // Every input channel once in its padded plane (converted to Acc once, not once per tap), unless
 // the input planes already are their own padded planes (no padding, unit last-axis stride, dense
 // planes of Acc: e.g. a 1x1 convolution of a contiguous float input, then a plain GEMM on the
-// input).
+// input). With `interleave` (for a kernel that reads values one by one, so any spacing will do:
+// phases == 1), a channels-last input keeps its layout: padded position q of channel c is
+// plane(n, c)[q * position_step()], position_step() the channel count, and each padded row is
+// one copy of the input row.
 template <class T>
 class PaddedInput {
  public:
   using Acc = typename AccumulatorOf<T>::type;
 
-  PaddedInput(const Geometry& g, const PaddedPlane& pad, const TensorView& in)
+  PaddedInput(const Geometry& g, const PaddedPlane& pad, const TensorView& in, bool interleave = false)
       : in_(in), in_channels_(g.in_channels), size_(pad.size), direct_(reads_in_place(g, pad, in)),
+        interleaved_(!direct_ && interleave && channels_last(g, in)),
         planes_(direct_ ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input")) {
     if (direct_) return;
     const Dims in_strides = spatial(in.byte_strides);
     const auto* in_base = static_cast<const std::byte*>(in.data);
+    if (interleaved_) {
+      const std::int64_t grain = std::max<std::int64_t>(1, (1 << 14) / (pad.row_len * g.in_channels));
+      parallel_for(0, g.batch * pad.rows, grain, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end;) {  // a run of rows of one batch item
+          const std::int64_t n = i / pad.rows, r1 = std::min(end - n * pad.rows, pad.rows);
+          pad.fill_interleaved<T>(g, in_base + n * in.byte_strides[0], in.byte_strides[1], g.in_channels, in_strides,
+                                  i - n * pad.rows, r1, planes_.get() + n * g.in_channels * pad.size);
+          i = n * pad.rows + r1;
+        }
+      });
+      return;
+    }
     // Channels-last inputs: kChannelBlock channels (a cache line of float32) per task.
-    const bool interleaved = std::abs(in.byte_strides[1]) < std::abs(in_strides[g.D - 1]);
+    const bool interleaved = channels_last(g, in);
     const std::int64_t channels = interleaved ? kChannelBlock : 1, per_batch = ceil_div(g.in_channels, channels);
     parallel_for(0, g.batch * per_batch, std::max<std::int64_t>(1, (1 << 14) / (pad.size * channels)), [&](std::int64_t begin, std::int64_t end) {
       std::vector<Acc> lines(static_cast<std::size_t>(channels * pad.row_len));  // zero: see PaddedPlane::fill
@@ -636,10 +693,16 @@ class PaddedInput {
     if (direct_)
       return reinterpret_cast<const Acc*>(static_cast<const std::byte*>(in_.data) + n * in_.byte_strides[0] +
                                           c * in_.byte_strides[1]);
+    if (interleaved_) return planes_.get() + n * in_channels_ * size_ + c;
     return planes_.get() + (n * in_channels_ + c) * size_;
   }
+  // Elements between neighbouring padded positions of a plane.
+  std::int64_t position_step() const { return interleaved_ ? in_channels_ : 1; }
 
  private:
+  static bool channels_last(const Geometry& g, const TensorView& in) {
+    return std::abs(in.byte_strides[1]) < std::abs(in.byte_strides[1 + g.D]);
+  }
   static bool reads_in_place(const Geometry& g, const PaddedPlane& pad, const TensorView& in) {
     const Dims in_strides = spatial(in.byte_strides);
     bool direct = std::is_same_v<T, Acc> && pad.phases == 1 && pad.padded == g.in_spatial && pad.size == g.in_spatial.product() &&
@@ -654,7 +717,7 @@ class PaddedInput {
 
   const TensorView& in_;
   std::int64_t in_channels_, size_;
-  bool direct_;
+  bool direct_, interleaved_;
   Scratch<Acc> planes_;
 };
 
@@ -911,7 +974,10 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
   const Taps tap(walker, acc_filter.view());
   const FilterMatrix<Acc> matrix(g, acc_filter.view(), tap, desc.mode == ConvolutionMode::Convolution);
   const PaddedPlane pad(g, tap, false);
-  const PaddedInput<T> input(g, pad, v.in);
+  const PaddedInput<T> input(g, pad, v.in, true);
+  const std::int64_t step = input.position_step();
+  std::vector<std::int64_t> tap_offsets(pad.tap_offset);
+  for (std::int64_t& offset : tap_offsets) offset *= step;
 
   const std::int64_t L = simd_lanes<Acc>(), most = direct_vectors();
   struct ChannelBlock {
@@ -979,7 +1045,7 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
       const std::int64_t width = block.vectors * L, used = std::min(width, M - block.first);
       const std::int64_t p0 = band_start(b), count = band_start(b + 1) - p0;
       for (std::int64_t p = 0; p < count; ++p)  // where each output's window starts in the padded planes
-        offsets[p] = pad.row_base[(p0 + p) / out_width] + (p0 + p) % out_width * pad.column_step;
+        offsets[p] = (pad.row_base[(p0 + p) / out_width] + (p0 + p) % out_width * pad.column_step) * step;
       for (std::int64_t c0 = 0; c0 < g.in_per_group; c0 += channel_pass) {
         const std::int64_t channels = std::min(channel_pass, g.in_per_group - c0);
         for (std::int64_t c = 0; c < channels; ++c) planes[c] = input.plane(n, grp * g.in_per_group + c0 + c);
@@ -988,7 +1054,7 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
           pack_block(grp, block, c0 * taps, channels * taps, pass_filter.get());
           filter = pass_filter.get();
         }
-        direct_window_product(channels, taps, planes.data(), pad.tap_offset.data(), offsets.data(), count, block.vectors,
+        direct_window_product(channels, taps, planes.data(), tap_offsets.data(), offsets.data(), count, block.vectors,
                               filter, c0 > 0, sums.get());
       }
       const std::int64_t oc = grp * M + block.first;
