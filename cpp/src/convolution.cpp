@@ -70,6 +70,7 @@ constexpr std::int64_t kLaneChunkBytes = 16 * 1024;  // depthwise results comput
 constexpr std::int64_t kDirectFilterBytes = 32 * 1024;   // a direct pass's packed filter: stays in L1
 constexpr std::int64_t kDirectBandBytes = 128 * 1024;    // a direct task's sums: stay in L2
 constexpr std::int64_t kDirectPointwiseChannels = 128;   // input channels a 1x1 layer needs to run direct
+constexpr std::int64_t kDirectPackColumns = 64;          // filter columns packed per task
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -1019,11 +1020,16 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
   const bool pack_in_pass = g.batch * bands == 1;
   const Scratch<Acc> packed(pack_in_pass ? 0 : checked_product(g.groups * padded_M, K, "packed filter"));
   if (!pack_in_pass) {
-    parallel_for(0, g.groups * block_count, 1, [&](std::int64_t begin, std::int64_t end) {
+    // In pieces of kDirectPackColumns columns, so that one block's filter (all a 64-channel
+    // layer has) is packed by every thread too.
+    const std::int64_t pieces = ceil_div(K, kDirectPackColumns);
+    parallel_for(0, g.groups * block_count * pieces, 1, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t i = begin; i < end; ++i) {
-        const std::int64_t grp = i / block_count;
-        const ChannelBlock& block = blocks[static_cast<std::size_t>(i % block_count)];
-        pack_block(grp, block, 0, K, packed.get() + (grp * padded_M + block.first) * K);
+        const std::int64_t grp = i / (block_count * pieces), k0 = i % pieces * kDirectPackColumns;
+        const ChannelBlock& block = blocks[static_cast<std::size_t>(i / pieces % block_count)];
+        const std::int64_t width = block.vectors * L;
+        pack_block(grp, block, k0, std::min(kDirectPackColumns, K - k0),
+                   packed.get() + (grp * padded_M + block.first) * K + k0 * width);
       }
     });
   }
