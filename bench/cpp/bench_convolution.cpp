@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "dmlops/core/cpu.hpp"
+#include "dmlops/core/direct.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/ops/convolution.hpp"
 
@@ -93,5 +95,27 @@ DMLOPS_CONV_BENCH(Depthwise, F16_144at56, DataType::Float16, 144, 56, 1);
 DMLOPS_CONV_BENCH(Depthwise, F16_s2_576at14, DataType::Float16, 576, 14, 2);
 DMLOPS_CONV_BENCH(run, Transposed4x4s2_256to128at16, kF32, {1, 256, 16, 16}, {256, 128, 4, 4}, 2, 1, 1, kBackward);
 DMLOPS_CONV_BENCH(run, Conv3d_32at16, kF32, {1, 32, 16, 16, 16}, {32, 32, 3, 3, 3}, 1, 1, 1, kForward);
+
+// The direct kernel alone, its operands in L1: the ceiling a layer's other work (padded planes,
+// packing, stores, threads) comes down from. One pass of a 3x3 layer: 14 input channels, 9 taps,
+// the widest channel block, 60 outputs in rows of 20 (10 tiles of 6), summed onto the last pass.
+void DirectTiles(benchmark::State& state) {
+  const std::int64_t channels = 14, taps = 9, width = dmlops::direct_vectors() * dmlops::simd_lanes<float>();
+  const std::int64_t row = 22, n = 60;
+  std::vector<float> planes(static_cast<std::size_t>(channels * 5 * row), 0.5f), sums(static_cast<std::size_t>(n * width));
+  std::vector<float> filter(static_cast<std::size_t>(channels * taps * width), 0.25f);
+  std::vector<const float*> sources;
+  for (std::int64_t c = 0; c < channels; ++c) sources.push_back(planes.data() + c * 5 * row);
+  std::vector<std::int64_t> tap_offsets, offsets;
+  for (std::int64_t t = 0; t < taps; ++t) tap_offsets.push_back(t / 3 * row + t % 3);
+  for (std::int64_t p = 0; p < n; ++p) offsets.push_back(p / 20 * row + p % 20);
+  for (auto _ : state) {
+    dmlops::direct_window_product(channels, taps, sources.data(), tap_offsets.data(), offsets.data(), n,
+                                  dmlops::direct_vectors(), filter.data(), true, sums.data());
+    benchmark::DoNotOptimize(sums.data());
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * channels * taps * width * n, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(DirectTiles);
 
 }  // namespace

@@ -39,15 +39,17 @@ struct WindowProduct {
     }
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c) {
-      const Acc* plane = planes[c];
+      const Acc* window[kCount];  // per output: its window in this channel (then one index per tap)
+#pragma GCC unroll 16
+      for (int j = 0; j < kCount; ++j) window[j] = planes[c] + at[j];
       for (std::int64_t t = 0; t < taps; ++t, w += W) {
-        const Acc* s = plane + tap_offsets[t];
+        const std::int64_t offset = tap_offsets[t];
         V weights[kVectors];
 #pragma GCC unroll 4
         for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + v * L);
 #pragma GCC unroll 16
         for (int j = 0; j < kCount; ++j) {
-          const V x = Isa::broadcast(s + at[j]);
+          const V x = Isa::broadcast(window[j] + offset);
 #pragma GCC unroll 4
           for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::madd(x, weights[v], acc[j][v]);
         }
