@@ -674,16 +674,19 @@ def test_descriptor_validates():
 
 @pytest.mark.parametrize("switch", ["DMLOPS_DISABLE_AVX2", "DMLOPS_DISABLE_AVX512"])
 def test_other_kernels_agree(switch):
-    """The portable GEMM (DMLOPS_DISABLE_AVX2=1) or the AVX2 one (DMLOPS_DISABLE_AVX512=1; the
-    switches are read once per process) in a child process. The AVX2 and AVX-512 kernels run the
-    same FMA chains, so without AVX-512 the bits are those of this process."""
+    """The portable kernels (DMLOPS_DISABLE_AVX2=1) or the AVX2 ones (DMLOPS_DISABLE_AVX512=1; the
+    switches are read once per process) in a child process: the GEMM, and the direct kernel of a
+    layer with 40 output channels. The AVX2 and AVX-512 kernels run the same FMA chains, so
+    without AVX-512 the bits are those of this process."""
     code = (
         "import numpy as np, dmlops\n"
         "rng = np.random.default_rng(1)\n"
         "x = rng.standard_normal((2, 5, 9, 8)); w = rng.standard_normal((7, 5, 3, 2))\n"
+        "xw = rng.standard_normal((1, 20, 7, 9)); ww = rng.standard_normal((40, 20, 3, 3))\n"
         "for dt in ('float32', 'float64', 'float16'):\n"
         "    a, b = x.astype(dt), w.astype(dt)\n"
         "    np.save(f'{OUT}/{dt}_f.npy', dmlops.convolution(a, b, strides=(2, 1), start_padding=(1, 1)))\n"
+        "    np.save(f'{OUT}/{dt}_w.npy', dmlops.convolution(xw.astype(dt), ww.astype(dt), start_padding=(1, 1)))\n"
         "    np.save(f'{OUT}/{dt}_b.npy', dmlops.convolution(a, b[:, :5].transpose(1, 0, 2, 3).copy(),"
         " direction='backward', strides=(2, 1)))\n"
     )
@@ -695,14 +698,38 @@ def test_other_kernels_agree(switch):
         rng = np.random.default_rng(1)
         x = rng.standard_normal((2, 5, 9, 8))
         w = rng.standard_normal((7, 5, 3, 2))
+        xw, ww = rng.standard_normal((1, 20, 7, 9)), rng.standard_normal((40, 20, 3, 3))  # the direct kernel's
         for dt in ("float32", "float64", "float16"):
             a, b = x.astype(dt), w.astype(dt)
             assert_close(np.load(f"{tmp}/{dt}_f.npy"), a, b, strides=(2, 1), start_padding=(1, 1))
+            wide = dict(start_padding=(1, 1))
+            assert_close(np.load(f"{tmp}/{dt}_w.npy"), xw.astype(dt), ww.astype(dt), **wide)
+            if switch == "DMLOPS_DISABLE_AVX512":
+                here = dmlops.convolution(xw.astype(dt), ww.astype(dt), **wide)
+                assert np.array_equal(np.load(f"{tmp}/{dt}_w.npy"), here), dt
             wt = b[:, :5].transpose(1, 0, 2, 3).copy()
             assert_close(np.load(f"{tmp}/{dt}_b.npy"), a, wt, direction="backward", strides=(2, 1))
             if switch == "DMLOPS_DISABLE_AVX512":
                 here = dmlops.convolution(a, b, strides=(2, 1), start_padding=(1, 1))
                 assert np.array_equal(np.load(f"{tmp}/{dt}_f.npy"), here), dt
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_direct_and_gemm_sums_agree_bitwise(dtype):
+    """Layers with fewer output channels than a vector (16 with AVX-512, 8 without) run the im2col
+    GEMM, wider ones the direct kernel (core/direct.hpp); both sum every output in one FMA chain
+    in (input channel, tap) order, so the first m output channels of a wide layer are bit-equal to
+    the layer cut to those m filters, whichever path each takes. Also across channel blocks (4, 2
+    and 1 vectors), channel passes (30 input channels: 3 passes of 3x3) and the child processes
+    of test_other_kernels_agree."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 30, 11, 9)).astype(dtype)
+    w = rng.standard_normal((120, 30, 3, 3)).astype(dtype)
+    kw = dict(strides=(2, 1), start_padding=(1, 1), end_padding=(1, 0))
+    y = dmlops.convolution(x, w, **kw)
+    assert_close(y, x, w, **kw)
+    for m in (1, 7, 8, 15, 16, 17, 33, 64, 100):
+        assert np.array_equal(dmlops.convolution(x, np.ascontiguousarray(w[:m]), **kw), y[:, :m]), m
 
 
 @pytest.mark.parametrize("module", ["dmlops.convolution", "dmlops._activation"])
