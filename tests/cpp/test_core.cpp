@@ -2062,7 +2062,7 @@ TEST(Direct, WindowProductMatchesDoubleSums) {
               }
             }
             for (std::size_t i = static_cast<std::size_t>(n * width); i < out.size(); ++i)
-              ASSERT_EQ(out[i], sentinel) << "wrote past n * width: vectors " << vectors << " n " << n << " entry " << i;
+              ASSERT_EQ(out[i], sentinel) << "wrote past n * width: vectors " << vectors << " n " << n << " at " << i;
           }
         }
       }
@@ -2115,8 +2115,8 @@ TEST(Direct, WindowProductIsOneChainPerOutput) {
               }
               const std::size_t at = static_cast<std::size_t>(p * width + o);
               ASSERT_EQ(bits_of(whole[at]), bits_of(chain))
-                  << "fused " << fused << " vectors " << vectors << " channels " << channels << " taps " << taps << " n "
-                  << n << " at " << p << ", " << o << ": " << whole[at] << " vs " << chain;
+                  << "fused " << fused << " vectors " << vectors << " channels " << channels << " taps " << taps
+                  << " n " << n << " at " << p << ", " << o << ": " << whole[at] << " vs " << chain;
               ASSERT_EQ(bits_of(passes[at]), bits_of(chain))
                   << "in passes: vectors " << vectors << " channels " << channels << " taps " << taps << " n " << n
                   << " at " << p << ", " << o;
