@@ -796,15 +796,20 @@ def test_direct_strided_views(case, layout, dtype):
     assert_close(expected, x, w, b, ("sigmoid", {}), **kw)
 
 
-def test_direct_unaligned_float32_out():
-    """A float32 out= at an odd address is not written in place but through the staging rows."""
+def test_direct_float32_out_not_in_place():
+    """A float32 out= at an odd address, or whose strides are not whole elements (a field of a
+    structured array), is not written in place but through the staging rows: the same bits."""
     x, w, b, kw = direct_layer(DIRECT_CASES[0], np.float32)
     expected = dmlops.convolution(x, w, b, **kw)
     raw = np.zeros(expected.nbytes + 1, np.uint8)
-    out = np.frombuffer(raw.data, np.float32, expected.size, offset=1).reshape(expected.shape)
-    assert not out.flags.aligned
-    assert dmlops.convolution(x, w, b, out=out, **kw) is out
-    np.testing.assert_array_equal(out, expected)
+    unaligned = np.frombuffer(raw.data, np.float32, expected.size, offset=1).reshape(expected.shape)
+    records = np.zeros(expected.shape, [("value", np.float32), ("tag", np.uint8)])
+    records["tag"] = 7
+    assert not unaligned.flags.aligned and records["value"].strides[-1] == 5
+    for out in (unaligned, records["value"]):
+        assert dmlops.convolution(x, w, b, out=out, **kw) is out
+        np.testing.assert_array_equal(out, expected)
+    assert np.all(records["tag"] == 7)
 
 
 def test_direct_gives_the_gemms_bits():
