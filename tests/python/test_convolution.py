@@ -673,8 +673,8 @@ def test_descriptor_validates():
 # window of more than one tap and at least L output channels per group (L = 16 with AVX-512, 8
 # otherwise). Output channels go in blocks of 4, 2 and 1 vectors (the last one partial), rows
 # are cut into segments of at most 256 positions, input channels into passes whose packed filter
-# fits 32 KiB (taps * 4 * L * 4 bytes per channel: 14 channels of a 3x3 window on AVX-512, 56 on
-# AVX2; one channel for windows of more than 128 or 512 taps).
+# fits 32 KiB (taps * 4 * 16 floats per channel on AVX-512, taps * 2 * 8 on AVX2: 14 and 56
+# channels of a 3x3 window; one channel for windows of more than 128 and 512 taps).
 
 DIRECT_CASES = [  # x shape, filter shape, strides, dilations, start, end, groups
     ((2, 3, 9, 11), (16, 3, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1),  # one vector (AVX-512), batch 2
@@ -692,7 +692,7 @@ DIRECT_CASES = [  # x shape, filter shape, strides, dilations, start, end, group
     ((1, 120, 40), (16, 120, 9), (1,), (1,), (4,), (4,), 1),  # passes on AVX2 too
     ((1, 3, 140), (16, 3, 129), (1,), (1,), (2,), (1,), 1),  # one channel per pass (AVX-512)
     ((1, 2, 530), (16, 2, 520), (1,), (1,), (0,), (3,), 1),  # one channel per pass (AVX2)
-    ((1, 2, 3, 520), (80, 2, 2, 3), (1, 1), (1, 1), (0, 1), (1, 1), 1),  # 2-D rows of 2 segments
+    ((1, 2, 3, 520), (80, 2, 2, 3), (1, 1), (1, 1), (0, 1), (1, 1), 1),  # 2-D rows of 3 segments
     ((1, 4, 5, 6, 7), (32, 4, 3, 3, 3), (1, 2, 1), (1, 1, 1), (1, 1, 1), (1, 0, 2), 1),
     ((1, 3, 4, 5, 6), (51, 1, 2, 2, 3), (2, 1, 3), (1, 2, 1), (0, 1, 0), (1, 1, 1), 3),
     ((1, 3, 1), (16, 3, 3), (5,), (1,), (10,), (0,), 1),  # every window in the padding: the bias alone
@@ -721,7 +721,7 @@ def direct_layer(case, dtype, mode="cross_correlation"):
 @pytest.mark.parametrize("mode", ["cross_correlation", "convolution"])
 def test_direct_layers(case, mode):
     """Each layer against the reference, with a bias and an activation, and the same bits at 1, 2
-    and 3 threads (the tasks' bands and channel passes change, the FMA chains do not)."""
+    and 3 threads (the tasks' bands change with the thread count, the FMA chains do not)."""
     x, w, b, kw = direct_layer(case, np.float32, mode)
     results = []
     for threads in (1, 2, 3):
@@ -751,7 +751,6 @@ def test_direct_every_output_width(per_group, groups):
 def direct_views(x, w, y_shape):
     """The layouts the direct kernel must read and write like dense arrays: a channels-last
     input, filters whose rows are not contiguous, and outputs inside bigger arrays."""
-    N, C = x.shape[:2]
     cl_x = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
     transposed_w = np.ascontiguousarray(np.swapaxes(w, 0, 1)).swapaxes(0, 1)
     wide_w = np.zeros(w.shape[:2] + tuple(k + 2 for k in w.shape[2:]), w.dtype)
@@ -766,6 +765,7 @@ def direct_views(x, w, y_shape):
         "channels_last_out": (x, w, lambda: np.moveaxis(np.full((y_shape[0], *spatial, y_shape[1] + 7), -9, x.dtype),
                                                         -1, 1)[:, 3:3 + y_shape[1]]),
         "reversed_out": (x, w, lambda: np.full(y_shape, -9, x.dtype)[:, ::-1, ..., ::-1]),
+        # with a channels-last input and a transposed filter at once
         "every_other_out": (cl_x, transposed_w, lambda: np.full(y_shape[:-1] + (2 * y_shape[-1],), -9,
                                                                  x.dtype)[..., ::2]),
     }
