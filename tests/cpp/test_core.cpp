@@ -29,6 +29,7 @@
 #include "dmlops/core/activation.hpp"
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dims.hpp"
+#include "dmlops/core/direct.hpp"
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/filter.hpp"
@@ -1988,6 +1989,174 @@ TEST(Lanes, WindowSumMatchesPlainLoops) {
   check_lane_window_sum<float>();
   check_lane_window_sum<double>();
 }
+
+// ---------------------------------------------------------------------------------------------
+// direct_window_product / pack_direct_filter (core/direct.hpp): the engine of the direct
+// forward convolution.
+
+// A direct_window_product call over random data: `channels` sources at distinct, unaligned,
+// overlapping places of one buffer (as a padded plane's channels and rows are), `taps` tap
+// offsets scattered and not increasing, a random filter of width = vectors * L.
+struct DirectCase {
+  std::int64_t channels, taps, vectors, width;
+  std::vector<float> storage, filter;
+  std::vector<const float*> sources;
+  std::vector<std::int64_t> tap_offsets;
+
+  DirectCase(std::int64_t channels_, std::int64_t taps_, std::int64_t vectors_, std::int64_t n, std::mt19937& rng)
+      : channels(channels_), taps(taps_), vectors(vectors_), width(vectors_ * simd_lanes<float>()) {
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    for (std::int64_t t = 0; t < taps; ++t) tap_offsets.push_back(t * 7 % 31 + t / 3);
+    const std::int64_t reach = *std::max_element(tap_offsets.begin(), tap_offsets.end()) + n;
+    storage.resize(static_cast<std::size_t>(channels * 13 + 1 + reach));
+    for (float& v : storage) v = value(rng);
+    for (std::int64_t c = 0; c < channels; ++c) sources.push_back(storage.data() + 1 + c * 13);
+    filter.resize(static_cast<std::size_t>(channels * taps * width));
+    for (float& v : filter) v = value(rng);
+  }
+  float source(std::int64_t c, std::int64_t t, std::int64_t p) const {
+    return sources[static_cast<std::size_t>(c)][tap_offsets[static_cast<std::size_t>(t)] + p];
+  }
+  float weight(std::int64_t c, std::int64_t t, std::int64_t o) const {
+    return filter[static_cast<std::size_t>((c * taps + t) * width + o)];
+  }
+};
+
+// Against double sums of the same terms: 1, 2 and direct_vectors() weight vectors, every n up
+// to 30 (every tile size and every split of a row into tiles, with 7 or 12 positions per tile
+// on AVX-512 and 6 or 12 on AVX2), channel and tap counts from 1 to 20 and 27, from zero or
+// added onto out (accumulate). One FMA chain per output: within a few ulps of the sum of
+// |terms|. The entries past n * width are never written.
+TEST(Direct, WindowProductMatchesDoubleSums) {
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  const float sentinel = -1234.5f;
+  const std::vector<std::int64_t> vector_counts = {1, 2, direct_vectors()};
+  for (const std::int64_t vectors : vector_counts) {
+    for (const std::int64_t channels : {1, 2, 3, 8, 13, 20}) {
+      for (const std::int64_t taps : {1, 3, 9, 27}) {
+        for (std::int64_t n = 1; n <= 30; ++n) {
+          const DirectCase dc(channels, taps, vectors, n, rng);
+          const std::int64_t width = dc.width;
+          for (const bool accumulate : {false, true}) {
+            std::vector<float> out(static_cast<std::size_t>((n + 1) * width), sentinel), initial;
+            for (std::int64_t i = 0; i < n * width; ++i) out[static_cast<std::size_t>(i)] = value(rng);
+            initial = out;
+            direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), n, vectors,
+                                  dc.filter.data(), accumulate, out.data());
+            for (std::int64_t p = 0; p < n; ++p) {
+              for (std::int64_t o = 0; o < width; ++o) {
+                const std::size_t at = static_cast<std::size_t>(p * width + o);
+                double exact = accumulate ? double(initial[at]) : 0.0, magnitude = std::abs(exact);
+                for (std::int64_t c = 0; c < channels; ++c) {
+                  for (std::int64_t t = 0; t < taps; ++t) {
+                    const double term = double(dc.source(c, t, p)) * double(dc.weight(c, t, o));
+                    exact += term;
+                    magnitude += std::abs(term);
+                  }
+                }
+                ASSERT_NEAR(double(out[at]), exact,
+                            2 * (channels * taps + 2) * double(std::numeric_limits<float>::epsilon()) * magnitude)
+                    << "vectors " << vectors << " channels " << channels << " taps " << taps << " n " << n
+                    << " accumulate " << accumulate << " at " << p << ", " << o;
+              }
+            }
+            for (std::size_t i = static_cast<std::size_t>(n * width); i < out.size(); ++i)
+              ASSERT_EQ(out[i], sentinel) << "wrote past n * width: vectors " << vectors << " n " << n << " at " << i;
+          }
+        }
+      }
+    }
+  }
+  // n <= 0 writes nothing.
+  const DirectCase dc(3, 3, 1, 1, rng);
+  std::vector<float> out(static_cast<std::size_t>(dc.width), sentinel);
+  direct_window_product(3, 3, dc.sources.data(), dc.tap_offsets.data(), 0, 1, dc.filter.data(), false, out.data());
+  EXPECT_EQ(out, std::vector<float>(out.size(), sentinel));
+}
+
+// The promise of direct.hpp: every output is one chain in increasing (c, t), from zero or from
+// out, so its bits are a plain loop's: std::fma per term with AVX2 or AVX-512 (the im2col
+// GEMM's chain), a rounded product then a rounded sum on the portable kernel. Hence also
+// splitting the channels into passes (the later ones accumulating, as forward_direct does when
+// a layer's filter outgrows L1) changes no bit.
+TEST(Direct, WindowProductIsOneChainPerOutput) {
+  std::mt19937 rng(43);
+  const bool fused = avx2_fma_enabled();
+  const std::vector<std::int64_t> vector_counts = {1, 2, direct_vectors()};
+  for (const std::int64_t vectors : vector_counts) {
+    for (const std::int64_t channels : {1, 5, 16}) {
+      for (const std::int64_t taps : {1, 9}) {
+        for (const std::int64_t n : {1, 6, 7, 12, 13, 25}) {
+          const DirectCase dc(channels, taps, vectors, n, rng);
+          const std::int64_t width = dc.width;
+          std::vector<float> whole(static_cast<std::size_t>(n * width)), passes(whole.size());
+          direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), n, vectors, dc.filter.data(),
+                                false, whole.data());
+          // Passes of 1, 2, 3... channels: [0, 1), [1, 3), [3, 6)...
+          for (std::int64_t c0 = 0, size = 1; c0 < channels; c0 += size, ++size) {
+            const std::int64_t count = std::min(size, channels - c0);
+            direct_window_product(count, taps, dc.sources.data() + c0, dc.tap_offsets.data(), n, vectors,
+                                  dc.filter.data() + c0 * taps * width, c0 > 0, passes.data());
+          }
+          for (std::int64_t p = 0; p < n; ++p) {
+            for (std::int64_t o = 0; o < width; ++o) {
+              float chain = 0.0f;
+              for (std::int64_t c = 0; c < channels; ++c) {
+                for (std::int64_t t = 0; t < taps; ++t) {
+                  const float x = dc.source(c, t, p), w = dc.weight(c, t, o);
+                  if (fused) {
+                    chain = std::fma(x, w, chain);
+                  } else {
+                    const float product = x * w;
+                    chain += product;
+                  }
+                }
+              }
+              const std::size_t at = static_cast<std::size_t>(p * width + o);
+              ASSERT_EQ(bits_of(whole[at]), bits_of(chain))
+                  << "fused " << fused << " vectors " << vectors << " channels " << channels << " taps " << taps
+                  << " n " << n << " at " << p << ", " << o << ": " << whole[at] << " vs " << chain;
+              ASSERT_EQ(bits_of(passes[at]), bits_of(chain))
+                  << "in passes: vectors " << vectors << " channels " << channels << " taps " << taps << " n " << n
+                  << " at " << p << ", " << o;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// pack_direct_filter against its index formula, exactly: widths of 1, 2 and 4 vectors and
+// others that are not multiples of 8, every used count up to the width (8 x 8 transposes, then
+// the tail channels, then zeros), K around the transposes' 8 (3x3 windows of 1 or 2 channels:
+// 9, 18), rows spaced wider than K. Nothing past K * width is written.
+TEST(Direct, FilterPackingMatchesTheLayout) {
+  const std::int64_t L = simd_lanes<float>();
+  const float sentinel = -7.0f;
+  for (const std::int64_t width : {L, 2 * L, 4 * L, std::int64_t{12}, std::int64_t{20}}) {
+    for (const std::int64_t K : {1, 3, 7, 8, 9, 17, 18}) {
+      const std::int64_t ld = K + 5;
+      std::vector<float> rows(static_cast<std::size_t>(width * ld));
+      for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(i + 1);
+      for (std::int64_t used = 1; used <= width; ++used) {
+        std::vector<float> packed(static_cast<std::size_t>(K * width + 1), sentinel);
+        pack_direct_filter(rows.data(), ld, used, K, width, packed.data());
+        for (std::int64_t k = 0; k < K; ++k) {
+          for (std::int64_t o = 0; o < width; ++o) {
+            const float expected = o < used ? rows[static_cast<std::size_t>(o * ld + k)] : 0.0f;
+            ASSERT_EQ(packed[static_cast<std::size_t>(k * width + o)], expected)
+                << "width " << width << " K " << K << " used " << used << " at k " << k << ", o " << o;
+          }
+        }
+        ASSERT_EQ(packed.back(), sentinel) << "wrote past K * width: width " << width << " K " << K << " used " << used;
+      }
+    }
+  }
+}
+
+TEST(Direct, VectorsFollowTheIsa) { EXPECT_EQ(direct_vectors(), avx512_enabled() ? 4 : 2); }
 
 // pack_gemm_a_columns gives pack_gemm_a's bytes: row tails (M not a multiple of kGemmRows,
 // padded with zeros) and column blocks with tails (K around kColumnBlock = 16), the columns

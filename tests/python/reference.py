@@ -251,7 +251,7 @@ def activation_reference(name: str, params: dict, y: np.ndarray) -> np.ndarray:
     if name == "scaled_tanh":
         return p["alpha"] * np.tanh(p["beta"] * y)
     if name == "sigmoid":
-        return 1 / (1 + np.exp(-y))
+        return np.exp(-np.logaddexp(0, -y))  # 1 / (1 + e^-y) without overflow (e^-y is inf below y = -709)
     if name == "softplus":
         return np.logaddexp(0, p["steepness"] * y) / p["steepness"]
     if name == "softsign":

@@ -669,6 +669,199 @@ def test_descriptor_validates():
 
 
 # ---------------------------------------------------------------------------------------------
+# The direct forward kernel (core/direct.hpp): dense forward layers of float32 and float16 with a
+# window of more than one tap and at least L output channels per group (L = 16 with AVX-512, 8
+# otherwise). Output channels go in blocks of 4, 2 and 1 vectors (the last one partial), rows
+# are cut into segments of at most 256 positions, input channels into passes whose packed filter
+# fits 32 KiB (taps * 4 * 16 floats per channel on AVX-512, taps * 2 * 8 on AVX2: 14 and 56
+# channels of a 3x3 window; one channel for windows of more than 128 and 512 taps).
+
+DIRECT_CASES = [  # x shape, filter shape, strides, dilations, start, end, groups
+    ((2, 3, 9, 11), (16, 3, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1),  # one vector (AVX-512), batch 2
+    ((1, 4, 8, 10), (17, 4, 3, 3), (2, 1), (1, 1), (0, 2), (1, 0), 1),  # a vector and one channel
+    ((1, 6, 7, 9), (62, 3, 3, 2), (1, 3), (2, 1), (2, 1), (1, 2), 2),  # 31 per group
+    ((1, 2, 6, 13), (32, 2, 2, 3), (3, 2), (1, 2), (0, 0), (0, 0), 1),  # no padding
+    ((2, 3, 5, 7), (144, 1, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 3),  # 48 per group, one input channel
+    ((1, 30, 9, 8), (64, 30, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1),  # 3 passes (AVX-512)
+    ((1, 80, 6, 7), (160, 40, 3, 3), (2, 2), (1, 1), (1, 0), (0, 1), 2),  # 80 per group: 4 + 1 vectors
+    ((1, 60, 5, 6), (20, 60, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1),  # 2 passes on AVX2 too
+    ((1, 1, 7, 12), (100, 1, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1),  # 4 + 2 + 1 vectors, the last partial
+    ((1, 3, 4, 5), (20, 3, 2, 2), (1, 2), (1, 1), (4, 3), (5, 6), 1),  # padding wider than the window
+    ((1, 2, 700), (48, 2, 3), (1,), (1,), (1,), (1,), 1),  # a row of 3 segments
+    ((2, 3, 900), (24, 3, 5), (3,), (2,), (4,), (7,), 1),  # strided and dilated, 2 segments
+    ((1, 120, 40), (16, 120, 9), (1,), (1,), (4,), (4,), 1),  # passes on AVX2 too
+    ((1, 3, 140), (16, 3, 129), (1,), (1,), (2,), (1,), 1),  # one channel per pass (AVX-512)
+    ((1, 2, 530), (16, 2, 520), (1,), (1,), (0,), (3,), 1),  # one channel per pass (AVX2)
+    ((1, 2, 3, 520), (80, 2, 2, 3), (1, 1), (1, 1), (0, 1), (1, 1), 1),  # 2-D rows of 3 segments
+    ((1, 4, 5, 6, 7), (32, 4, 3, 3, 3), (1, 2, 1), (1, 1, 1), (1, 1, 1), (1, 0, 2), 1),
+    ((1, 3, 4, 5, 6), (51, 1, 2, 2, 3), (2, 1, 3), (1, 2, 1), (0, 1, 0), (1, 1, 1), 3),
+    ((1, 3, 1), (16, 3, 3), (5,), (1,), (10,), (0,), 1),  # every window in the padding: the bias alone
+    ((1, 5, 6, 7), (32, 5, 1, 7), (1, 1), (1, 1), (0, 3), (0, 3), 1),
+    ((2, 5, 9, 7), (40, 5, 7, 1), (2, 3), (1, 1), (3, 0), (3, 2), 1),
+]
+
+
+def direct_case_id(case):
+    x_shape, w_shape, strides = case[:3]
+    return "x".join(map(str, x_shape[1:])) + "_o" + str(w_shape[0]) + "_k" + "x".join(map(str, w_shape[2:])) + \
+        "_s" + "".join(map(str, strides)) + "_g" + str(case[6])
+
+
+def direct_layer(case, dtype, mode="cross_correlation"):
+    x_shape, w_shape, strides, dilations, start, end, groups = case
+    rng = np.random.default_rng([len(x_shape), *x_shape[1:], *w_shape])
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    b = rng.standard_normal((1, w_shape[0]) + (1,) * (len(x_shape) - 2)).astype(dtype)
+    kw = dict(strides=strides, dilations=dilations, start_padding=start, end_padding=end, group_count=groups, mode=mode)
+    return x, w, b, kw
+
+
+@pytest.mark.parametrize("case", DIRECT_CASES, ids=direct_case_id)
+@pytest.mark.parametrize("mode", ["cross_correlation", "convolution"])
+def test_direct_layers(case, mode):
+    """Each layer against the reference, with a bias and an activation, and the same bits at 1, 2
+    and 3 threads (the tasks' bands change with the thread count, the FMA chains do not)."""
+    x, w, b, kw = direct_layer(case, np.float32, mode)
+    results = []
+    for threads in (1, 2, 3):
+        dmlops.set_num_threads(threads)
+        results.append(dmlops.convolution(x, w, b, fused_activation="leaky_relu", **kw))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r.view(np.uint32), results[0].view(np.uint32))
+    assert_close(results[0], x, w, b, ("leaky_relu", {"alpha": 0.01}), **kw)
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+@pytest.mark.parametrize("per_group", [16, 17, 31, 32, 48, 64, 80, 100])
+def test_direct_every_output_width(per_group, groups):
+    """Rows of 1 to 20 outputs (every tile size and split of a row into tiles), two rows (a
+    band's positions run on from one row into the next), for every block structure of the
+    output channels."""
+    rng = np.random.default_rng([per_group, groups])
+    w = rng.standard_normal((per_group * groups, 2, 2, 3)).astype(np.float32)
+    kw = dict(start_padding=(0, 1), end_padding=(0, 1), group_count=groups)
+    for width in range(1, 21):
+        x = rng.standard_normal((1, 2 * groups, 3, width)).astype(np.float32)
+        y = dmlops.convolution(x, w, **kw)
+        assert y.shape == (1, per_group * groups, 2, width)
+        assert_close(y, x, w, **kw)
+
+
+def direct_views(x, w, y_shape):
+    """The layouts the direct kernel must read and write like dense arrays: a channels-last
+    input, filters whose rows are not contiguous, and outputs inside bigger arrays."""
+    cl_x = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    transposed_w = np.ascontiguousarray(np.swapaxes(w, 0, 1)).swapaxes(0, 1)
+    wide_w = np.zeros(w.shape[:2] + tuple(k + 2 for k in w.shape[2:]), w.dtype)
+    wide_w[(slice(None), slice(None)) + tuple(slice(1, 1 + k) for k in w.shape[2:])] = w
+    sliced_w = wide_w[(slice(None), slice(None)) + tuple(slice(1, 1 + k) for k in w.shape[2:])]
+    spatial = y_shape[2:]
+    return {
+        "channels_last_input": (cl_x, w, None),
+        "transposed_filter": (x, transposed_w, None),
+        "sliced_filter": (x, sliced_w, None),
+        # channels 3 .. 3 + OC of a channels-last array with 7 more channels
+        "channels_last_out": (x, w, lambda: np.moveaxis(np.full((y_shape[0], *spatial, y_shape[1] + 7), -9, x.dtype),
+                                                        -1, 1)[:, 3:3 + y_shape[1]]),
+        "reversed_out": (x, w, lambda: np.full(y_shape, -9, x.dtype)[:, ::-1, ..., ::-1]),
+        # with a channels-last input and a transposed filter at once
+        "every_other_out": (cl_x, transposed_w, lambda: np.full(y_shape[:-1] + (2 * y_shape[-1],), -9,
+                                                                 x.dtype)[..., ::2]),
+    }
+
+
+DIRECT_VIEW_CASES = [DIRECT_CASES[i] for i in (1, 2, 8, 11, 16)]
+
+
+@pytest.mark.parametrize("case", DIRECT_VIEW_CASES, ids=direct_case_id)
+@pytest.mark.parametrize("layout", ["channels_last_input", "transposed_filter", "sliced_filter", "channels_last_out",
+                                    "reversed_out", "every_other_out"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_direct_strided_views(case, layout, dtype):
+    """Any layout gives the bits of dense arrays (the same chains run on the same values; float16
+    rounds once at the end), close to the reference; an out= inside a bigger array is written in
+    its elements only."""
+    x, w, b, kw = direct_layer(case, dtype)
+    expected = dmlops.convolution(x, w, b, fused_activation="sigmoid", **kw)
+    xv, wv, new_out = direct_views(x, w, expected.shape)[layout]
+    assert np.array_equal(xv, x) and np.array_equal(wv, w)
+    out = None if new_out is None else new_out()
+    result = dmlops.convolution(xv, wv, b, fused_activation="sigmoid", out=out, **kw)
+    if out is not None:
+        assert result is out
+        base = out.base
+        assert np.count_nonzero(base == -9) == base.size - out.size + np.count_nonzero(out == -9)
+    np.testing.assert_array_equal(result, expected)
+    assert_close(expected, x, w, b, ("sigmoid", {}), **kw)
+
+
+def test_direct_float32_out_not_in_place():
+    """A float32 out= at an odd address, or whose strides are not whole elements (a field of a
+    structured array), is not written in place but through the staging rows: the same bits."""
+    x, w, b, kw = direct_layer(DIRECT_CASES[0], np.float32)
+    expected = dmlops.convolution(x, w, b, **kw)
+    raw = np.zeros(expected.nbytes + 1, np.uint8)
+    unaligned = np.frombuffer(raw.data, np.float32, expected.size, offset=1).reshape(expected.shape)
+    records = np.zeros(expected.shape, [("value", np.float32), ("tag", np.uint8)])
+    records["tag"] = 7
+    assert not unaligned.flags.aligned and records["value"].strides[-1] == 5
+    for out in (unaligned, records["value"]):
+        assert dmlops.convolution(x, w, b, out=out, **kw) is out
+        np.testing.assert_array_equal(out, expected)
+    assert np.all(records["tag"] == 7)
+
+
+def test_direct_gives_the_gemms_bits():
+    """The promise of core/direct.hpp: its chains are the im2col GEMM's, so the first 7 output
+    channels of a direct layer (16 and 40 channels) have the bits of the same layer with only
+    those 7 (too few for the direct kernel with any ISA: the GEMM runs), for float32 and float16,
+    through padded planes and read in place."""
+    rng = np.random.default_rng(23)
+    for dtype in ("float32", "float16"):
+        for x_shape, oc, kw in [((2, 20, 9, 10), 16, dict(start_padding=(1, 1), end_padding=(1, 1))),
+                                ((1, 40, 8, 300), 40, dict(strides=(1, 2), dilations=(2, 1))),
+                                ((1, 6, 11, 12), 16, {})]:
+            x = rng.standard_normal(x_shape).astype(dtype)
+            w = rng.standard_normal((oc, x_shape[1], 3, 3)).astype(dtype)
+            b = rng.standard_normal((1, oc, 1, 1)).astype(dtype)
+            direct = dmlops.convolution(x, w, b, **kw)
+            gemm = dmlops.convolution(x, w[:7], b[:, :7], **kw)
+            np.testing.assert_array_equal(direct[:, :7], gemm, err_msg=f"{dtype} {x_shape} {kw}")
+
+
+@pytest.mark.parametrize("switch", ["DMLOPS_DISABLE_AVX2", "DMLOPS_DISABLE_AVX512"])
+def test_direct_other_kernels_agree(switch, tmp_path):
+    """Direct layers in a child process without AVX-512 (the AVX2 kernel: 8 lanes, tiles of 6 x 2
+    vectors, passes of 56 channels of a 3x3 window; the layer of 12 output channels runs direct
+    there and on the GEMM here) or without AVX2 (the portable kernel; the switches are read once
+    per process). The AVX2 and AVX-512 kernels run the same FMA chains, so without AVX-512 the
+    bits are this process's; the portable kernel rounds products apart: close to the reference."""
+    layers = [direct_layer(DIRECT_CASES[i], dtype) for i, dtype in ((2, "float32"), (5, "float32"), (6, "float16"),
+                                                                    (11, "float32"), (16, "float16"))]
+    layers.append(direct_layer(((2, 3, 7, 9), (12, 3, 3, 3), (1, 2), (1, 1), (1, 1), (0, 1), 1), "float32"))
+    for i, (x, w, b, kw) in enumerate(layers):
+        np.savez(tmp_path / f"{i}.npz", x=x, w=w, b=b)
+        (tmp_path / f"{i}.json").write_text(json.dumps(kw))
+    code = (
+        "import json, pathlib, sys\n"
+        "import numpy as np, dmlops\n"
+        "folder = pathlib.Path(sys.argv[1])\n"
+        "for i in range(int(sys.argv[2])):\n"
+        "    a, kw = np.load(folder / f'{i}.npz'), json.loads((folder / f'{i}.json').read_text())\n"
+        "    np.save(folder / f'{i}_y.npy', dmlops.convolution(a['x'], a['w'], a['b'], fused_activation='relu', **kw))\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path), str(len(layers))], env=dict(os.environ, **{switch: "1"}),
+                   check=True)
+    for i, (x, w, b, kw) in enumerate(layers):
+        there = np.load(tmp_path / f"{i}_y.npy")
+        assert_close(there, x, w, b, ("relu", {}), **kw)
+        if switch == "DMLOPS_DISABLE_AVX512":
+            here = dmlops.convolution(x, w, b, fused_activation="relu", **kw)
+            np.testing.assert_array_equal(there, here, err_msg=f"layer {i}")
+
+
+# ---------------------------------------------------------------------------------------------
 # Both instruction-set paths, docstrings
 
 
@@ -752,6 +945,8 @@ def convolution_calls(draw):
     G, Cg, OCg, N = (draw(st.integers(1, 3)) for _ in range(4))
     if draw(st.integers(0, 7)) == 0:  # now and then a depthwise layer with enough channels for the lane kernel
         G, Cg = draw(st.integers(8, 20)), 1
+    elif draw(st.integers(0, 6)) == 0:  # or a vector of output channels per group (16, or 8 on AVX2): direct
+        OCg = draw(st.integers(8, 40))
     K, s, d = ints(1, 3), ints(1, 3), ints(1, 2)
     start, end = ints(0, 3), ints(0, 3)
     extent = tuple((k - 1) * dd + 1 for k, dd in zip(K, d))
