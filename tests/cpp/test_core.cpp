@@ -1996,18 +1996,21 @@ TEST(Lanes, WindowSumMatchesPlainLoops) {
 
 // A direct_window_product call over random data: `channels` sources at distinct, unaligned,
 // overlapping places of one buffer (as a padded plane's channels and rows are), `taps` tap
-// offsets scattered and not increasing, a random filter of width = vectors * L.
+// offsets and n window offsets scattered and not increasing (as rows of a tile can be), a
+// random filter of width = vectors * L.
 struct DirectCase {
   std::int64_t channels, taps, vectors, width;
   std::vector<float> storage, filter;
   std::vector<const float*> sources;
-  std::vector<std::int64_t> tap_offsets;
+  std::vector<std::int64_t> tap_offsets, offsets;
 
   DirectCase(std::int64_t channels_, std::int64_t taps_, std::int64_t vectors_, std::int64_t n, std::mt19937& rng)
       : channels(channels_), taps(taps_), vectors(vectors_), width(vectors_ * simd_lanes<float>()) {
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
     for (std::int64_t t = 0; t < taps; ++t) tap_offsets.push_back(t * 7 % 31 + t / 3);
-    const std::int64_t reach = *std::max_element(tap_offsets.begin(), tap_offsets.end()) + n;
+    for (std::int64_t p = 0; p < std::max<std::int64_t>(n, 1); ++p) offsets.push_back(p * 11 % (2 * n + 1));
+    const std::int64_t reach = *std::max_element(tap_offsets.begin(), tap_offsets.end()) +
+                               *std::max_element(offsets.begin(), offsets.end()) + 1;
     storage.resize(static_cast<std::size_t>(channels * 13 + 1 + reach));
     for (float& v : storage) v = value(rng);
     for (std::int64_t c = 0; c < channels; ++c) sources.push_back(storage.data() + 1 + c * 13);
@@ -2015,7 +2018,7 @@ struct DirectCase {
     for (float& v : filter) v = value(rng);
   }
   float source(std::int64_t c, std::int64_t t, std::int64_t p) const {
-    return sources[static_cast<std::size_t>(c)][tap_offsets[static_cast<std::size_t>(t)] + p];
+    return sources[static_cast<std::size_t>(c)][offsets[static_cast<std::size_t>(p)] + tap_offsets[static_cast<std::size_t>(t)]];
   }
   float weight(std::int64_t c, std::int64_t t, std::int64_t o) const {
     return filter[static_cast<std::size_t>((c * taps + t) * width + o)];
@@ -2023,8 +2026,7 @@ struct DirectCase {
 };
 
 // Against double sums of the same terms: 1, 2 and direct_vectors() weight vectors, every n up
-// to 30 (every tile size and every split of a row into tiles, with 7 or 12 positions per tile
-// on AVX-512 and 6 or 12 on AVX2), channel and tap counts from 1 to 20 and 27, from zero or
+// to 30 (every tile size and every split of n into tiles, with 6 or 12 positions per tile), channel and tap counts from 1 to 20 and 27, from zero or
 // added onto out (accumulate). One FMA chain per output: within a few ulps of the sum of
 // |terms|. The entries past n * width are never written.
 TEST(Direct, WindowProductMatchesDoubleSums) {
@@ -2042,7 +2044,7 @@ TEST(Direct, WindowProductMatchesDoubleSums) {
             std::vector<float> out(static_cast<std::size_t>((n + 1) * width), sentinel), initial;
             for (std::int64_t i = 0; i < n * width; ++i) out[static_cast<std::size_t>(i)] = value(rng);
             initial = out;
-            direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), n, vectors,
+            direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), dc.offsets.data(), n, vectors,
                                   dc.filter.data(), accumulate, out.data());
             for (std::int64_t p = 0; p < n; ++p) {
               for (std::int64_t o = 0; o < width; ++o) {
@@ -2071,7 +2073,8 @@ TEST(Direct, WindowProductMatchesDoubleSums) {
   // n <= 0 writes nothing.
   const DirectCase dc(3, 3, 1, 1, rng);
   std::vector<float> out(static_cast<std::size_t>(dc.width), sentinel);
-  direct_window_product(3, 3, dc.sources.data(), dc.tap_offsets.data(), 0, 1, dc.filter.data(), false, out.data());
+  direct_window_product(3, 3, dc.sources.data(), dc.tap_offsets.data(), dc.offsets.data(), 0, 1, dc.filter.data(), false,
+                        out.data());
   EXPECT_EQ(out, std::vector<float>(out.size(), sentinel));
 }
 
@@ -2091,12 +2094,12 @@ TEST(Direct, WindowProductIsOneChainPerOutput) {
           const DirectCase dc(channels, taps, vectors, n, rng);
           const std::int64_t width = dc.width;
           std::vector<float> whole(static_cast<std::size_t>(n * width)), passes(whole.size());
-          direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), n, vectors, dc.filter.data(),
+          direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), dc.offsets.data(), n, vectors, dc.filter.data(),
                                 false, whole.data());
           // Passes of 1, 2, 3... channels: [0, 1), [1, 3), [3, 6)...
           for (std::int64_t c0 = 0, size = 1; c0 < channels; c0 += size, ++size) {
             const std::int64_t count = std::min(size, channels - c0);
-            direct_window_product(count, taps, dc.sources.data() + c0, dc.tap_offsets.data(), n, vectors,
+            direct_window_product(count, taps, dc.sources.data() + c0, dc.tap_offsets.data(), dc.offsets.data(), n, vectors,
                                   dc.filter.data() + c0 * taps * width, c0 > 0, passes.data());
           }
           for (std::int64_t p = 0; p < n; ++p) {
