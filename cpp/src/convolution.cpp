@@ -442,6 +442,16 @@ struct FilterMatrix {
   Acc at(std::int64_t oc, std::int64_t k) const {
     return load_value<Acc, Acc>(data + oc * row_step + column_offset[static_cast<std::size_t>(k)]);
   }
+  // dst[k * width + o] = at(oc + o, k0 + k) for k < depth, o < used, and 0 for o in [used,
+  // width): the direct kernels' layout from any strides (a column at a time: one offset each).
+  void gather_columns(std::int64_t oc, std::int64_t used, std::int64_t k0, std::int64_t depth, std::int64_t width,
+                      Acc* dst) const {
+    for (std::int64_t k = 0; k < depth; ++k, dst += width) {
+      const std::byte* column = data + oc * row_step + column_offset[static_cast<std::size_t>(k0 + k)];
+      for (std::int64_t o = 0; o < used; ++o) dst[o] = load_value<Acc, Acc>(column + o * row_step);
+      std::fill(dst + used, dst + width, Acc(0));
+    }
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -915,9 +925,7 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
   const auto pack_block = [&](std::int64_t grp, const ChannelBlock& block, std::int64_t k0, std::int64_t depth, Acc* dst) {
     const std::int64_t oc = grp * M + block.first, width = block.vectors * L, used = std::min(width, M - block.first);
     if (matrix.dense) return pack_direct_filter(matrix.dense_row(oc) + k0, matrix.ld, used, depth, width, dst);
-    for (std::int64_t k = 0; k < depth; ++k) {
-      for (std::int64_t o = 0; o < width; ++o) dst[k * width + o] = o < used ? matrix.at(oc + o, k0 + k) : Acc(0);
-    }
+    matrix.gather_columns(oc, used, k0, depth, width, dst);
   };
 
   // Bands of consecutive output positions, about kDirectBandBytes of sums each, as many as
@@ -1502,6 +1510,167 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// BACKWARD of an undilated layer as stride^D forward convolutions, one per output phase.
+//
+// On an axis with stride s, output Y receives x[i] * w[k] for i * s + k = Y + start. The
+// outputs of phase q < s, Y = q + s * j, all have (Y + start) mod s = r = (q + start) mod s, so
+// they meet only the taps k = r + s * m (m < M = ceil((K - r) / s)), and with c = (q + start) div s
+//   y[q + s * j] = sum over m < M of x[j + c - m] * w[r + s * m]
+//                = sum over u < M of x[j + c - (M - 1) + u] * f[u],   f[u] = w[r + s * (M - 1 - u)]:
+// a stride-1 forward cross-correlation over x of the M-tap filter f (a view of w with element
+// step -s; +s from the mirrored tap in convolution mode), with start padding M - 1 - c (or,
+// when that is negative, the input view beginning c - (M - 1) further on), end padding for
+// J = ceil((out - q) / s) outputs, written into the view of y that begins at q with steps
+// times s. The forward filter {OutC, InC/G, M...} is a view of the backward one {InC, OutC/G,
+// K...}: axes 0 and 1 swapped. Each output is then one forward sum (in the forward kernels'
+// fixed order: independent of the thread count), with no col2im scatter, no accumulator planes
+// and no multiplication by inserted zeros. A phase that no tap reaches (K < s) or whose
+// outputs lie past every input (an output larger than nominal) holds the bias and activation
+// of zero.
+
+// One axis of one phase.
+struct PhaseAxis {
+  std::int64_t outputs = 0;                        // J
+  std::int64_t taps = 0;                           // M; 0 when no input reaches the phase
+  std::int64_t in_first = 0, inputs = 0;           // the input view: [in_first, in_first + inputs)
+  std::int64_t start = 0, end = 0;                 // the forward paddings
+  std::int64_t filter_first = 0, filter_step = 0;  // the backward tap of forward tap 0, then the step
+
+  PhaseAxis(const Geometry& g, int a, std::int64_t q, bool flip) {
+    const std::int64_t s = g.strides[a], K = g.kernel[a];
+    outputs = q < g.out_spatial[a] ? ceil_div(g.out_spatial[a] - q, s) : 0;
+    const std::int64_t r = (q + g.start[a]) % s, c = (q + g.start[a]) / s;
+    taps = r < K ? ceil_div(K - r, s) : 0;
+    const std::int64_t lo = c - (taps - 1);  // the input output 0's forward tap 0 reads
+    in_first = std::max<std::int64_t>(lo, 0);
+    start = in_first - lo;
+    inputs = std::min(g.in_spatial[a], c + outputs) - in_first;  // up to output J - 1's last tap, c + J - 1
+    if (outputs == 0 || taps == 0 || inputs <= 0) {
+      taps = 0;
+      return;
+    }
+    end = outputs - 1 + taps - start - inputs;
+    const std::int64_t last = r + s * (taps - 1);  // the backward tap forward tap 0 multiplies
+    filter_first = flip ? K - 1 - last : last;
+    filter_step = flip ? s : -s;
+  }
+};
+
+constexpr std::int64_t kMaxPhases = 64;  // more phases (strides) than this stay with the scatter
+
+// Layers the phases compute: undilated, with few phases.
+bool phases_apply(const Geometry& g) {
+  std::int64_t phases = 1;
+  for (int a = 0; a < g.D; ++a) {
+    if (g.dilations[a] != 1 || g.strides[a] > kMaxPhases) return false;
+    phases *= std::min(g.strides[a], g.out_spatial[a]);
+  }
+  return phases > 1 && phases <= kMaxPhases;
+}
+
+template <class T>
+void forward_any(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  if (g.in_per_group == 1) return forward_depthwise<T>(desc, g, v);
+  forward<T>(desc, g, v);
+}
+
+// Every element of `out` ({N, OutC, ...}) set to its channel's bias, then the activation.
+template <class T>
+void fill_bias(const ConvolutionDesc& desc, const TensorView* bias, const TensorView& out) {
+  using Acc = typename AccumulatorOf<T>::type;
+  const Dims sizes = spatial(out.sizes), strides = spatial(out.byte_strides);
+  const std::int64_t positions = sizes.product(), channels = out.sizes[1];
+  const Views v{out, out, bias, out};
+  parallel_for(0, out.sizes[0] * channels, std::max<std::int64_t>(1, (1 << 14) / positions),
+               [&](std::int64_t begin, std::int64_t end) {
+                 std::vector<Acc> row(static_cast<std::size_t>(positions));
+                 for (std::int64_t i = begin; i < end; ++i) {
+                   std::fill(row.begin(), row.end(), Acc(0));
+                   finish_row<T, Acc>(row.data(), positions, bias_of<T, Acc>(v, i % channels), desc.fused_activation,
+                                      static_cast<std::byte*>(out.data) + i / channels * out.byte_strides[0] +
+                                          i % channels * out.byte_strides[1],
+                                      sizes, strides, 0);
+                 }
+               });
+}
+
+template <class T>
+void backward_phases(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  const int D = g.D;
+  const bool flip = desc.mode == ConvolutionMode::Convolution;
+  ConvolutionDesc forward_desc = desc;
+  forward_desc.mode = ConvolutionMode::CrossCorrelation;  // the filter views carry the flip
+  forward_desc.direction = ConvolutionDirection::Forward;
+  // Forward output channel g * OCg + oc', input channel ic' is W[g * ICg + ic', oc']: one view
+  // over every group when that is one step per output channel (one group, one output channel
+  // per group, or a filter whose groups follow each other so), else one forward call per group.
+  const std::int64_t w0 = v.filter.byte_strides[0], w1 = v.filter.byte_strides[1];
+  const bool one_view = g.groups == 1 || g.out_per_group == 1 || g.in_per_group * w0 == g.out_per_group * w1;
+  const std::int64_t calls = one_view ? 1 : g.groups, per_call = one_view ? g.groups : 1;
+  const std::int64_t oc_step = g.groups > 1 && g.out_per_group == 1 ? g.in_per_group * w0 : w1;
+
+  Dims q = Dims::filled(D, 0);
+  do {
+    std::vector<PhaseAxis> axes;
+    bool reached = true;
+    for (int a = 0; a < D; ++a) {
+      axes.emplace_back(g, a, q[a], flip);
+      reached = reached && axes.back().taps > 0;
+    }
+    // The phase's outputs: a view of y beginning at q, steps times the strides.
+    TensorView out = v.out;
+    for (int a = 0; a < D; ++a) {
+      out.sizes[2 + a] = axes[a].outputs;
+      out.data = static_cast<std::byte*>(out.data) + q[a] * v.out.byte_strides[2 + a];
+      out.byte_strides[2 + a] *= g.strides[a];
+    }
+    if (!reached) {
+      fill_bias<T>(desc, v.bias, out);
+    } else {
+      Geometry f;
+      f.D = D;
+      f.batch = g.batch;
+      f.groups = per_call;
+      f.in_per_group = g.in_per_group, f.out_per_group = g.out_per_group;
+      f.in_channels = per_call * g.in_per_group, f.out_channels = per_call * g.out_per_group;
+      f.strides = f.dilations = Dims::filled(D, 1);
+      f.output_padding = Dims::filled(D, 0);
+      TensorView in = v.in, filter = v.filter;
+      filter.sizes[0] = f.out_channels, filter.sizes[1] = g.in_per_group;
+      filter.byte_strides[0] = oc_step, filter.byte_strides[1] = w0;
+      for (int a = 0; a < D; ++a) {
+        const PhaseAxis& p = axes[a];
+        f.in_spatial.push_back(p.inputs), f.out_spatial.push_back(p.outputs), f.kernel.push_back(p.taps);
+        f.start.push_back(p.start), f.end.push_back(p.end);
+        in.sizes[2 + a] = p.inputs;
+        in.data = static_cast<std::byte*>(in.data) + p.in_first * v.in.byte_strides[2 + a];
+        filter.sizes[2 + a] = p.taps;
+        filter.data = static_cast<std::byte*>(filter.data) + p.filter_first * v.filter.byte_strides[2 + a];
+        filter.byte_strides[2 + a] = p.filter_step * v.filter.byte_strides[2 + a];
+      }
+      in.sizes[1] = f.in_channels, out.sizes[1] = f.out_channels;
+      f.output = TensorDesc{out.dtype, out.sizes, std::nullopt};
+      for (std::int64_t call = 0; call < calls; ++call) {
+        TensorView in_call = in, filter_call = filter, out_call = out;
+        std::optional<TensorView> bias;
+        in_call.data = static_cast<std::byte*>(in.data) + call * g.in_per_group * v.in.byte_strides[1];
+        filter_call.data = static_cast<std::byte*>(filter.data) + call * g.in_per_group * w0;
+        out_call.data = static_cast<std::byte*>(out.data) + call * g.out_per_group * v.out.byte_strides[1];
+        if (v.bias) {
+          bias = *v.bias;
+          bias->sizes[1] = f.out_channels;
+          bias->data = static_cast<std::byte*>(v.bias->data) + call * g.out_per_group * v.bias->byte_strides[1];
+        }
+        forward_any<T>(forward_desc, f, Views{in_call, filter_call, bias ? &*bias : nullptr, out_call});
+      }
+    }
+    int a = D - 1;
+    for (; a >= 0 && ++q[a] == std::min(g.strides[a], g.out_spatial[a]); --a) q[a] = 0;
+    if (a < 0) break;
+  } while (true);
+}
+
 }  // namespace
 
 std::string_view name(ConvolutionMode mode) { return kModeNames[static_cast<int>(mode)]; }
@@ -1540,10 +1709,10 @@ void execute(const ConvolutionDesc& desc, const TensorView& in, const TensorView
   visit_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>) {
-      if (desc.direction == ConvolutionDirection::Forward && g.in_per_group == 1) {
-        forward_depthwise<T>(desc, g, views);
-      } else if (desc.direction == ConvolutionDirection::Forward) {
-        forward<T>(desc, g, views);
+      if (desc.direction == ConvolutionDirection::Forward) {
+        forward_any<T>(desc, g, views);
+      } else if (phases_apply(g)) {
+        backward_phases<T>(desc, g, views);
       } else {
         backward<T>(desc, g, views);
       }
