@@ -448,7 +448,11 @@ struct FilterMatrix {
                       Acc* dst) const {
     for (std::int64_t k = 0; k < depth; ++k, dst += width) {
       const std::byte* column = data + oc * row_step + column_offset[static_cast<std::size_t>(k0 + k)];
-      for (std::int64_t o = 0; o < used; ++o) dst[o] = load_value<Acc, Acc>(column + o * row_step);
+      if (row_step == std::int64_t{sizeof(Acc)}) {  // output channels side by side: the column is a run
+        std::memcpy(dst, column, static_cast<std::size_t>(used) * sizeof(Acc));
+      } else {
+        for (std::int64_t o = 0; o < used; ++o) dst[o] = load_value<Acc, Acc>(column + o * row_step);
+      }
       std::fill(dst + used, dst + width, Acc(0));
     }
   }
@@ -1518,14 +1522,14 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 // they meet only the taps k = r + s * m (m < M = ceil((K - r) / s)), and with c = (q + start) div s
 //   y[q + s * j] = sum over m < M of x[j + c - m] * w[r + s * m]
 //                = sum over u < M of x[j + c - (M - 1) + u] * f[u],   f[u] = w[r + s * (M - 1 - u)]:
-// a stride-1 forward cross-correlation over x of the M-tap filter f (a view of w with element
+// a stride-1 forward cross-correlation over x of the M-tap filter f (w's taps with element
 // step -s; +s from the mirrored tap in convolution mode), with start padding M - 1 - c (or,
 // when that is negative, the input view beginning c - (M - 1) further on), end padding for
 // J = ceil((out - q) / s) outputs, written into the view of y that begins at q with steps
-// times s. The forward filter {OutC, InC/G, M...} is a view of the backward one {InC, OutC/G,
-// K...}: axes 0 and 1 swapped. Each output is then one forward sum (in the forward kernels'
-// fixed order: independent of the thread count), with no col2im scatter, no accumulator planes
-// and no multiplication by inserted zeros. A phase that no tap reaches (K < s) or whose
+// times s. The phases' forward filters {OutC, InC/G, M...} are made from the backward one
+// {InC, OutC/G, K...} (axes 0 and 1 swapped, the phase's taps picked) in one pass. Each output
+// is then one forward sum (in the forward kernels' fixed order: independent of the thread
+// count), with no col2im scatter, no accumulator planes and no multiplication by inserted zeros. A phase that no tap reaches (K < s) or whose
 // outputs lie past every input (an output larger than nominal) holds the bias and activation
 // of zero.
 
@@ -1557,16 +1561,25 @@ struct PhaseAxis {
   }
 };
 
-constexpr std::int64_t kMaxPhases = 64;  // more phases (strides) than this stay with the scatter
+constexpr std::int64_t kMaxPhases = 64;       // more phases (strides) than this stay with the scatter
+constexpr std::int64_t kMinPhaseOutputs = 512;  // batch x output positions per phase, at least
 
-// Layers the phases compute: undilated, with few phases.
+// Layers the phases compute faster than the scatter (measured, float32): undilated and strided,
+// with few phases, a window wider than the stride on some axis and a vector of output channels
+// per group (so that the phases' forward layers run direct), and at least kMinPhaseOutputs
+// outputs per phase and channel: below that (e.g. a 4x4 stride-2 layer onto 32 x 32, 256 per
+// phase), the phases' per-call costs (filter passes, padded planes, one product per phase)
+// cost as much as the scatter and its GEMM's larger panels save.
 bool phases_apply(const Geometry& g) {
   std::int64_t phases = 1;
+  bool window = false;
   for (int a = 0; a < g.D; ++a) {
     if (g.dilations[a] != 1 || g.strides[a] > kMaxPhases) return false;
     phases *= std::min(g.strides[a], g.out_spatial[a]);
+    window = window || g.kernel[a] > g.strides[a];
   }
-  return phases > 1 && phases <= kMaxPhases;
+  return phases > 1 && phases <= kMaxPhases && window && g.out_per_group >= simd_lanes<float>() &&
+         g.batch * g.out_spatial.product() >= kMinPhaseOutputs * phases;
 }
 
 template <class T>
@@ -1599,76 +1612,138 @@ template <class T>
 void backward_phases(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const int D = g.D;
   const bool flip = desc.mode == ConvolutionMode::Convolution;
-  ConvolutionDesc forward_desc = desc;
-  forward_desc.mode = ConvolutionMode::CrossCorrelation;  // the filter views carry the flip
-  forward_desc.direction = ConvolutionDirection::Forward;
-  // Forward output channel g * OCg + oc', input channel ic' is W[g * ICg + ic', oc']: one view
-  // over every group when that is one step per output channel (one group, one output channel
-  // per group, or a filter whose groups follow each other so), else one forward call per group.
-  const std::int64_t w0 = v.filter.byte_strides[0], w1 = v.filter.byte_strides[1];
-  const bool one_view = g.groups == 1 || g.out_per_group == 1 || g.in_per_group * w0 == g.out_per_group * w1;
-  const std::int64_t calls = one_view ? 1 : g.groups, per_call = one_view ? g.groups : 1;
-  const std::int64_t oc_step = g.groups > 1 && g.out_per_group == 1 ? g.in_per_group * w0 : w1;
-
-  Dims q = Dims::filled(D, 0);
-  do {
+  const std::int64_t kernel_taps = g.kernel.product();
+  const Dims kernel_strides = packed_strides(g.kernel);  // W's taps, row-major
+  struct Phase {
+    Dims q;                             // its first output, per axis
     std::vector<PhaseAxis> axes;
-    bool reached = true;
+    bool reached = true;                // by some input through some tap (else: the bias only)
+    std::int64_t taps = 1, filter = 0;  // its forward filter: taps per channel pair, where it starts
+  };
+  std::vector<Phase> phases;
+  std::int64_t filter_size = 0;
+  // Per tap of W (row-major), where its row of output channels goes in the phases' filters, and
+  // the step per input channel; -1: a tap no phase uses (in a phase no input reaches).
+  std::vector<std::int64_t> destination(static_cast<std::size_t>(kernel_taps), -1), channel_step(destination);
+  for (Dims q = Dims::filled(D, 0);;) {
+    Phase& p = phases.emplace_back(Phase{.q = q, .filter = filter_size});
+    std::vector<std::int64_t> source{0};  // per forward tap u (row-major), W's tap
     for (int a = 0; a < D; ++a) {
-      axes.emplace_back(g, a, q[a], flip);
-      reached = reached && axes.back().taps > 0;
-    }
-    // The phase's outputs: a view of y beginning at q, steps times the strides.
-    TensorView out = v.out;
-    for (int a = 0; a < D; ++a) {
-      out.sizes[2 + a] = axes[a].outputs;
-      out.data = static_cast<std::byte*>(out.data) + q[a] * v.out.byte_strides[2 + a];
-      out.byte_strides[2 + a] *= g.strides[a];
-    }
-    if (!reached) {
-      fill_bias<T>(desc, v.bias, out);
-    } else {
-      Geometry f;
-      f.D = D;
-      f.batch = g.batch;
-      f.groups = per_call;
-      f.in_per_group = g.in_per_group, f.out_per_group = g.out_per_group;
-      f.in_channels = per_call * g.in_per_group, f.out_channels = per_call * g.out_per_group;
-      f.strides = f.dilations = Dims::filled(D, 1);
-      f.output_padding = Dims::filled(D, 0);
-      TensorView in = v.in, filter = v.filter;
-      filter.sizes[0] = f.out_channels, filter.sizes[1] = g.in_per_group;
-      filter.byte_strides[0] = oc_step, filter.byte_strides[1] = w0;
-      for (int a = 0; a < D; ++a) {
-        const PhaseAxis& p = axes[a];
-        f.in_spatial.push_back(p.inputs), f.out_spatial.push_back(p.outputs), f.kernel.push_back(p.taps);
-        f.start.push_back(p.start), f.end.push_back(p.end);
-        in.sizes[2 + a] = p.inputs;
-        in.data = static_cast<std::byte*>(in.data) + p.in_first * v.in.byte_strides[2 + a];
-        filter.sizes[2 + a] = p.taps;
-        filter.data = static_cast<std::byte*>(filter.data) + p.filter_first * v.filter.byte_strides[2 + a];
-        filter.byte_strides[2 + a] = p.filter_step * v.filter.byte_strides[2 + a];
+      const PhaseAxis& axis = p.axes.emplace_back(g, a, q[a], flip);
+      p.reached = p.reached && axis.taps > 0;
+      p.taps *= axis.taps;
+      std::vector<std::int64_t> longer;  // the taps so far, then axis a's
+      for (std::int64_t tap : source) {
+        for (std::int64_t u = 0; u < axis.taps; ++u)
+          longer.push_back(tap + (axis.filter_first + u * axis.filter_step) * kernel_strides[a]);
       }
-      in.sizes[1] = f.in_channels, out.sizes[1] = f.out_channels;
-      f.output = TensorDesc{out.dtype, out.sizes, std::nullopt};
-      for (std::int64_t call = 0; call < calls; ++call) {
-        TensorView in_call = in, filter_call = filter, out_call = out;
-        std::optional<TensorView> bias;
-        in_call.data = static_cast<std::byte*>(in.data) + call * g.in_per_group * v.in.byte_strides[1];
-        filter_call.data = static_cast<std::byte*>(filter.data) + call * g.in_per_group * w0;
-        out_call.data = static_cast<std::byte*>(out.data) + call * g.out_per_group * v.out.byte_strides[1];
-        if (v.bias) {
-          bias = *v.bias;
-          bias->sizes[1] = f.out_channels;
-          bias->data = static_cast<std::byte*>(v.bias->data) + call * g.out_per_group * v.bias->byte_strides[1];
-        }
-        forward_any<T>(forward_desc, f, Views{in_call, filter_call, bias ? &*bias : nullptr, out_call});
+      source = std::move(longer);
+    }
+    if (p.reached) {
+      for (std::int64_t u = 0; u < p.taps; ++u) {
+        destination[source[u]] = p.filter + u * g.out_channels;
+        channel_step[source[u]] = p.taps * g.out_channels;
       }
+      filter_size += g.out_channels * g.in_per_group * p.taps;
     }
     int a = D - 1;
     for (; a >= 0 && ++q[a] == std::min(g.strides[a], g.out_spatial[a]); --a) q[a] = 0;
     if (a < 0) break;
-  } while (true);
+  }
+
+  // Every phase's forward filter {OutC, InC/G, M...} laid out as [ic'][u][oc]: F[g * OCg + oc',
+  // ic', u] = W[g * ICg + ic', oc', the tap forward tap u multiplies] at (ic' * M + u) * OutC + g
+  // * OCg + oc'. Each output channel's weights are then strided, but the direct kernels' packing
+  // reads a tap's output channels as one contiguous run (FilterMatrix::gather_columns), and the
+  // phases' filters are made in one pass over W: per input channel, its {OCg, taps} block of W
+  // transposed (pack_direct_filter's 8 x 8 transposes when it is dense float; else value by
+  // value), then each tap's row of output channels copied where it goes. (Each phase picking its
+  // own taps out of W would bring all of W's cache lines in once per phase, and a layout with
+  // each output channel's weights together would have to be gathered value by value.)
+  const Scratch<T> filters(filter_size);
+  const std::int64_t w0 = v.filter.byte_strides[0], w1 = v.filter.byte_strides[1];
+  std::vector<std::int64_t> tap_offset(static_cast<std::size_t>(kernel_taps));  // bytes, within W[ic, oc']
+  for (std::int64_t t = 0; t < kernel_taps; ++t) {
+    for (int a = 0; a < D; ++a) tap_offset[t] += t / kernel_strides[a] % g.kernel[a] * v.filter.byte_strides[2 + a];
+  }
+  bool dense_taps = std::is_same_v<T, float> && aligned(v.filter.data, alignof(float)) && w0 % 4 == 0 && w1 % 4 == 0;
+  for (std::int64_t t = 0; t < kernel_taps; ++t) dense_taps = dense_taps && tap_offset[t] == t * 4;
+  const std::int64_t OCg = g.out_per_group;
+  parallel_for(0, g.in_channels, std::max<std::int64_t>(1, (1 << 14) / (OCg * kernel_taps)), [&](std::int64_t begin, std::int64_t end) {
+    std::vector<T> block(static_cast<std::size_t>(kernel_taps * OCg));  // [tap][oc']
+    for (std::int64_t ic = begin; ic < end; ++ic) {
+      const std::byte* src = static_cast<const std::byte*>(v.filter.data) + ic * w0;
+      if constexpr (std::is_same_v<T, float>) {
+        if (dense_taps) {
+          pack_direct_filter(reinterpret_cast<const float*>(src), w1 / 4, OCg, kernel_taps, OCg, block.data());
+        }
+      }
+      if (!dense_taps) {
+        for (std::int64_t t = 0; t < kernel_taps; ++t) {
+          for (std::int64_t o = 0; o < OCg; ++o) block[t * OCg + o] = load<T>(src + o * w1 + tap_offset[t]);
+        }
+      }
+      const std::int64_t grp = ic / g.in_per_group, ic_in_group = ic % g.in_per_group;
+      for (std::int64_t t = 0; t < kernel_taps; ++t) {
+        if (destination[t] < 0) continue;
+        std::memcpy(filters.get() + destination[t] + ic_in_group * channel_step[t] + grp * OCg, block.data() + t * OCg,
+                    static_cast<std::size_t>(OCg) * sizeof(T));
+      }
+    }
+  });
+
+  ConvolutionDesc forward_desc = desc;
+  forward_desc.mode = ConvolutionMode::CrossCorrelation;  // the filters carry the flip
+  forward_desc.direction = ConvolutionDirection::Forward;
+  const auto run_phase = [&](const Phase& p) {
+    // The phase's outputs: a view of y beginning at q, steps times the strides.
+    TensorView out = v.out;
+    for (int a = 0; a < D; ++a) {
+      out.sizes[2 + a] = p.axes[a].outputs;
+      out.data = static_cast<std::byte*>(out.data) + p.q[a] * v.out.byte_strides[2 + a];
+      out.byte_strides[2 + a] *= g.strides[a];
+    }
+    if (!p.reached) return fill_bias<T>(desc, v.bias, out);
+    Geometry f = g;
+    f.strides = f.dilations = Dims::filled(D, 1);
+    f.output_padding = Dims::filled(D, 0);
+    TensorView in = v.in, filter = v.filter;
+    filter.sizes[0] = g.out_channels, filter.sizes[1] = g.in_per_group;
+    filter.data = filters.get() + p.filter;
+    std::int64_t tap_step = g.out_channels;  // entries between consecutive taps on axis a
+    for (int a = D - 1; a >= 0; --a) {
+      const PhaseAxis& axis = p.axes[a];
+      f.in_spatial[a] = in.sizes[2 + a] = axis.inputs;
+      f.out_spatial[a] = axis.outputs;
+      f.kernel[a] = filter.sizes[2 + a] = axis.taps;
+      f.start[a] = axis.start, f.end[a] = axis.end;
+      in.data = static_cast<std::byte*>(in.data) + axis.in_first * v.in.byte_strides[2 + a];
+      filter.byte_strides[2 + a] = tap_step * std::int64_t{sizeof(T)};
+      tap_step *= axis.taps;
+    }
+    filter.byte_strides[0] = sizeof(T);
+    filter.byte_strides[1] = tap_step * std::int64_t{sizeof(T)};
+    f.output = TensorDesc{out.dtype, out.sizes, std::nullopt};
+    forward_any<T>(forward_desc, f, Views{in, filter, v.bias, out});
+  };
+  // Phases of equal work, as many as a multiple of the threads, run side by side, one per
+  // thread (their forward calls then run inline, with no synchronisation inside); else one
+  // after the other, each with every thread.
+  const auto work = [&](const Phase& p) {
+    std::int64_t outputs = 1;
+    for (const PhaseAxis& axis : p.axes) outputs *= axis.outputs;
+    return p.reached ? p.taps * outputs : 0;
+  };
+  const std::int64_t threads = num_threads(), count = std::ssize(phases);
+  bool side_by_side = threads > 1 && count % threads == 0;
+  for (const Phase& p : phases) side_by_side = side_by_side && work(p) == work(phases[0]);
+  if (!side_by_side) {
+    for (const Phase& p : phases) run_phase(p);
+    return;
+  }
+  parallel_for(0, count, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) run_phase(phases[static_cast<std::size_t>(i)]);
+  });
 }
 
 }  // namespace
@@ -1711,7 +1786,7 @@ void execute(const ConvolutionDesc& desc, const TensorView& in, const TensorView
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>) {
       if (desc.direction == ConvolutionDirection::Forward) {
         forward_any<T>(desc, g, views);
-      } else if (phases_apply(g)) {
+      } else if (std::is_same_v<T, float> && phases_apply(g)) {
         backward_phases<T>(desc, g, views);
       } else {
         backward<T>(desc, g, views);
