@@ -19,6 +19,9 @@
 // the same element, and the sums run in a fixed order (input blocks, then taps). The
 // alternative, a forward convolution over a zero-inserted input, would multiply stride^D
 // times more zeros than values and needs the output padding spelled out as extra zeros.
+// Larger undilated float32 layers instead run as stride^D forward convolutions, one per output
+// phase (the outputs q, q + stride, ...), each over the taps that reach it: no zeros, no
+// scatter (see "BACKWARD of an undilated layer as stride^D forward convolutions" below).
 #include "dmlops/ops/convolution.hpp"
 
 #include <immintrin.h>
@@ -1529,9 +1532,9 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 // times s. The phases' forward filters {OutC, InC/G, M...} are made from the backward one
 // {InC, OutC/G, K...} (axes 0 and 1 swapped, the phase's taps picked) in one pass. Each output
 // is then one forward sum (in the forward kernels' fixed order: independent of the thread
-// count), with no col2im scatter, no accumulator planes and no multiplication by inserted zeros. A phase that no tap reaches (K < s) or whose
-// outputs lie past every input (an output larger than nominal) holds the bias and activation
-// of zero.
+// count), with no col2im scatter, no accumulator planes and no multiplication by inserted
+// zeros. A phase that no tap reaches (K < s) or whose outputs lie past every input (an output
+// larger than nominal) holds the bias and activation of zero.
 
 // One axis of one phase.
 struct PhaseAxis {
@@ -1594,15 +1597,17 @@ void fill_bias(const ConvolutionDesc& desc, const TensorView* bias, const Tensor
   using Acc = typename AccumulatorOf<T>::type;
   const Dims sizes = spatial(out.sizes), strides = spatial(out.byte_strides);
   const std::int64_t positions = sizes.product(), channels = out.sizes[1];
-  const Views v{out, out, bias, out};
   parallel_for(0, out.sizes[0] * channels, std::max<std::int64_t>(1, (1 << 14) / positions),
                [&](std::int64_t begin, std::int64_t end) {
                  std::vector<Acc> row(static_cast<std::size_t>(positions));
                  for (std::int64_t i = begin; i < end; ++i) {
+                   const std::int64_t n = i / channels, oc = i % channels;
+                   const Acc value = bias ? load_value<T, Acc>(static_cast<const std::byte*>(bias->data) +
+                                                               oc * bias->byte_strides[1])
+                                          : Acc(0);
                    std::fill(row.begin(), row.end(), Acc(0));
-                   finish_row<T, Acc>(row.data(), positions, bias_of<T, Acc>(v, i % channels), desc.fused_activation,
-                                      static_cast<std::byte*>(out.data) + i / channels * out.byte_strides[0] +
-                                          i % channels * out.byte_strides[1],
+                   finish_row<T, Acc>(row.data(), positions, value, desc.fused_activation,
+                                      static_cast<std::byte*>(out.data) + n * out.byte_strides[0] + oc * out.byte_strides[1],
                                       sizes, strides, 0);
                  }
                });

@@ -452,7 +452,8 @@ def test_backward_phases(case):
         np.testing.assert_array_equal(r.view(np.uint32), results[0].view(np.uint32))
     assert_close(results[0], x, w, b, act, **ref_kw)
     # no bias or activation, convolution mode, from an every-other-column view into a reversed
-    # strided out
+    # strided out, and with a filter whose taps run backwards in memory (its phase filters then
+    # gathered value by value)
     wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), np.float32)
     wide[..., ::2] = x
     y = dmlops.convolution(x, w, mode="convolution", **kw)
@@ -460,6 +461,8 @@ def test_backward_phases(case):
     assert dmlops.convolution(wide[..., ::2], w, mode="convolution", out=out, **kw) is out
     np.testing.assert_array_equal(out, y)
     assert_close(y, x, w, mode="convolution", **ref_kw)
+    reversed_taps = np.ascontiguousarray(w[..., ::-1])[..., ::-1]
+    np.testing.assert_array_equal(dmlops.convolution(x, reversed_taps, mode="convolution", **kw), y)
 
 
 def test_backward_nominal_size_and_output_padding():
