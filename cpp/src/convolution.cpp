@@ -24,6 +24,9 @@
 // the same element, and the sums run in a fixed order (input blocks, then taps). The
 // alternative, a forward convolution over a zero-inserted input, would multiply stride^D
 // times more zeros than values and needs the output padding spelled out as extra zeros.
+// Larger undilated float32 layers instead run as stride^D forward convolutions, one per output
+// phase (the outputs q, q + stride, ...), each over the taps that reach it: no zeros, no
+// scatter (see "BACKWARD of an undilated layer as stride^D forward convolutions" below).
 #include "dmlops/ops/convolution.hpp"
 
 #include <immintrin.h>
@@ -449,6 +452,20 @@ struct FilterMatrix {
   const Acc* dense_row(std::int64_t oc) const { return reinterpret_cast<const Acc*>(data + oc * row_step); }
   Acc at(std::int64_t oc, std::int64_t k) const {
     return load_value<Acc, Acc>(data + oc * row_step + column_offset[static_cast<std::size_t>(k)]);
+  }
+  // dst[k * width + o] = at(oc + o, k0 + k) for k < depth, o < used, and 0 for o in [used,
+  // width): the direct kernels' layout from any strides (a column at a time: one offset each).
+  void gather_columns(std::int64_t oc, std::int64_t used, std::int64_t k0, std::int64_t depth, std::int64_t width,
+                      Acc* dst) const {
+    for (std::int64_t k = 0; k < depth; ++k, dst += width) {
+      const std::byte* column = data + oc * row_step + column_offset[static_cast<std::size_t>(k0 + k)];
+      if (row_step == std::int64_t{sizeof(Acc)}) {  // output channels side by side: the column is a run
+        std::memcpy(dst, column, static_cast<std::size_t>(used) * sizeof(Acc));
+      } else {
+        for (std::int64_t o = 0; o < used; ++o) dst[o] = load_value<Acc, Acc>(column + o * row_step);
+      }
+      std::fill(dst + used, dst + width, Acc(0));
+    }
   }
 };
 
@@ -997,9 +1014,7 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
   const auto pack_block = [&](std::int64_t grp, const ChannelBlock& block, std::int64_t k0, std::int64_t depth, Acc* dst) {
     const std::int64_t oc = grp * M + block.first, width = block.vectors * L, used = std::min(width, M - block.first);
     if (matrix.dense) return pack_direct_filter(matrix.dense_row(oc) + k0, matrix.ld, used, depth, width, dst);
-    for (std::int64_t k = 0; k < depth; ++k) {
-      for (std::int64_t o = 0; o < width; ++o) dst[k * width + o] = o < used ? matrix.at(oc + o, k0 + k) : Acc(0);
-    }
+    matrix.gather_columns(oc, used, k0, depth, width, dst);
   };
 
   // Bands of consecutive output positions, about kDirectBandBytes of sums each, as many as
@@ -1599,6 +1614,227 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// BACKWARD of an undilated layer as stride^D forward convolutions, one per output phase.
+//
+// On an axis with stride s, output Y receives x[i] * w[k] for i * s + k = Y + start. The
+// outputs of phase q < s, Y = q + s * j, all have (Y + start) mod s = r = (q + start) mod s, so
+// they meet only the taps k = r + s * m (m < M = ceil((K - r) / s)), and with c = (q + start) div s
+//   y[q + s * j] = sum over m < M of x[j + c - m] * w[r + s * m]
+//                = sum over u < M of x[j + c - (M - 1) + u] * f[u],   f[u] = w[r + s * (M - 1 - u)]:
+// a stride-1 forward cross-correlation over x of the M-tap filter f (w's taps with element
+// step -s; +s from the mirrored tap in convolution mode), with start padding M - 1 - c (or,
+// when that is negative, the input view beginning c - (M - 1) further on), end padding for
+// J = ceil((out - q) / s) outputs, written into the view of y that begins at q with steps
+// times s. The phases' forward filters {OutC, InC/G, M...} are made from the backward one
+// {InC, OutC/G, K...} (axes 0 and 1 swapped, the phase's taps picked) in one pass. Each output
+// is then one forward sum (in the forward kernels' fixed order: independent of the thread
+// count), with no col2im scatter, no accumulator planes and no multiplication by inserted
+// zeros. A phase that no tap reaches (K < s) or whose outputs lie past every input (an output
+// larger than nominal) holds the bias and activation of zero.
+
+// One axis of one phase.
+struct PhaseAxis {
+  std::int64_t outputs = 0;                        // J
+  std::int64_t taps = 0;                           // M; 0 when no input reaches the phase
+  std::int64_t in_first = 0, inputs = 0;           // the input view: [in_first, in_first + inputs)
+  std::int64_t start = 0, end = 0;                 // the forward paddings
+  std::int64_t filter_first = 0, filter_step = 0;  // the backward tap of forward tap 0, then the step
+
+  PhaseAxis(const Geometry& g, int a, std::int64_t q, bool flip) {
+    const std::int64_t s = g.strides[a], K = g.kernel[a];
+    outputs = q < g.out_spatial[a] ? ceil_div(g.out_spatial[a] - q, s) : 0;
+    const std::int64_t r = (q + g.start[a]) % s, c = (q + g.start[a]) / s;
+    taps = r < K ? ceil_div(K - r, s) : 0;
+    const std::int64_t lo = c - (taps - 1);  // the input output 0's forward tap 0 reads
+    in_first = std::max<std::int64_t>(lo, 0);
+    start = in_first - lo;
+    inputs = std::min(g.in_spatial[a], c + outputs) - in_first;  // up to output J - 1's last tap, c + J - 1
+    if (outputs == 0 || taps == 0 || inputs <= 0) {
+      taps = 0;
+      return;
+    }
+    end = outputs - 1 + taps - start - inputs;
+    const std::int64_t last = r + s * (taps - 1);  // the backward tap forward tap 0 multiplies
+    filter_first = flip ? K - 1 - last : last;
+    filter_step = flip ? s : -s;
+  }
+};
+
+constexpr std::int64_t kMaxPhases = 64;       // more phases (strides) than this stay with the scatter
+constexpr std::int64_t kMinPhaseOutputs = 512;  // batch x output positions per phase, at least
+
+// Layers the phases compute faster than the scatter (measured, float32): undilated and strided,
+// with few phases, a window wider than the stride on some axis and a vector of output channels
+// per group (so that the phases' forward layers run direct), and at least kMinPhaseOutputs
+// outputs per phase and channel: below that (e.g. a 4x4 stride-2 layer onto 32 x 32, 256 per
+// phase), the phases' per-call costs (filter passes, padded planes, one product per phase)
+// cost as much as the scatter and its GEMM's larger panels save.
+bool phases_apply(const Geometry& g) {
+  std::int64_t phases = 1;
+  bool window = false;
+  for (int a = 0; a < g.D; ++a) {
+    if (g.dilations[a] != 1 || g.strides[a] > kMaxPhases) return false;
+    phases *= std::min(g.strides[a], g.out_spatial[a]);
+    window = window || g.kernel[a] > g.strides[a];
+  }
+  return phases > 1 && phases <= kMaxPhases && window && g.out_per_group >= simd_lanes<float>() &&
+         g.batch * g.out_spatial.product() >= kMinPhaseOutputs * phases;
+}
+
+template <class T>
+void forward_any(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  if (g.in_per_group == 1) return forward_depthwise<T>(desc, g, v);
+  forward<T>(desc, g, v);
+}
+
+// Every element of `out` ({N, OutC, ...}) set to its channel's bias, then the activation.
+template <class T>
+void fill_bias(const ConvolutionDesc& desc, const TensorView* bias, const TensorView& out) {
+  using Acc = typename AccumulatorOf<T>::type;
+  const Dims sizes = spatial(out.sizes), strides = spatial(out.byte_strides);
+  const std::int64_t positions = sizes.product(), channels = out.sizes[1];
+  parallel_for(0, out.sizes[0] * channels, std::max<std::int64_t>(1, (1 << 14) / positions),
+               [&](std::int64_t begin, std::int64_t end) {
+                 std::vector<Acc> row(static_cast<std::size_t>(positions));
+                 for (std::int64_t i = begin; i < end; ++i) {
+                   const std::int64_t n = i / channels, oc = i % channels;
+                   const Acc value = bias ? load_value<T, Acc>(static_cast<const std::byte*>(bias->data) +
+                                                               oc * bias->byte_strides[1])
+                                          : Acc(0);
+                   std::fill(row.begin(), row.end(), Acc(0));
+                   finish_row<T, Acc>(row.data(), positions, value, desc.fused_activation,
+                                      static_cast<std::byte*>(out.data) + n * out.byte_strides[0] + oc * out.byte_strides[1],
+                                      sizes, strides, 0);
+                 }
+               });
+}
+
+template <class T>
+void backward_phases(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  const int D = g.D;
+  const bool flip = desc.mode == ConvolutionMode::Convolution;
+  const std::int64_t kernel_taps = g.kernel.product();
+  const Dims kernel_strides = packed_strides(g.kernel);  // W's taps, row-major
+  struct Phase {
+    Dims q;                             // its first output, per axis
+    std::vector<PhaseAxis> axes;
+    bool reached = true;                // by some input through some tap (else: the bias only)
+    std::int64_t taps = 1, filter = 0;  // its forward filter: taps per channel pair, where it starts
+  };
+  std::vector<Phase> phases;
+  std::int64_t filter_size = 0;
+  // Per tap of W (row-major), where its row of output channels goes in the phases' filters, and
+  // the step per input channel; -1: a tap no phase uses (in a phase no input reaches).
+  std::vector<std::int64_t> destination(static_cast<std::size_t>(kernel_taps), -1), channel_step(destination);
+  for (Dims q = Dims::filled(D, 0);;) {
+    Phase& p = phases.emplace_back(Phase{.q = q, .axes = {}, .filter = filter_size});
+    std::vector<std::int64_t> source{0};  // per forward tap u (row-major), W's tap
+    for (int a = 0; a < D; ++a) {
+      const PhaseAxis& axis = p.axes.emplace_back(g, a, q[a], flip);
+      p.reached = p.reached && axis.taps > 0;
+      p.taps *= axis.taps;
+      std::vector<std::int64_t> longer;  // the taps so far, then axis a's
+      for (std::int64_t tap : source) {
+        for (std::int64_t u = 0; u < axis.taps; ++u)
+          longer.push_back(tap + (axis.filter_first + u * axis.filter_step) * kernel_strides[a]);
+      }
+      source = std::move(longer);
+    }
+    if (p.reached) {
+      for (std::int64_t u = 0; u < p.taps; ++u) {
+        destination[source[u]] = p.filter + u * g.out_channels;
+        channel_step[source[u]] = p.taps * g.out_channels;
+      }
+      filter_size += g.out_channels * g.in_per_group * p.taps;
+    }
+    int a = D - 1;
+    for (; a >= 0 && ++q[a] == std::min(g.strides[a], g.out_spatial[a]); --a) q[a] = 0;
+    if (a < 0) break;
+  }
+
+  // Every phase's forward filter {OutC, InC/G, M...} laid out as [ic'][u][oc]: F[g * OCg + oc',
+  // ic', u] = W[g * ICg + ic', oc', the tap forward tap u multiplies] at (ic' * M + u) * OutC + g
+  // * OCg + oc'. Each output channel's weights are then strided, but the direct kernels' packing
+  // reads a tap's output channels as one contiguous run (FilterMatrix::gather_columns), and the
+  // phases' filters are made in one pass over W: per input channel, its {OCg, taps} block of W
+  // transposed (pack_direct_filter's 8 x 8 transposes when it is dense float; else value by
+  // value), then each tap's row of output channels copied where it goes. (Each phase picking its
+  // own taps out of W would bring all of W's cache lines in once per phase, and a layout with
+  // each output channel's weights together would have to be gathered value by value.)
+  const Scratch<T> filters(filter_size);
+  const std::int64_t w0 = v.filter.byte_strides[0], w1 = v.filter.byte_strides[1];
+  std::vector<std::int64_t> tap_offset(static_cast<std::size_t>(kernel_taps));  // bytes, within W[ic, oc']
+  for (std::int64_t t = 0; t < kernel_taps; ++t) {
+    for (int a = 0; a < D; ++a) tap_offset[t] += t / kernel_strides[a] % g.kernel[a] * v.filter.byte_strides[2 + a];
+  }
+  bool dense_taps = std::is_same_v<T, float> && aligned(v.filter.data, alignof(float)) && w0 % 4 == 0 && w1 % 4 == 0;
+  for (std::int64_t t = 0; t < kernel_taps; ++t) dense_taps = dense_taps && tap_offset[t] == t * 4;
+  const std::int64_t OCg = g.out_per_group;
+  parallel_for(0, g.in_channels, std::max<std::int64_t>(1, (1 << 14) / (OCg * kernel_taps)), [&](std::int64_t begin, std::int64_t end) {
+    std::vector<T> block(static_cast<std::size_t>(kernel_taps * OCg));  // [tap][oc']
+    for (std::int64_t ic = begin; ic < end; ++ic) {
+      const std::byte* src = static_cast<const std::byte*>(v.filter.data) + ic * w0;
+      if constexpr (std::is_same_v<T, float>) {
+        if (dense_taps) {
+          pack_direct_filter(reinterpret_cast<const float*>(src), w1 / 4, OCg, kernel_taps, OCg, block.data());
+        }
+      }
+      if (!dense_taps) {
+        for (std::int64_t t = 0; t < kernel_taps; ++t) {
+          for (std::int64_t o = 0; o < OCg; ++o) block[t * OCg + o] = load<T>(src + o * w1 + tap_offset[t]);
+        }
+      }
+      const std::int64_t grp = ic / g.in_per_group, ic_in_group = ic % g.in_per_group;
+      for (std::int64_t t = 0; t < kernel_taps; ++t) {
+        if (destination[t] < 0) continue;
+        std::memcpy(filters.get() + destination[t] + ic_in_group * channel_step[t] + grp * OCg, block.data() + t * OCg,
+                    static_cast<std::size_t>(OCg) * sizeof(T));
+      }
+    }
+  });
+
+  ConvolutionDesc forward_desc = desc;
+  forward_desc.mode = ConvolutionMode::CrossCorrelation;  // the filters carry the flip
+  forward_desc.direction = ConvolutionDirection::Forward;
+  // One phase after the other, each with every thread. (Equal phases side by side, one per
+  // thread, measured no faster.)
+  for (const Phase& p : phases) {
+    // The phase's outputs: a view of y beginning at q, steps times the strides.
+    TensorView out = v.out;
+    for (int a = 0; a < D; ++a) {
+      out.sizes[2 + a] = p.axes[a].outputs;
+      out.data = static_cast<std::byte*>(out.data) + p.q[a] * v.out.byte_strides[2 + a];
+      out.byte_strides[2 + a] *= g.strides[a];
+    }
+    if (!p.reached) {
+      fill_bias<T>(desc, v.bias, out);
+      continue;
+    }
+    Geometry f = g;
+    f.strides = f.dilations = Dims::filled(D, 1);
+    f.output_padding = Dims::filled(D, 0);
+    TensorView in = v.in, filter = v.filter;
+    filter.sizes[0] = g.out_channels, filter.sizes[1] = g.in_per_group;
+    filter.data = filters.get() + p.filter;
+    std::int64_t tap_step = g.out_channels;  // entries between consecutive taps on axis a
+    for (int a = D - 1; a >= 0; --a) {
+      const PhaseAxis& axis = p.axes[a];
+      f.in_spatial[a] = in.sizes[2 + a] = axis.inputs;
+      f.out_spatial[a] = axis.outputs;
+      f.kernel[a] = filter.sizes[2 + a] = axis.taps;
+      f.start[a] = axis.start, f.end[a] = axis.end;
+      in.data = static_cast<std::byte*>(in.data) + axis.in_first * v.in.byte_strides[2 + a];
+      filter.byte_strides[2 + a] = tap_step * std::int64_t{sizeof(T)};
+      tap_step *= axis.taps;
+    }
+    filter.byte_strides[0] = sizeof(T);
+    filter.byte_strides[1] = tap_step * std::int64_t{sizeof(T)};
+    f.output = TensorDesc{out.dtype, out.sizes, std::nullopt};
+    forward_any<T>(forward_desc, f, Views{in, filter, v.bias, out});
+  }
+}
+
 }  // namespace
 
 std::string_view name(ConvolutionMode mode) { return kModeNames[static_cast<int>(mode)]; }
@@ -1637,10 +1873,10 @@ void execute(const ConvolutionDesc& desc, const TensorView& in, const TensorView
   visit_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>) {
-      if (desc.direction == ConvolutionDirection::Forward && g.in_per_group == 1) {
-        forward_depthwise<T>(desc, g, views);
-      } else if (desc.direction == ConvolutionDirection::Forward) {
-        forward<T>(desc, g, views);
+      if (desc.direction == ConvolutionDirection::Forward) {
+        forward_any<T>(desc, g, views);
+      } else if (std::is_same_v<T, float> && phases_apply(g)) {
+        backward_phases<T>(desc, g, views);
       } else {
         backward<T>(desc, g, views);
       }

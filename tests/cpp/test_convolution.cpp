@@ -502,6 +502,59 @@ TEST(Convolution, BackwardScattersMatchTheReference) {
   }
 }
 
+// Backward layers run as one forward convolution per output phase (float32, a window wider
+// than the stride, 16 output channels per group, >= 512 outputs per phase): windows narrower
+// than, as wide as and wider than the stride, start padding beyond the window, output padding,
+// 1-D to 3-D, groups, a channels-last input and output; 1 and 3 threads give the same bits.
+TEST(Convolution, BackwardPhasesMatchTheReference) {
+  struct Layer {
+    Dims x_spatial, w_spatial, strides, start, end, output_padding;
+    std::int64_t groups;
+    bool channels_last;
+  };
+  const Layer layers[] = {
+      {{16, 16}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, false},
+      {{14, 20}, {2, 5}, {3, 2}, {0, 3}, {1, 0}, {0, 1}, 1, true},
+      {{30, 14}, {3, 3}, {1, 3}, {4, 0}, {0, 5}, {0, 2}, 2, false},
+      {{300}, {5}, {2}, {2}, {1}, {1}, 1, false},
+      {{8, 9, 7}, {3, 2, 4}, {2, 2, 3}, {1, 0, 2}, {0, 0, 0}, {1, 0, 0}, 1, true},
+  };
+  std::mt19937 rng(45);
+  for (const Layer& layer : layers) {
+    const int D = layer.x_spatial.size();
+    Case c;
+    c.x_sizes = {2, 3 * layer.groups};
+    for (std::int64_t size : layer.x_spatial) c.x_sizes.push_back(size);
+    c.w_sizes = {3 * layer.groups, 16};
+    for (std::int64_t size : layer.w_spatial) c.w_sizes.push_back(size);
+    c.desc.direction = ConvolutionDirection::Backward;
+    c.desc.mode = D == 2 ? ConvolutionMode::Convolution : ConvolutionMode::CrossCorrelation;
+    c.desc.strides = layer.strides;
+    c.desc.start_padding = layer.start;
+    c.desc.end_padding = layer.end;
+    c.desc.output_padding = layer.output_padding;
+    c.desc.group_count = layer.groups;
+    c.desc.fused_activation = make_activation("Test", "leaky_relu", std::vector<float>{0.2f});
+    if (layer.channels_last) {
+      c.x_order = {0};
+      for (int a = 0; a < D; ++a) c.x_order.push_back(2 + a);
+      c.x_order.push_back(1);
+      c.out_order = c.x_order;
+    }
+    std::vector<std::vector<std::byte>> bits;
+    const std::uint32_t seed = rng();  // the same inputs for both thread counts
+    for (int threads : {1, 3}) {
+      ThreadCountGuard guard(threads);
+      std::mt19937 inputs(seed);
+      bits.push_back(run_case(c, DataType::Float32, inputs, "x " + std::to_string(layer.x_spatial[0]) + " kernel " +
+                                                                std::to_string(layer.w_spatial.back()) + " threads " +
+                                                                std::to_string(threads)));
+      if (HasFatalFailure()) return;
+    }
+    EXPECT_EQ(bits[0], bits[1]) << "x " << layer.x_spatial[0] << ": the thread count changed the bits";
+  }
+}
+
 TEST(Convolution, ThreadCountsGiveIdenticalBits) {
   std::mt19937 rng(5);
   for (ConvolutionDirection direction : {ConvolutionDirection::Forward, ConvolutionDirection::Backward}) {

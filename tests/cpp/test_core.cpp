@@ -1885,7 +1885,7 @@ TEST(Scratch, ReusesBlocksWithinTheCap) {
 // interleave_lanes / deinterleave_lanes against the index formulas, exactly: every lane count
 // 1..L (block tails: the unused lanes read 0 and are never written), column counts around the
 // 8 x 8 blocks, unit-stride rows (transposed), channels-last columns (lane stride 1), other
-// and negative strides.
+// and negative strides, strided columns (transposed through a block, then stored along rows).
 template <class Acc>
 void check_interleave() {
   const std::int64_t L = lane_count<Acc>();
@@ -1894,7 +1894,8 @@ void check_interleave() {
   struct Strides {
     std::int64_t lane, column;
   };
-  for (const Strides st : {Strides{40, 1}, Strides{1, 20}, Strides{3, 60}, Strides{-41, 1}, Strides{45, -1}}) {
+  for (const Strides st : {Strides{40, 1}, Strides{1, 20}, Strides{3, 60}, Strides{-41, 1}, Strides{45, -1},
+                          Strides{70, 2}, Strides{-101, -3}}) {
     for (std::int64_t used = 1; used <= L; ++used) {
       for (std::int64_t n : {1, 7, 8, 9, 16, 17, 33}) {
         // The element (lane l, column x) in the middle of the storage, so negative strides stay inside.

@@ -410,6 +410,61 @@ def test_backward_scatter_paths(case, dtype):
     assert_close(y, x, w, mode="convolution", **kw)
 
 
+# Backward layers run as one forward convolution per output phase (undilated, strided float32
+# layers with a window wider than the stride on some axis, 16 output channels per group and
+# at least 512 outputs per phase and channel): strides 1 to 3 with windows narrower than (no
+# taps: bias only), as wide as and wider than the stride, start padding beyond the window,
+# output padding, outputs beyond every input's reach, 1-D to 3-D, groups.
+BACKWARD_PHASES = [
+    # (x spatial, filter spatial, strides, start, end, output_padding, output sizes, groups)
+    ((16, 16), (4, 4), (2, 2), (1, 1), (1, 1), (0, 0), None, 1),
+    ((16, 16), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), None, 1),
+    ((14, 20), (2, 5), (3, 2), (0, 3), (1, 0), (0, 0), None, 1),
+    ((30, 14), (3, 3), (1, 3), (4, 0), (0, 5), (0, 2), None, 1),
+    ((12, 12), (3, 3), (2, 2), (0, 1), (0, 0), (0, 0), (40, 33), 1),
+    ((300,), (5,), (2,), (2,), (1,), (1,), None, 1),
+    ((300,), (7,), (3,), (0,), (0,), (2,), None, 2),
+    ((4,), (3,), (2,), (100,), (0,), (0,), (700,), 1),  # every output past the input's reach
+    ((8, 9, 7), (3, 2, 4), (2, 2, 3), (1, 0, 2), (0, 0, 0), (1, 0, 0), None, 1),
+    ((16, 16), (4, 4), (2, 2), (1, 1), (1, 1), (0, 0), None, 2),
+]
+
+
+@pytest.mark.parametrize("case", BACKWARD_PHASES, ids=lambda c: "x".join(map(str, c[0])) + "k" + "".join(map(str, c[1])) +
+                         "s" + "".join(map(str, c[2])) + f"g{c[7]}")
+def test_backward_phases(case):
+    spatial, kernel, strides, start, end, output_padding, sizes, groups = case
+    rng = np.random.default_rng(sum(spatial) + 10 * sum(kernel))
+    x = rng.standard_normal((2, 3 * groups) + spatial).astype(np.float32)
+    w = rng.standard_normal((3 * groups, 16) + kernel).astype(np.float32)
+    b = rng.standard_normal((1, 16 * groups) + (1,) * len(spatial)).astype(np.float32)
+    kw = dict(direction="backward", strides=strides, start_padding=start, end_padding=end,
+              output_padding=output_padding, group_count=groups)
+    if sizes is not None:
+        kw["output_sizes"] = sizes
+    ref_kw = {k: v for k, v in kw.items() if k != "output_sizes"} | dict(output_spatial=sizes)
+    act = ("leaky_relu", {"alpha": 0.2})
+    results = []
+    for threads in (1, 2, 3):
+        dmlops.set_num_threads(threads)
+        results.append(dmlops.convolution(x, w, b, fused_activation=dmlops.Activation("leaky_relu", alpha=0.2), **kw))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r.view(np.uint32), results[0].view(np.uint32))
+    assert_close(results[0], x, w, b, act, **ref_kw)
+    # no bias or activation, convolution mode, from an every-other-column view into a reversed
+    # strided out, and with a filter whose taps run backwards in memory (its phase filters then
+    # gathered value by value)
+    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), np.float32)
+    wide[..., ::2] = x
+    y = dmlops.convolution(x, w, mode="convolution", **kw)
+    out = np.zeros(y.shape[:-1] + (2 * y.shape[-1],), np.float32)[..., ::-2]
+    assert dmlops.convolution(wide[..., ::2], w, mode="convolution", out=out, **kw) is out
+    np.testing.assert_array_equal(out, y)
+    assert_close(y, x, w, mode="convolution", **ref_kw)
+    reversed_taps = np.ascontiguousarray(w[..., ::-1])[..., ::-1]
+    np.testing.assert_array_equal(dmlops.convolution(x, reversed_taps, mode="convolution", **kw), y)
+
+
 def test_backward_nominal_size_and_output_padding():
     x = np.ones((1, 1, 3), np.float64)
     w = np.ones((1, 1, 3), np.float64)

@@ -60,6 +60,22 @@ struct Deinterleave {
       });
       return;
     }
+    if (used >= 8 && n >= 8) {  // strided columns (e.g. one phase of a transposed convolution's output):
+      // 8 x 8 transposes into a block, then each lane's 8 values stored along its row, so
+      // that the stores of a lane run through one row instead of hopping between the planes.
+      Acc block[8 * 8];
+      for_each_block8(n, [&](std::int64_t x) {
+        for_each_block8(used, [&](std::int64_t l) {
+          Isa::transpose8(src + x * src_stride + l, src_stride, block, 8);
+          for (std::int64_t i = 0; i < 8; ++i) {
+            Acc* row = dst + (l + i) * lane_stride + x * column_stride;
+#pragma GCC unroll 8
+            for (std::int64_t j = 0; j < 8; ++j) row[j * column_stride] = block[i * 8 + j];
+          }
+        });
+      });
+      return;
+    }
     for (std::int64_t x = 0; x < n; ++x) {
       for (std::int64_t l = 0; l < used; ++l) dst[l * lane_stride + x * column_stride] = src[x * src_stride + l];
     }
