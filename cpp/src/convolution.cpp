@@ -385,10 +385,11 @@ struct Views {
   const TensorView& out;
 };
 
+// Output channel oc's bias ({1, OutC, 1...}), 0 without one.
 template <class T, class Acc>
-Acc bias_of(const Views& v, std::int64_t oc) {
-  if (!v.bias) return Acc(0);
-  return load_value<T, Acc>(static_cast<const std::byte*>(v.bias->data) + oc * v.bias->byte_strides[1]);
+Acc bias_of(const TensorView* bias, std::int64_t oc) {
+  if (!bias) return Acc(0);
+  return load_value<T, Acc>(static_cast<const std::byte*>(bias->data) + oc * bias->byte_strides[1]);
 }
 
 // The filter as a view of Acc values: the filter itself, or for float16 a dense float copy
@@ -965,7 +966,7 @@ void forward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       }
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t oc = grp * M + m0 + i;
-        finish_row<T, Acc>(result.get() + i * width, count, bias_of<T, Acc>(v, oc), desc.fused_activation,
+        finish_row<T, Acc>(result.get() + i * width, count, bias_of<T, Acc>(v.bias, oc), desc.fused_activation,
                            out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1], g.out_spatial,
                            out_strides, p0);
       }
@@ -1016,6 +1017,17 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
     if (matrix.dense) return pack_direct_filter(matrix.dense_row(oc) + k0, matrix.ld, used, depth, width, dst);
     matrix.gather_columns(oc, used, k0, depth, width, dst);
   };
+  // The same columns into L2, ahead of pack_block: each row's piece is a few cache lines, 18 KB
+  // from the next row's (3x3 512@7), too short a run for the hardware prefetcher, so packing
+  // them pass by pass would wait on L3 or memory for every line (a third of such a layer's time).
+  const auto prefetch_block = [&](std::int64_t grp, const ChannelBlock& block, std::int64_t k0, std::int64_t depth) {
+    if (!matrix.dense) return;
+    const std::int64_t oc = grp * M + block.first, used = std::min(block.vectors * L, M - block.first);
+    for (std::int64_t o = 0; o < used; ++o) {
+      const Acc* row = matrix.dense_row(oc + o) + k0;
+      for (std::int64_t k = 0; k < depth; k += kCacheLine / std::int64_t{sizeof(Acc)}) __builtin_prefetch(row + k, 0, 2);
+    }
+  };
 
   // Bands of consecutive output positions, about kDirectBandBytes of sums each, as many as
   // spread the tasks evenly over the threads.
@@ -1058,6 +1070,7 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const Scratch<Acc> sums(band_max * max_width), staging(direct_out ? 0 : L * band_max);
     const Scratch<Acc> pass_filter(pack_in_pass ? channel_pass * taps * max_width : 0);
+    std::vector<Acc> bias(static_cast<std::size_t>(max_width));
     std::vector<const Acc*> planes(static_cast<std::size_t>(channel_pass));
     std::vector<std::int64_t> offsets(static_cast<std::size_t>(band_max));
     for (std::int64_t task = begin; task < end; ++task) {
@@ -1075,24 +1088,15 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
         if (pack_in_pass) {
           pack_block(grp, block, c0 * taps, channels * taps, pass_filter.get());
           filter = pass_filter.get();
-          // The next pass's columns: each row's piece is a few cache lines, 18 KB from the next
-          // row's (3x3 512@7), too short a run for the hardware prefetcher, so the packing
-          // would wait on L3 or memory for every line (a third of such a layer's time).
-          if (matrix.dense) {
-            const std::int64_t k1 = (c0 + channels) * taps, k2 = std::min(K, k1 + channel_pass * taps);
-            for (std::int64_t o = 0; o < used; ++o) {
-              const Acc* row = matrix.dense_row(grp * M + block.first + o);
-              for (std::int64_t k = k1; k < k2; k += kCacheLine / std::int64_t{sizeof(Acc)}) __builtin_prefetch(row + k, 0, 2);
-            }
-          }
+          const std::int64_t next = (c0 + channels) * taps;
+          prefetch_block(grp, block, next, std::min(K - next, channel_pass * taps));
         }
         direct_window_product(channels, taps, planes.data(), tap_offsets.data(), offsets.data(), count, block.vectors,
                               filter, c0 > 0, sums.get());
       }
       const std::int64_t oc = grp * M + block.first;
       if (v.bias) {
-        std::vector<Acc> bias(static_cast<std::size_t>(width));
-        for (std::int64_t o = 0; o < used; ++o) bias[o] = bias_of<T, Acc>(v, oc + o);
+        for (std::int64_t o = 0; o < width; ++o) bias[o] = o < used ? bias_of<T, Acc>(v.bias, oc + o) : Acc(0);
         for (std::int64_t x = 0; x < count; ++x) {
           for (std::int64_t o = 0; o < width; ++o) sums.get()[x * width + o] += bias[o];
         }
@@ -1204,7 +1208,7 @@ void forward_depthwise_lanes(const ConvolutionDesc& desc, const Geometry& g, con
     filter_rows = filter_copy.data();
     filter_ld = taps;
   }
-  for (std::int64_t oc = 0; oc < std::ssize(biases); ++oc) biases[oc] = bias_of<T, Acc>(v, oc);
+  for (std::int64_t oc = 0; oc < std::ssize(biases); ++oc) biases[oc] = bias_of<T, Acc>(v.bias, oc);
   const std::int64_t grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * multiplier * taps * L * slab.band_positions));
   // The input columns a slab row holds: padded column x (of the band's first) is input column
   // x + column0 - start; for D = 1 the band cuts the row itself.
@@ -1358,7 +1362,7 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
         const std::int64_t oc = c * multiplier + m;
         for (std::int64_t t = 0; t < taps; ++t)
           weights[t] = load_value<T, Acc>(w + oc * v.filter.byte_strides[0] + tap.filter(t, flip));
-        const Acc bias = bias_of<T, Acc>(v, oc);
+        const Acc bias = bias_of<T, Acc>(v.bias, oc);
         std::byte* out_plane = out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1];
         if (unit_strides) {  // every output row at once, as one long row (see above), stored row by row
           for (std::int64_t t = 0; t < taps; ++t) sources[t] = plane.get() + pad.tap_offset[t];
@@ -1606,7 +1610,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
             offset += rest % g.out_spatial[a] * padded_strides[a];
             rest /= g.out_spatial[a];
           }
-          finish_row<T, Acc>(sums.get() + oc * plane_size + offset, out_width, bias_of<T, Acc>(v, channel),
+          finish_row<T, Acc>(sums.get() + oc * plane_size + offset, out_width, bias_of<T, Acc>(v.bias, channel),
                              desc.fused_activation, out_plane, g.out_spatial, out_strides, out_row * out_width);
         }
       }
@@ -1699,11 +1703,8 @@ void fill_bias(const ConvolutionDesc& desc, const TensorView* bias, const Tensor
                  std::vector<Acc> row(static_cast<std::size_t>(positions));
                  for (std::int64_t i = begin; i < end; ++i) {
                    const std::int64_t n = i / channels, oc = i % channels;
-                   const Acc value = bias ? load_value<T, Acc>(static_cast<const std::byte*>(bias->data) +
-                                                               oc * bias->byte_strides[1])
-                                          : Acc(0);
                    std::fill(row.begin(), row.end(), Acc(0));
-                   finish_row<T, Acc>(row.data(), positions, value, desc.fused_activation,
+                   finish_row<T, Acc>(row.data(), positions, bias_of<T, Acc>(bias, oc), desc.fused_activation,
                                       static_cast<std::byte*>(out.data) + n * out.byte_strides[0] + oc * out.byte_strides[1],
                                       sizes, strides, 0);
                  }
