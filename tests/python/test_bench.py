@@ -201,3 +201,15 @@ def test_progress_writes_lines_to_a_log_and_a_bar_to_a_terminal():
     quiet.tick("case")
     quiet.close()
     assert silent.getvalue() == ""
+
+
+def test_sharing_report_runs_every_scenario(capsys):
+    from dmlops.bench import sharing
+
+    rows = sharing.run(threads=2, calls=2)
+    text = capsys.readouterr().out
+    assert [r["case"] for r in rows] == list(sharing.cases())
+    for r in rows:
+        assert r["alone"] > 0 and r["busy process"] > 0
+        assert ("after torch" in r) == installed("torch")
+        assert r["case"] in text
