@@ -96,6 +96,8 @@ def tensors_threads_and_models() -> None:
     dtypes: tuple[str, ...] = dmlops.DTYPES
     dmlops.set_num_threads(2)
     threads: int = dmlops.get_num_threads()
+    with dmlops.threads(1) as context:
+        assert dmlops.get_num_threads() == 1 and context.n == 1
     model = {
         "resources": {"x": {"initialValuesDataType": "INT32", "initialValues": [1, 2, 3]},
                       "y": {"initialValuesDataType": "INT32", "initialValues": {"valueCount": 5, "value": 0}}},
