@@ -216,8 +216,8 @@ Geometry analyse(const ConvolutionDesc& desc) {
     if (forward && desc.output->sizes != g.output.sizes)
       fail(kOp, ": output has sizes ", desc.output->sizes, " but the convolution gives ", g.output.sizes);
     if (!forward && (desc.output->sizes[0] != g.batch || desc.output->sizes[1] != g.out_channels))
-      fail(kOp, ": output has sizes ", desc.output->sizes, " but a backward convolution gives {", g.batch, ", ",
-           g.out_channels, ", ...} (filter sizes[1] * group_count output channels)");
+      fail(kOp, ": output has sizes ", desc.output->sizes, " but a backward convolution gives (", g.batch, ", ",
+           g.out_channels, ", ...) (filter sizes[1] * group_count output channels)");
     g.output = *desc.output;
   }
   if (desc.fused_activation) validate_activation(kOp, *desc.fused_activation);

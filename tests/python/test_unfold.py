@@ -529,7 +529,7 @@ C9 = np.zeros((2, 27, 9), np.float32)  # X unfolded by 3x3
     (lambda: dmlops.fold(np.zeros((2, 10, 9), np.float32), (5, 5), (3, 3)), ValueError,
      r"Fold: input sizes\[1\] is 10, which is not divisible by prod\(window_sizes\) = 9"),
     (lambda: dmlops.fold(np.zeros((2, 27, 8), np.float32), (5, 5), (3, 3)), ValueError,
-     r"Fold: input sizes\[2\] is 8 but the window slides to 9 blocks \(\(3, 3\) per spatial dimension\)"),
+     r"Fold: input sizes\[2\] is 8 but the window slides to 9 blocks: \(3, 3\) per spatial dimension"),
     (lambda: dmlops.fold(C9, (5, 6), (3, 3)), ValueError, "input sizes.2. is 9 but the window slides to 12"),
     # ranks out of range
     (lambda: dmlops.unfold(np.zeros((2, 3), np.float32), (1,)), ValueError,
