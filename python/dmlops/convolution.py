@@ -322,6 +322,17 @@ def convolution(x: npt.ArrayLike, filter: npt.ArrayLike, bias: Optional[npt.Arra
     >>> dmlops.convolution(np.ones((1, 1, 2), np.float32), np.ones((1, 1, 3), np.float32), direction="backward",
     ...                    strides=(2,)).ravel()
     array([1., 1., 2., 1., 1.], dtype=float32)
+
+    As PyTorch writes it (``F.conv2d(x, w, b, stride=2, padding=1)``): ints for every spatial
+    axis and a ``(OutC,)`` bias:
+
+    >>> w, b = np.ones((2, 1, 3, 3), np.float32), np.array([0, 100], np.float32)
+    >>> dmlops.convolution(x, w, b, strides=2, start_padding=1, end_padding=1)[0]
+    array([[[ 12.,  16.],
+            [ 24.,  28.]],
+    <BLANKLINE>
+           [[112., 116.],
+            [124., 128.]]], dtype=float32)
     """
     op = "Convolution"
     xa = as_array(x, f"{op}: input")

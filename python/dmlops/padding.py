@@ -355,6 +355,13 @@ def pad(x: npt.ArrayLike, start_padding: _Paddings, end_padding: _Paddings, mode
     >>> dmlops.pad(image, (1, 1), (1, 1), out=buffer) is buffer
     True
 
+    An int pads every axis; lists convert as ``np.asarray`` does:
+
+    >>> dmlops.pad([[1, 2], [3, 4]], 1, (0, 1), mode="wrap")
+    array([[4, 3, 4, 3],
+           [2, 1, 2, 1],
+           [4, 3, 4, 3]])
+
     Errors name the operator, the field and the rule:
 
     >>> dmlops.pad(np.zeros(3, np.uint8), (1,), (1,), value=300)

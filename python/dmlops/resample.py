@@ -585,6 +585,15 @@ def resample(x: npt.ArrayLike, scales: Optional[_Reals] = None, interpolation_mo
     >>> dmlops.resample(np.arange(4), (2,), rounding_direction="increasing",
     ...                 input_pixel_offsets=(0,), output_pixel_offsets=(0,))
     array([0, 1, 1, 2, 2, 3, 3, 3])
+
+    As PyTorch writes it: one scale, or one per spatial axis, or the spatial output sizes (N
+    and C are copied):
+
+    >>> image = np.zeros((1, 3, 4, 6), np.float32)
+    >>> dmlops.resample(image, 2, "linear").shape, dmlops.resample(image, (0.5, 2)).shape
+    ((1, 3, 8, 12), (1, 3, 2, 12))
+    >>> dmlops.resample(image, output_sizes=(5, 5)).shape
+    (1, 3, 5, 5)
     """
     op = "Resample"
     array = as_array(x, f"{op}: input")

@@ -181,7 +181,7 @@ def test_repr_html_is_a_table_of_the_fields(desc):
     assert [row[:2] for row in table.rows[1:]] == [[f.name, f.dml] for f in desc.FIELDS]
     assert type(desc).__name__ in table.caption and f"DML_{desc.OPERATOR}_OPERATOR_DESC" in table.caption
     out = desc.output
-    assert table.caption.endswith(f"→ {out.dtype} {list(out.sizes)}")
+    assert table.caption.endswith(f"→ {out.dtype} {out.sizes}")
     values = dict((row[0], row[2]) for row in table.rows[1:])
     assert values["input"] == f"{desc.input.dtype} {desc.input.sizes}"
 

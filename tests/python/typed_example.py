@@ -125,7 +125,7 @@ def numpy_conventions() -> None:
     sized: np.ndarray = dmlops.resample(x, output_sizes=9)
     out = bytearray(4)
     written: np.ndarray = dmlops.pad(np.array([7, 8], np.uint8), 1, 1, value=9, out=out)
-    assert listed.shape == (4, 4) and conv.shape == (1, 3, 3, 3) and pooled.shape == (1, 2, 3, 3)
+    assert listed.shape == (3, 5) and conv.shape == (1, 3, 3, 3) and pooled.shape == (1, 2, 3, 3)
     assert back.shape == x.shape and scaled.shape == (1, 2, 12, 3) and sized.shape == (1, 2, 9, 9)
     assert out == bytearray([9, 7, 8, 9]) and written.tolist() == [9, 7, 8, 9]
 
