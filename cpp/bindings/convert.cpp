@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -140,6 +141,20 @@ py::array output_array(const py::object& like, const TensorDesc& desc, const py:
     fail(op, ": the output ", desc.sizes, " of ", py::str(dtype).cast<std::string>(), " needs ", bytes,
          " bytes, more than this machine's memory (", memory, " bytes); pass out= (e.g. a numpy.memmap) to write it");
   return py::array(dtype, std::vector<py::ssize_t>(desc.sizes.begin(), desc.sizes.end()));
+}
+
+std::string bool_named(const std::string& message) {
+  const auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  static const std::string word = "uint8";
+  std::string result;
+  std::size_t from = 0;
+  for (std::size_t at = message.find(word); at != std::string::npos; at = message.find(word, at + 1)) {
+    const std::size_t end = at + word.size();
+    if ((at > 0 && is_word(message[at - 1])) || (end < message.size() && is_word(message[end]))) continue;
+    result.append(message, from, at - from).append("bool");
+    from = end;
+  }
+  return result.append(message, from, std::string::npos);
 }
 
 py::tuple to_tuple(const Dims& dims) {

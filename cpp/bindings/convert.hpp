@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dmlops/core/dtype.hpp"
+#include "dmlops/core/error.hpp"
 #include "dmlops/core/tensor.hpp"
 
 namespace dmlops::bindings {
@@ -38,6 +39,21 @@ Number number_of(const py::handle& obj, const std::string& what);
 
 py::tuple to_tuple(const Dims& dims);
 
+// `message` with the word uint8 said as bool.
+std::string bool_named(const std::string& message);
+
+// f(), whose DTypeError names x's dtype bool when x is a bool array: the core reads bool as its
+// UINT8 storage and says uint8, but the caller passed bool.
+template <class F>
+decltype(auto) naming_bool(const py::handle& x, F&& f) {
+  try {
+    return f();
+  } catch (const DTypeError& e) {
+    if (!py::isinstance<py::array>(x) || py::reinterpret_borrow<py::array>(x).dtype().kind() != 'b') throw;
+    throw DTypeError(bool_named(e.what()));
+  }
+}
+
 // The array for an operator's result: `out` when given, else a new C-contiguous array of
 // `like`'s numpy dtype (bool stays bool) and `desc`'s sizes. A result larger than this machine's
 // physical memory is refused with a ValueError before anything is allocated (an overcommitted
@@ -50,7 +66,7 @@ py::array output_array(const py::object& like, const TensorDesc& desc, const py:
 template <class Desc>
 py::array execute_into(const Desc& desc, const py::object& x, const TensorView& in_view, const py::object& out,
                        const std::string& op) {
-  py::array result = output_array(x, infer_output(desc), out, op);
+  py::array result = output_array(x, naming_bool(x, [&] { return infer_output(desc); }), out, op);
   const TensorView out_view = view_of(result, op + ": out", /*writable=*/true);
   {
     // Safe without the GIL: the views point into arrays this frame keeps alive, and execute()

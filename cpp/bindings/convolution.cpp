@@ -91,7 +91,8 @@ void bind_convolution(py::module_& m) {
                                          activation);
         if (!output_sizes.is_none())
           desc.output = TensorDesc{in_view.dtype, dims_of(output_sizes, "Convolution: output_sizes"), std::nullopt};
-        py::array result = output_array(x, infer_output(desc), out, "Convolution");  // validated before allocating
+        // validated before allocating
+        py::array result = output_array(x, naming_bool(x, [&] { return infer_output(desc); }), out, "Convolution");
         const TensorView out_view = view_of(result, "Convolution: out", /*writable=*/true);
         {
           // Safe without the GIL: the views point into arrays this frame keeps alive, and

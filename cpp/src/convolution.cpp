@@ -130,8 +130,8 @@ Geometry analyse(const ConvolutionDesc& desc) {
     fail<DTypeError>(kOp, ": input has dtype ", name(dtype), "; convolution supports float16, float32 and float64");
   const int rank = desc.input.sizes.size();
   if (rank < 3 || rank > 5)
-    fail(kOp, ": input has ", rank, " dimensions; it must have 3, 4 or 5 ({N, C, spatial...} with 1 to 3 spatial "
-         "dimensions)");
+    fail(kOp, ": input has ", rank, " dimensions; it must have 3, 4 or 5: (N, C, spatial...) with 1 to 3 spatial "
+         "dimensions");
   const auto same_kind = [&](const TensorDesc& t, const char* what) {
     if (t.dtype != dtype)
       fail<DTypeError>(kOp, ": ", what, " has dtype ", name(t.dtype), " but the input is ", name(dtype));
@@ -172,7 +172,7 @@ Geometry analyse(const ConvolutionDesc& desc) {
   if (forward) {
     if (desc.filter.sizes[1] != g.in_per_group)
       fail(kOp, ": filter sizes[1] is ", desc.filter.sizes[1], " but a forward filter has input channels / group_count = ",
-           g.in_channels, " / ", g.groups, " = ", g.in_per_group, " there ({OutC, InC/G, K...})");
+           g.in_channels, " / ", g.groups, " = ", g.in_per_group, " there: (OutC, InC/G, K...)");
     g.out_channels = desc.filter.sizes[0];
     if (g.out_channels % g.groups != 0)
       fail(kOp, ": the filter has ", g.out_channels, " output channels (sizes[0]), which group_count ", g.groups,
@@ -187,7 +187,7 @@ Geometry analyse(const ConvolutionDesc& desc) {
   } else {
     if (desc.filter.sizes[0] != g.in_channels)
       fail(kOp, ": filter sizes[0] is ", desc.filter.sizes[0], " but a backward filter has one entry per input channel (",
-           g.in_channels, ") there ({InC, OutC/G, K...})");
+           g.in_channels, ") there: (InC, OutC/G, K...)");
     g.out_channels = checked_product(desc.filter.sizes[1], g.groups, "output");
     for (int a = 0; a < g.D; ++a) {
       const std::int64_t nominal = (g.in_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1 -
@@ -211,14 +211,14 @@ Geometry analyse(const ConvolutionDesc& desc) {
     Dims expected = Dims::filled(rank, 1);
     expected[1] = g.out_channels;
     if (desc.bias->sizes != expected)
-      fail(kOp, ": bias has sizes ", desc.bias->sizes, " but it must be ", expected, " ({1, OutC, 1...})");
+      fail(kOp, ": bias has sizes ", desc.bias->sizes, " but it must be ", expected, ": (1, OutC, 1...)");
   }
   if (desc.output) {
     if (forward && desc.output->sizes != g.output.sizes)
       fail(kOp, ": output has sizes ", desc.output->sizes, " but the convolution gives ", g.output.sizes);
     if (!forward && (desc.output->sizes[0] != g.batch || desc.output->sizes[1] != g.out_channels))
-      fail(kOp, ": output has sizes ", desc.output->sizes, " but a backward convolution gives {", g.batch, ", ",
-           g.out_channels, ", ...} (filter sizes[1] * group_count output channels)");
+      fail(kOp, ": output has sizes ", desc.output->sizes, " but a backward convolution gives (", g.batch, ", ",
+           g.out_channels, ", ...) (filter sizes[1] * group_count output channels)");
     g.output = *desc.output;
   }
   if (desc.fused_activation) validate_activation(kOp, *desc.fused_activation);

@@ -77,8 +77,8 @@ std::vector<WindowAxis> validate(const LpPoolingDesc& desc) {
   validate_tensor_desc(desc.input, (op + ": input").c_str());
   const int rank = desc.input.sizes.size();
   if (rank < 3 || rank > 5)
-    fail(op, ": input has ", rank, " dimensions; it must be 4-D {N, C, H, W} or 5-D {N, C, D, H, W} "
-         "(3-D {N, C, W} as a dmlops extension)");
+    fail(op, ": input has ", rank, " dimensions; it must be 4-D (N, C, H, W) or 5-D (N, C, D, H, W) "
+         "(3-D (N, C, W) as a dmlops extension)");
   if (!is_supported(desc.input.dtype))
     fail<DTypeError>(op, ": input has dtype ", name(desc.input.dtype),
                      "; supported: float32, float16 and float64 (float64 is a dmlops extension)");

@@ -221,7 +221,7 @@ TensorDesc infer_output(const Upsample2DDesc& desc) {
   validate_tensor_desc(desc.input, "Upsample2D: input");
   const int rank = desc.input.sizes.size();
   if (rank != 4 && rank != 5)
-    fail(op, ": input has ", rank, " dimensions; Upsample2D takes 4 {N, C, H, W} or 5 {N, C, D, H, W}");
+    fail(op, ": input has ", rank, " dimensions; Upsample2D takes 4 (N, C, H, W) or 5 (N, C, D, H, W)");
   if (static_cast<int>(desc.mode) >= static_cast<int>(std::size(kModeNames)))
     fail(op, ": interpolation_mode has the unknown value ", static_cast<int>(desc.mode));
   const auto check_scale = [&](std::int64_t scale, const char* field, std::int64_t size) {

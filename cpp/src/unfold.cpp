@@ -55,7 +55,7 @@ BlockWalker window_geometry(const char* op, const Dims& spatial, const Desc& des
 void check_spatial_rank(const char* op, const char* what, int rank) {
   if (rank < 3 || rank > 2 + kMaxSpatialRank)
     fail(op, ": ", what, " has ", rank, " dimensions; it must have 3 to ", 2 + kMaxSpatialRank,
-         " ({N, C, spatial...} with 1 to ", kMaxSpatialRank, " spatial dimensions)");
+         ": (N, C, spatial...) with 1 to ", kMaxSpatialRank, " spatial dimensions");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -153,7 +153,7 @@ TensorDesc infer_output(const UnfoldDesc& desc) {
   size_product(size_product(batch, rows, op, "output"), walker.block_count(), op, "output");
   const TensorDesc expected{desc.input.dtype, {batch, rows, walker.block_count()}, std::nullopt};
   return checked_output(expected, desc.output, "Unfold: output", " but the input unfolds to ",
-                        " {N, C * prod(window_sizes), block count}");
+                        ": (N, C * prod(window_sizes), block count)");
 }
 
 TensorDesc infer_output(const FoldDesc& desc) {
@@ -161,7 +161,7 @@ TensorDesc infer_output(const FoldDesc& desc) {
   validate_tensor_desc(desc.input, "Fold: input");
   if (desc.input.sizes.size() != 3)
     fail("Fold: input has ", desc.input.sizes.size(),
-         " dimensions; it must have 3 ({N, C * prod(window_sizes), block count})");
+         " dimensions; it must have 3: (N, C * prod(window_sizes), block count)");
   validate_tensor_desc(desc.output, "Fold: output");
   check_spatial_rank(op, "output", desc.output.sizes.size());
   if (desc.output.dtype != desc.input.dtype)
@@ -172,7 +172,7 @@ TensorDesc infer_output(const FoldDesc& desc) {
     fail("Fold: input sizes[1] is ", rows, ", which is not divisible by prod(window_sizes) = ", taps);
   if (desc.input.sizes[2] != walker.block_count())
     fail("Fold: input sizes[2] is ", desc.input.sizes[2], " but the window slides to ", walker.block_count(),
-         " blocks (", walker.blocks(), " per spatial dimension)");
+         " blocks: ", walker.blocks(), " per spatial dimension");
   if (desc.output.sizes[0] != desc.input.sizes[0])
     fail("Fold: output sizes[0] (batch) is ", desc.output.sizes[0], " but the input's is ", desc.input.sizes[0]);
   if (desc.output.sizes[1] != rows / taps)

@@ -1,6 +1,7 @@
 """dmlops: DirectML operator semantics on the CPU.
 
-numpy arrays in, numpy arrays out; strided, multithreaded C++ kernels underneath. Every
+array_likes in (numpy arrays, and PyTorch or JAX CPU tensors through DLPack, read without a
+copy), numpy arrays out; strided, multithreaded C++ kernels underneath. Every
 operator has a function (``dmlops.pad``) and a descriptor class mirroring its DirectML struct
 (``dmlops.Padding1Desc``). The specification is shared/spec/operators.md.
 """

@@ -7,20 +7,109 @@ e.g. ``Padding1: start_padding must contain integers, got 1.5``.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Iterable, Mapping
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, TypeVar, Union, cast
 
 import numpy as np
 
 Number = Union[int, float, bool]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _type_name(x: Any) -> str:
+    return type(x).__name__
+
+
+# DLPack device types whose memory the CPU reads: kDLCPU, kDLCUDAHost (pinned), kDLROCMHost.
+_HOST_DEVICES = (1, 3, 11)
+
+
+def _from_dlpack(x: Any, what: str) -> np.ndarray:
+    """A DLPack exporter's memory as a numpy array (no copy); TypeError when it is not in host
+    memory or numpy cannot read it (a tensor that requires grad, a dtype numpy lacks such as
+    bfloat16)."""
+    device = tuple(x.__dlpack_device__())
+    if int(device[0]) not in _HOST_DEVICES:
+        raise TypeError(f"{what}: a {_type_name(x)} on DLPack device {device} is not in CPU memory; dmlops runs "
+                        f"on the CPU (copy it there first, e.g. tensor.cpu())")
+    try:
+        return np.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError, ValueError) as error:
+        raise TypeError(f"{what}: a {_type_name(x)} is read through DLPack without a copy, and numpy cannot read "
+                        f"this one ({error}); dmlops runs on CPU memory of its 11 dtypes and bool") from None
+
+
+def _not_masked(x: np.ndarray, what: str) -> np.ndarray:
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{what} is a masked array; dmlops has no masks and would drop it: pass x.filled(value) "
+                        f"or x.data")
+    return x
 
 
 def as_array(x: Any, what: str) -> np.ndarray:
-    """Return ``x`` if it is a numpy array, else raise TypeError (no silent conversion)."""
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"{what} must be a numpy.ndarray, not {type(x).__name__}")
-    return x
+    """An input array_like as a numpy array, converted as ``np.asarray`` does and never copied
+    when it already is an array: a numpy array as it is, a tensor exporting DLPack (PyTorch,
+    JAX, ... on the CPU) through ``np.from_dlpack``, anything else (the buffer protocol,
+    ``__array__``, lists, tuples, scalars) through ``np.asarray``. Masked arrays are refused
+    (TypeError): their mask would be dropped."""
+    if isinstance(x, np.ndarray):
+        return _not_masked(x, what)
+    if x is None:
+        raise TypeError(f"{what} must be array_like, not None")
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        return _from_dlpack(x, what)
+    try:
+        return _not_masked(np.asarray(x), what)
+    except ValueError as error:  # ragged nested sequences
+        raise ValueError(f"{what} is not an array: {error}") from None
+
+
+def as_out(out: Any, what: str) -> Optional[np.ndarray]:
+    """``out=`` as a numpy array sharing its memory, so that writing it writes ``out``: a numpy
+    array as it is, a DLPack exporter through ``np.from_dlpack``, a buffer-protocol object
+    through ``memoryview``. Anything that would be copied (a list, a scalar) is a TypeError."""
+    if out is None or isinstance(out, np.ndarray):
+        return out if out is None else _not_masked(out, what)
+    if hasattr(out, "__dlpack__") and hasattr(out, "__dlpack_device__"):
+        return _from_dlpack(out, what)
+    try:
+        return np.asarray(memoryview(out))
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be an array to write in place (a numpy.ndarray, or a CPU tensor exporting "
+                        f"DLPack or the buffer protocol), not {_type_name(out)}") from None
+
+
+def keyword_hints(op: str, hints: Mapping[str, str]) -> Callable[[_F], _F]:
+    """Decorates an operator function so that another library's keyword (``stride=``) is a
+    TypeError naming the dmlops argument it corresponds to, instead of Python's bare
+    "unexpected keyword argument"."""
+    def decorate(function: _F) -> _F:
+        @functools.wraps(function)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            foreign = sorted(kwargs.keys() & hints.keys())
+            if foreign:
+                raise TypeError(f"{op}: {function.__name__}() has no argument {foreign[0]!r}; {hints[foreign[0]]}")
+            return function(*args, **kwargs)
+        return cast(_F, checked)
+    return decorate
+
+
+def is_integer(value: Any) -> bool:
+    """A Python or numpy integer (not a bool): a scalar where a per-axis sequence may stand."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def per_axis(values: Any, count: int, what: str, default: Optional[int] = None) -> tuple[int, ...]:
+    """A per-axis integer argument: an integer is repeated on each of ``count`` axes, None is
+    ``default`` on each (when there is one), a sequence is taken as it is (its length is checked
+    by the C++ layer, which names the rank)."""
+    if values is None and default is not None:
+        return (default,) * max(count, 0)
+    if is_integer(values):
+        return (int(values),) * max(count, 0)
+    return int_tuple(values, what)
 
 
 def int_tuple(values: Any, what: str) -> tuple[int, ...]:
@@ -129,11 +218,10 @@ def check_bool_value(x: np.ndarray, value: Number, what: str) -> None:
         raise ValueError(f"{what} {value!r} is not representable in bool (0, 1, False or True)")
 
 
-def check_out(out: Optional[np.ndarray], dtype: np.dtype, what: str) -> None:
-    """``out=`` must be an ndarray of exactly ``dtype`` (shape, writability and overlap are
-    checked by the C++ layer before it writes anything)."""
-    if out is None:
-        return
-    as_array(out, what)
-    if out.dtype != dtype:
-        raise TypeError(f"{what} has dtype {out.dtype} but the result is {dtype}")
+def check_out(out: Any, dtype: np.dtype, what: str) -> Optional[np.ndarray]:
+    """``out=`` as an array (:func:`as_out`) of exactly ``dtype``, or None (shape, writability
+    and overlap are checked by the C++ layer before it writes anything)."""
+    array = as_out(out, what)
+    if array is not None and array.dtype != dtype:
+        raise TypeError(f"{what} has dtype {array.dtype} but the result is {dtype}")
+    return array

@@ -122,11 +122,11 @@ _D = TypeVar("_D", bound="Descriptor")
 
 
 def _html_value(value: Any) -> str:
-    """One table cell: a tensor as ``dtype [sizes]`` (+ strides), anything else by its repr."""
+    """One table cell: a tensor as ``dtype (sizes)`` (+ strides), anything else by its repr."""
     if isinstance(value, TensorDesc):
-        text = f"{value.dtype} {list(value.sizes)}"
+        text = f"{value.dtype} {value.sizes}"
         if value.strides is not None:
-            text += f" strides {list(value.strides)}"
+            text += f" strides {value.strides}"
     elif isinstance(value, str):
         text = value
     else:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _core
-from ._args import int_tuple
+from ._args import as_array, int_tuple
 
 #: The 11 DirectML data types, by their numpy names.
 DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
@@ -22,6 +23,9 @@ def dtype_name(dtype: Any, what: str = "dtype") -> str:
     """Normalise a numpy dtype, type or name, or a DirectML name (``'FLOAT32'``,
     ``'DML_TENSOR_DATA_TYPE_FLOAT32'``) to the numpy name of one of the 11 DirectML types."""
     if isinstance(dtype, str):
+        if dtype.lower() == "float":
+            raise TypeError(f"{what} {dtype!r} is ambiguous: numpy's float is float64, DirectML's FLOAT is float32; "
+                            f"say 'float32' or 'float64'")
         key = dtype.upper()
         if key.startswith(_DML_PREFIX):
             key = key[len(_DML_PREFIX):]
@@ -64,8 +68,9 @@ class TensorDesc:
     Raises
     ------
     TypeError
-        ``dtype`` is not one of the 11 types (bool included: use uint8), or ``sizes`` or
-        ``strides`` hold non-integers.
+        ``dtype`` is not one of the 11 types (bool included: use uint8) or is ``'float'``
+        (float32 to DirectML, float64 to numpy: say which), or ``sizes`` or ``strides`` hold
+        non-integers.
     ValueError
         No sizes or more than 8, a size < 1, or ``strides`` of another length than ``sizes``.
 
@@ -93,9 +98,10 @@ class TensorDesc:
         _core.validate_tensor_desc((self._dtype, self._sizes, self._strides), "TensorDesc:")
 
     @classmethod
-    def from_array(cls, x: np.ndarray) -> "TensorDesc":
-        """The packed TensorDesc of an array's dtype and shape (bool reads as uint8)."""
-        return cls(array_dtype_name(x), x.shape)
+    def from_array(cls, x: npt.ArrayLike) -> "TensorDesc":
+        """The packed TensorDesc of an array_like's dtype and shape (bool reads as uint8)."""
+        array = as_array(x, "TensorDesc.from_array: x")
+        return cls(array_dtype_name(array), array.shape)
 
     @property
     def dtype(self) -> str:

@@ -20,13 +20,14 @@ float64 in their own type. Results do not depend on the thread count.
 from __future__ import annotations
 
 import operator
-from typing import Any, Optional, Sequence, Union, cast
+from typing import Any, Callable, Optional, Sequence, TypeVar, Union, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _core
 from ._activation import Activation
-from ._args import Enum, as_array, check_out, int_tuple
+from ._args import Enum, as_array, check_out, keyword_hints, per_axis
 from ._descriptor import Descriptor, Field
 from ._tensor import TensorDesc
 from ._tensor import tensor_spec as _spec
@@ -39,6 +40,7 @@ DIRECTION = Enum("CONVOLUTION_DIRECTION", ("forward", "backward"),
 
 _ARRAYS = ("strides", "dilations", "start_padding", "end_padding", "output_padding")
 _ActivationArg = Union[None, str, Activation]
+_PerAxis = Optional[Union[int, Sequence[int]]]
 
 
 def _group_count(value: Any) -> int:
@@ -57,17 +59,39 @@ _Dims = tuple[int, ...]
 _Arrays = tuple[_Dims, _Dims, _Dims, _Dims, _Dims]  # in _ARRAYS order
 
 
-def _arrays(values: dict[str, Optional[Sequence[int]]], D: Optional[int]) -> _Arrays:
-    """The five per-dimension arrays as tuples; an omitted one is D ones (strides, dilations)
-    or D zeros, or empty when D is unknown (the C++ layer then reports the rank)."""
-    result = []
-    for name in _ARRAYS:
-        v = values[name]
-        if v is None:
-            result.append((1 if name in ("strides", "dilations") else 0,) * (D or 0))
-        else:
-            result.append(int_tuple(v, f"Convolution: {name}"))
-    return cast(_Arrays, tuple(result))
+def _arrays(values: dict[str, _PerAxis], D: int) -> _Arrays:
+    """The five per-dimension arrays as tuples of D entries: an int is repeated, an omitted one
+    is ones (strides, dilations) or zeros (a D < 1 gives empty ones; the C++ layer then reports
+    the rank)."""
+    return cast(_Arrays, tuple(per_axis(values[name], D, f"Convolution: {name}",
+                                        1 if name in ("strides", "dilations") else 0) for name in _ARRAYS))
+
+
+_T = TypeVar("_T")
+
+
+def _naming_swaps(call: Callable[[], _T], x: tuple[int, ...], filter: tuple[int, ...]) -> _T:
+    """``call()``, whose ValueError gets a hint when x and filter look swapped: the filter is
+    larger than x on every spatial axis (an image passed as the filter, a kernel as the image)."""
+    try:
+        return call()
+    except ValueError as error:
+        if not (len(x) == len(filter) >= 3 and all(k > s for s, k in zip(x[2:], filter[2:]))):
+            raise
+        raise ValueError(f"{error} (the filter {filter} is spatially larger than the input {x}: are they swapped? "
+                         f"the order is (x, filter))") from None
+
+
+def _bias_view(bias: np.ndarray, rank: int, out_channels: Optional[int]) -> np.ndarray:
+    """A ``(OutC,)`` bias (PyTorch's shape) as the ``(1, OutC, 1, ...)`` view DirectML
+    describes (no copy); other ranks are left for the C++ layer to check."""
+    if bias.ndim != 1 or rank < 3:
+        return bias
+    if out_channels is not None and bias.shape[0] != out_channels:
+        expected = (1, out_channels) + (1,) * (rank - 2)
+        raise ValueError(f"Convolution: bias has shape {bias.shape} but there are {out_channels} output channels: "
+                         f"it must be ({out_channels},) or {expected}")
+    return bias.reshape((1, bias.shape[0]) + (1,) * (rank - 2))
 
 
 def _activation_spec(activation: Optional[Activation]) -> Optional[tuple[str, tuple[float, ...]]]:
@@ -85,16 +109,16 @@ class ConvolutionDesc(Descriptor):
     filter : TensorDesc
         forward ``(OutC, InC/G, *K)``; backward ``(InC, OutC/G, *K)``. Same dtype and rank.
     bias : TensorDesc, optional
-        ``(1, OutC, 1, ...)``.
+        ``(1, OutC, 1, ...)`` (DirectML's shape; calls also take a ``(OutC,)`` array).
     mode : str
         ``'cross_correlation'`` (default) or ``'convolution'`` (kernel flipped).
     direction : str
         ``'forward'`` (default) or ``'backward'`` (transposed).
-    strides, dilations : sequence of int, optional
-        Per spatial dimension, >= 1; default all 1.
-    start_padding, end_padding : sequence of int, optional
-        Per spatial dimension, >= 0; default all 0.
-    output_padding : sequence of int, optional
+    strides, dilations : int or sequence of int, optional
+        Per spatial dimension (an int for every one), >= 1; default all 1.
+    start_padding, end_padding : int or sequence of int, optional
+        Per spatial dimension (an int for every one), >= 0; default all 0.
+    output_padding : int or sequence of int, optional
         Backward only: added to the nominal output size's end; default all 0 (must be 0 forward).
     group_count : int
         >= 1, divides InC and OutC; ``InC`` for depthwise.
@@ -107,13 +131,15 @@ class ConvolutionDesc(Descriptor):
     Raises
     ------
     TypeError
-        A tensor field is not a TensorDesc, ``fused_activation`` is not a name or an
-        Activation, or an array field holds non-integers.
+        A tensor field is not a TensorDesc, a dtype other than float16/32/64 or mixed dtypes,
+        ``fused_activation`` is not a name or an Activation, or an array field holds
+        non-integers.
     ValueError
-        A dtype other than float16/32/64, mixed dtypes or ranks, a rank other than 3 to 5,
-        per-dimension arrays of the wrong length, strides or dilations < 1, paddings < 0,
-        a nonzero ``output_padding`` forward, ``group_count`` not dividing the channels, a filter or bias of the wrong shape, a
-        kernel larger than the padded input, or an ``output`` that does not match.
+        Mixed ranks, a rank other than 3 to 5, per-dimension arrays of the wrong length,
+        strides or dilations < 1, paddings < 0, a nonzero ``output_padding`` forward,
+        ``group_count`` not dividing the channels, a filter or bias of the wrong shape, a
+        kernel larger than the padded input (with a hint when input and filter look swapped),
+        or an ``output`` that does not match.
 
     Examples
     --------
@@ -157,9 +183,9 @@ class ConvolutionDesc(Descriptor):
 
     def __init__(self, input: TensorDesc, filter: TensorDesc, bias: Optional[TensorDesc] = None, *,
                  mode: str = "cross_correlation", direction: str = "forward",
-                 strides: Optional[Sequence[int]] = None, dilations: Optional[Sequence[int]] = None,
-                 start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
-                 output_padding: Optional[Sequence[int]] = None, group_count: int = 1,
+                 strides: _PerAxis = None, dilations: _PerAxis = None,
+                 start_padding: _PerAxis = None, end_padding: _PerAxis = None,
+                 output_padding: _PerAxis = None, group_count: int = 1,
                  fused_activation: _ActivationArg = None, output: Optional[TensorDesc] = None):
         op = self.NAME
         for value, name, optional in ((input, "input", False), (filter, "filter", False), (bias, "bias", True),
@@ -168,13 +194,14 @@ class ConvolutionDesc(Descriptor):
                 raise TypeError(f"{op}: {name} must be a dmlops.TensorDesc, not {type(value).__name__}")
         mode = MODE.parse(mode, f"{op}: mode")
         direction = DIRECTION.parse(direction, f"{op}: direction")
-        D = len(input.sizes) - 2
         arrays = _arrays(dict(strides=strides, dilations=dilations, start_padding=start_padding,
-                              end_padding=end_padding, output_padding=output_padding), D if D > 0 else None)
+                              end_padding=end_padding, output_padding=output_padding), input.rank - 2)
         groups = _group_count(group_count)
         activation = Activation.of(fused_activation, f"{op}: fused_activation")
-        sizes = _core.convolution_infer(_spec(input), _spec(filter), _spec(bias), _spec(output), mode, direction,
-                                        *arrays, groups, _activation_spec(activation))
+        sizes = _naming_swaps(lambda: _core.convolution_infer(_spec(input), _spec(filter), _spec(bias), _spec(output),
+                                                              mode, direction, *arrays, groups,
+                                                              _activation_spec(activation)),
+                              input.sizes, filter.sizes)
         self._values = {
             "input": input, "filter": filter, "bias": bias,
             "output": output if output is not None else TensorDesc(input.dtype, sizes),
@@ -182,10 +209,11 @@ class ConvolutionDesc(Descriptor):
             "group_count": groups, "fused_activation": activation,
         }
 
-    def __call__(self, x: np.ndarray, filter: np.ndarray, bias: Optional[np.ndarray] = None, *,
-                 out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Run on arrays matching ``input``, ``filter`` and ``bias`` (given exactly when the
-        descriptor has one); any strides. Returns a new C-contiguous array, or ``out``."""
+    def __call__(self, x: npt.ArrayLike, filter: npt.ArrayLike, bias: Optional[npt.ArrayLike] = None, *,
+                 out: Optional[npt.ArrayLike] = None) -> np.ndarray:
+        """Run on array_likes matching ``input``, ``filter`` and ``bias`` (given exactly when the
+        descriptor has one; a ``(OutC,)`` bias is read as ``(1, OutC, 1, ...)``); any strides.
+        Returns a new C-contiguous array, or ``out``."""
         op = self.NAME
         x = self._input_array(x)
         filter = self._input_array(filter, "filter")
@@ -193,56 +221,82 @@ class ConvolutionDesc(Descriptor):
             raise ValueError(f"{op}: the descriptor {'has a' if self.bias is not None else 'has no'} bias tensor "
                              f"but the call passes {'none' if bias is None else 'one'}")
         if bias is not None:
-            bias = self._input_array(bias, "bias")
-        check_out(out, x.dtype, f"{op}: out")
+            assert self.bias is not None  # checked above
+            bias = self._input_array(_bias_view(as_array(bias, f"{op}: bias"), x.ndim, self.bias.sizes[1]), "bias")
+        result = check_out(out, x.dtype, f"{op}: out")
         v = self._values
         arrays = cast(_Arrays, tuple(v[name] for name in _ARRAYS))
-        return _core.convolution(x, filter, bias, out, v["output"].sizes, v["mode"], v["direction"], *arrays,
+        return _core.convolution(x, filter, bias, result, v["output"].sizes, v["mode"], v["direction"], *arrays,
                                  v["group_count"], _activation_spec(v["fused_activation"]))
 
 
-def convolution(x: np.ndarray, filter: np.ndarray, bias: Optional[np.ndarray] = None, *,
-                strides: Optional[Sequence[int]] = None, dilations: Optional[Sequence[int]] = None,
-                start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
-                output_padding: Optional[Sequence[int]] = None, group_count: int = 1,
+_PADDING = ("dmlops pads with start_padding and end_padding (each an int or one entry per spatial axis; "
+            "PyTorch's padding=p is start_padding=p, end_padding=p)")
+
+
+@keyword_hints("Convolution", {
+    "padding": _PADDING,
+    "pads": _PADDING,
+    "stride": "PyTorch's stride is strides (an int or one entry per spatial axis)",
+    "dilation": "PyTorch's dilation is dilations (an int or one entry per spatial axis)",
+    "groups": "PyTorch's groups is group_count",
+    "group": "ONNX's group is group_count",
+    "weight": "PyTorch's weight is filter",
+    "output_size": "the output's spatial sizes are output_sizes",
+    "kernel_size": "the kernel size comes from the filter's shape",
+})
+def convolution(x: npt.ArrayLike, filter: npt.ArrayLike, bias: Optional[npt.ArrayLike] = None, *,
+                strides: _PerAxis = None, dilations: _PerAxis = None,
+                start_padding: _PerAxis = None, end_padding: _PerAxis = None,
+                output_padding: _PerAxis = None, group_count: int = 1,
                 mode: str = "cross_correlation", direction: str = "forward",
-                fused_activation: _ActivationArg = None, output_sizes: Optional[Sequence[int]] = None,
-                out: Optional[np.ndarray] = None) -> np.ndarray:
+                fused_activation: _ActivationArg = None, output_sizes: _PerAxis = None,
+                out: Optional[npt.ArrayLike] = None) -> np.ndarray:
     """Convolve with DirectML CONVOLUTION semantics (see the module docstring).
 
     Parameters
     ----------
-    x : numpy.ndarray
+    x : array_like
         ``(N, InC, *S)``, 1 to 3 spatial dimensions; float16, float32 or float64; any strides
-        (e.g. a channels-last view), read in place.
-    filter : numpy.ndarray
+        (e.g. a channels-last view), read in place. Other array_likes are converted as
+        ``np.asarray`` does; CPU tensors exporting DLPack (PyTorch, JAX) are read in place.
+    filter : array_like
         forward ``(OutC, InC/G, *K)``; backward ``(InC, OutC/G, *K)``; x's dtype.
-    bias : numpy.ndarray, optional
-        ``(1, OutC, 1, ...)``, added before the activation.
-    strides, dilations, start_padding, end_padding, output_padding, group_count, mode, direction
+    bias : array_like, optional
+        ``(1, OutC, 1, ...)`` as DirectML has it, or ``(OutC,)`` as PyTorch has it (read as
+        the former, without a copy); added before the activation.
+    strides, dilations, start_padding, end_padding, output_padding : int or sequence of int, optional
+        One entry per spatial axis, or an int for every spatial axis; rules and defaults as
+        for :class:`ConvolutionDesc`.
+    group_count, mode, direction
         As for :class:`ConvolutionDesc`.
     fused_activation : str or Activation, optional
         ``"relu"``, ``Activation("leaky_relu", alpha=0.2)``, ... (18 kinds).
-    output_sizes : sequence of int, optional
-        The output's spatial sizes (or its whole shape). backward: any sizes >= 1 (default the
-        nominal ones); forward: must equal the computed sizes.
-    out : numpy.ndarray, optional
+    output_sizes : int or sequence of int, optional
+        The output's spatial sizes (an int for every spatial axis), or its whole shape.
+        backward: any sizes >= 1 (default the nominal ones); forward: must equal the computed
+        sizes.
+    out : numpy.ndarray or CPU tensor, optional
         Written in place: exact shape and dtype, writable, any strides, no overlap with the
-        inputs. Untouched when the call is rejected.
+        inputs. Untouched when the call is rejected. A tensor exporting DLPack or the buffer
+        protocol (a PyTorch tensor) is written in place too.
 
     Returns
     -------
     numpy.ndarray
-        ``out``, or a new C-contiguous ``(N, OutC, *Out)`` array of x's dtype.
+        ``out`` (for a tensor ``out``, a numpy array sharing its memory), or a new
+        C-contiguous ``(N, OutC, *Out)`` array of x's dtype.
 
     Raises
     ------
     TypeError
-        An input is not a numpy array, the dtypes differ or are not float16/32/64, or an
-        argument has the wrong type.
+        An input is a masked array or not an array, the dtypes differ or are not
+        float16/32/64, an argument has the wrong type, or another library's keyword is used
+        (``stride=``, ``padding=``, ``groups=``: the message names the dmlops argument).
     ValueError
-        Any rule listed for :class:`ConvolutionDesc` is broken, or ``out`` is unusable; the
-        message names the field.
+        Any rule listed for :class:`ConvolutionDesc` is broken (a kernel larger than the
+        input says when x and filter look swapped; a bias of the wrong shape gives the
+        expected one), or ``out`` is unusable; the message names the field.
 
     See Also
     --------
@@ -268,24 +322,35 @@ def convolution(x: np.ndarray, filter: np.ndarray, bias: Optional[np.ndarray] = 
     >>> dmlops.convolution(np.ones((1, 1, 2), np.float32), np.ones((1, 1, 3), np.float32), direction="backward",
     ...                    strides=(2,)).ravel()
     array([1., 1., 2., 1., 1.], dtype=float32)
+
+    As PyTorch writes it (``F.conv2d(x, w, b, stride=2, padding=1)``): ints for every spatial
+    axis and a ``(OutC,)`` bias:
+
+    >>> w, b = np.ones((2, 1, 3, 3), np.float32), np.array([0, 100], np.float32)
+    >>> dmlops.convolution(x, w, b, strides=2, start_padding=1, end_padding=1)[0]
+    array([[[ 12.,  16.],
+            [ 24.,  28.]],
+    <BLANKLINE>
+           [[112., 116.],
+            [124., 128.]]], dtype=float32)
     """
     op = "Convolution"
-    x = as_array(x, f"{op}: input")
-    filter = as_array(filter, f"{op}: filter")
-    if bias is not None:
-        bias = as_array(bias, f"{op}: bias")
+    xa = as_array(x, f"{op}: input")
+    fa = as_array(filter, f"{op}: filter")
     mode = MODE.parse(mode, f"{op}: mode")
     direction = DIRECTION.parse(direction, f"{op}: direction")
     arrays = _arrays(dict(strides=strides, dilations=dilations, start_padding=start_padding,
-                          end_padding=end_padding, output_padding=output_padding), None)
+                          end_padding=end_padding, output_padding=output_padding), xa.ndim - 2)
     groups = _group_count(group_count)
     activation = Activation.of(fused_activation, f"{op}: fused_activation")
+    out_channels = (None if fa.ndim < 2 or groups < 1  # the C++ layer reports those
+                    else fa.shape[0] if direction == "forward" else fa.shape[1] * groups)
+    ba = None if bias is None else _bias_view(as_array(bias, f"{op}: bias"), xa.ndim, out_channels)
     sizes = None
     if output_sizes is not None:
-        sizes = int_tuple(output_sizes, f"{op}: output_sizes")
-        if len(sizes) == x.ndim - 2 and filter.ndim >= 2:
-            out_channels = filter.shape[0] if direction == "forward" else filter.shape[1] * groups
-            sizes = (x.shape[0], out_channels) + sizes
-    check_out(out, x.dtype, f"{op}: out")
-    return _core.convolution(x, filter, bias, out, sizes, mode, direction, *arrays, groups,
-                             _activation_spec(activation))
+        sizes = per_axis(output_sizes, xa.ndim - 2, f"{op}: output_sizes")
+        if len(sizes) == xa.ndim - 2 and out_channels is not None:
+            sizes = (xa.shape[0], out_channels) + sizes
+    result = check_out(out, xa.dtype, f"{op}: out")
+    return _naming_swaps(lambda: _core.convolution(xa, fa, ba, result, sizes, mode, direction, *arrays, groups,
+                                                   _activation_spec(activation)), xa.shape, fa.shape)

@@ -16,19 +16,17 @@ How this differs from ``torch.nn.functional.lp_pool2d``:
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _core
-from ._args import as_array, check_out, int_tuple, integer
+from ._args import as_array, check_out, integer, keyword_hints, per_axis
 from ._descriptor import Descriptor, Field
 from ._tensor import TensorDesc
 
-
-def _per_axis(values: Optional[Sequence[int]], fill: int, spatial: int, what: str) -> tuple[int, ...]:
-    """A per-spatial-axis array, or ``fill`` on every axis when None."""
-    return (fill,) * max(spatial, 0) if values is None else int_tuple(values, what)
+_PerAxis = Union[int, Sequence[int]]
 
 
 class _LpPoolingDescriptor(Descriptor):
@@ -39,9 +37,9 @@ class _LpPoolingDescriptor(Descriptor):
     end_padding: tuple[int, ...]
     p: int
 
-    def _setup(self, input: TensorDesc, window_size: Sequence[int], strides: Optional[Sequence[int]],
-               start_padding: Optional[Sequence[int]], end_padding: Optional[Sequence[int]],
-               dilations: Optional[Sequence[int]], p: int, output: Optional[TensorDesc]) -> None:
+    def _setup(self, input: TensorDesc, window_size: _PerAxis, strides: Optional[_PerAxis],
+               start_padding: Optional[_PerAxis], end_padding: Optional[_PerAxis],
+               dilations: Optional[_PerAxis], p: int, output: Optional[TensorDesc]) -> None:
         op = self.NAME
         if not isinstance(input, TensorDesc):
             raise TypeError(f"{op}: input must be a dmlops.TensorDesc, not {type(input).__name__}")
@@ -50,14 +48,14 @@ class _LpPoolingDescriptor(Descriptor):
         spatial = input.rank - 2
         values: dict[str, Any] = {
             "input": input,
-            "strides": _per_axis(strides, 1, spatial, f"{op}: strides"),
-            "window_size": int_tuple(window_size, f"{op}: window_size"),
-            "start_padding": _per_axis(start_padding, 0, spatial, f"{op}: start_padding"),
-            "end_padding": _per_axis(end_padding, 0, spatial, f"{op}: end_padding"),
+            "strides": per_axis(strides, spatial, f"{op}: strides", 1),
+            "window_size": per_axis(window_size, spatial, f"{op}: window_size"),
+            "start_padding": per_axis(start_padding, spatial, f"{op}: start_padding", 0),
+            "end_padding": per_axis(end_padding, spatial, f"{op}: end_padding", 0),
             "p": integer(p, f"{op}: p"),
         }
         if self.HAS_DILATIONS:
-            values["dilations"] = _per_axis(dilations, 1, spatial, f"{op}: dilations")
+            values["dilations"] = per_axis(dilations, spatial, f"{op}: dilations", 1)
         out_spec = None if output is None else (output.dtype, output.sizes, output.strides)
         sizes = _core.lp_pooling_infer(op, (input.dtype, input.sizes, input.strides), out_spec, values["strides"],
                                        values["window_size"], values["start_padding"], values["end_padding"],
@@ -65,13 +63,13 @@ class _LpPoolingDescriptor(Descriptor):
         values["output"] = output if output is not None else TensorDesc(input.dtype, sizes)
         self._values = values
 
-    def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Pool ``x`` (an array matching ``input``: same dtype and shape; any strides). Returns a
-        new C-contiguous array, or ``out`` filled in place."""
+    def __call__(self, x: npt.ArrayLike, *, out: Optional[npt.ArrayLike] = None) -> np.ndarray:
+        """Pool ``x`` (an array_like matching ``input``: same dtype and shape; any strides).
+        Returns a new C-contiguous array, or ``out`` filled in place."""
         op = self.NAME
         x = self._input_array(x)
-        check_out(out, x.dtype, f"{op}: out")
-        return _core.lp_pooling(op, x, out, self.strides, self.window_size, self.start_padding, self.end_padding,
+        result = check_out(out, x.dtype, f"{op}: out")
+        return _core.lp_pooling(op, x, result, self.strides, self.window_size, self.start_padding, self.end_padding,
                                 self._values.get("dilations"), self.p)
 
 
@@ -81,14 +79,14 @@ class LpPooling1Desc(_LpPoolingDescriptor):
     Parameters
     ----------
     input : TensorDesc
-        ``{N, C, H, W}`` or ``{N, C, D, H, W}`` (``{N, C, W}`` as a dmlops extension); float32,
+        ``(N, C, H, W)`` or ``(N, C, D, H, W)`` (``(N, C, W)`` as a dmlops extension); float32,
         float16 or float64 (float64 is a dmlops extension).
-    window_size : sequence of int
-        Taps per spatial axis (>= 1).
-    strides, dilations : sequence of int, optional
-        Per spatial axis (>= 1); default 1.
-    start_padding, end_padding : sequence of int, optional
-        Zeros added before / after each spatial axis (>= 0); default 0.
+    window_size : int or sequence of int
+        Taps per spatial axis (>= 1); an int for every spatial axis.
+    strides, dilations : int or sequence of int, optional
+        Per spatial axis, or an int for every one (>= 1); default 1.
+    start_padding, end_padding : int or sequence of int, optional
+        Zeros added before / after each spatial axis, or an int for every one (>= 0); default 0.
     p : int
         The norm's exponent, 1 to 2**32 - 1 (DirectML's UINT P).
     output : TensorDesc, optional
@@ -97,11 +95,10 @@ class LpPooling1Desc(_LpPoolingDescriptor):
     Raises
     ------
     TypeError
-        ``input`` or ``output`` is not a TensorDesc, ``p`` is not an integer, or an array field
-        holds non-integers.
+        ``input`` or ``output`` is not a TensorDesc, a dtype other than float16/32/64, ``p``
+        is not an integer, or an array field holds non-integers.
     ValueError
-        A dtype other than float16/32/64, a rank other than 3 to 5, per-axis arrays of the
-        wrong length, a window, stride or dilation < 1, a padding < 0, a window larger than the
+        A rank other than 3 to 5, per-axis arrays of the wrong length, a window, stride or dilation < 1, a padding < 0, a window larger than the
         padded input, p outside 1..2**32-1, or an ``output`` that does not match.
 
     Examples
@@ -131,9 +128,9 @@ class LpPooling1Desc(_LpPoolingDescriptor):
         Field("p", "P", "uint"),
     )
 
-    def __init__(self, input: TensorDesc, *, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
-                 start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
-                 dilations: Optional[Sequence[int]] = None, p: int = 2, output: Optional[TensorDesc] = None):
+    def __init__(self, input: TensorDesc, *, window_size: _PerAxis, strides: Optional[_PerAxis] = None,
+                 start_padding: Optional[_PerAxis] = None, end_padding: Optional[_PerAxis] = None,
+                 dilations: Optional[_PerAxis] = None, p: int = 2, output: Optional[TensorDesc] = None):
         self._setup(input, window_size, strides, start_padding, end_padding, dilations, p, output)
 
 
@@ -143,14 +140,14 @@ class LpPoolingDesc(_LpPoolingDescriptor):
     Parameters
     ----------
     input : TensorDesc
-        ``{N, C, H, W}`` or ``{N, C, D, H, W}`` (``{N, C, W}`` as a dmlops extension); float32,
+        ``(N, C, H, W)`` or ``(N, C, D, H, W)`` (``(N, C, W)`` as a dmlops extension); float32,
         float16 or float64.
-    window_size : sequence of int
-        Taps per spatial axis (>= 1).
-    strides : sequence of int, optional
-        Per spatial axis (>= 1); default 1.
-    start_padding, end_padding : sequence of int, optional
-        Zeros added before / after each spatial axis (>= 0); default 0.
+    window_size : int or sequence of int
+        Taps per spatial axis (>= 1); an int for every spatial axis.
+    strides : int or sequence of int, optional
+        Per spatial axis, or an int for every one (>= 1); default 1.
+    start_padding, end_padding : int or sequence of int, optional
+        Zeros added before / after each spatial axis, or an int for every one (>= 0); default 0.
     p : int
         The norm's exponent, 1 to 2**32 - 1.
     output : TensorDesc, optional
@@ -184,52 +181,71 @@ class LpPoolingDesc(_LpPoolingDescriptor):
         Field("p", "P", "uint"),
     )
 
-    def __init__(self, input: TensorDesc, *, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
-                 start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
+    def __init__(self, input: TensorDesc, *, window_size: _PerAxis, strides: Optional[_PerAxis] = None,
+                 start_padding: Optional[_PerAxis] = None, end_padding: Optional[_PerAxis] = None,
                  p: int = 2, output: Optional[TensorDesc] = None):
         self._setup(input, window_size, strides, start_padding, end_padding, None, p, output)
 
 
-def lp_pooling(x: np.ndarray, window_size: Sequence[int], *, strides: Optional[Sequence[int]] = None,
-               start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
-               dilations: Optional[Sequence[int]] = None, p: int = 2,
-               out: Optional[np.ndarray] = None) -> np.ndarray:
+_PADDING = ("dmlops pads with start_padding and end_padding (each an int or one entry per spatial axis; "
+            "padding=p is start_padding=p, end_padding=p)")
+
+
+@keyword_hints("LpPooling1", {
+    "kernel_size": "PyTorch's kernel_size is window_size (an int or one entry per spatial axis)",
+    "kernel_shape": "ONNX's kernel_shape is window_size",
+    "stride": "PyTorch's stride is strides (an int or one entry per spatial axis)",
+    "dilation": "dilation is dilations (an int or one entry per spatial axis)",
+    "padding": _PADDING,
+    "pads": _PADDING,
+    "norm_type": "PyTorch's norm_type is p (an integer >= 1)",
+})
+def lp_pooling(x: npt.ArrayLike, window_size: _PerAxis, *, strides: Optional[_PerAxis] = None,
+               start_padding: Optional[_PerAxis] = None, end_padding: Optional[_PerAxis] = None,
+               dilations: Optional[_PerAxis] = None, p: int = 2,
+               out: Optional[npt.ArrayLike] = None) -> np.ndarray:
     """Lp pooling with DirectML LP_POOLING1 semantics: ``y = (sum |x|^p)^(1/p)`` per window.
 
     Parameters
     ----------
-    x : numpy.ndarray
+    x : array_like
         ``(N, C, H, W)`` or ``(N, C, D, H, W)`` (``(N, C, W)`` as a dmlops extension); float32,
         float16 (accumulated in float32, rounded once) or float64; any strides, read in place.
-    window_size : sequence of int
-        Taps per spatial axis (>= 1).
-    strides, dilations : sequence of int, optional
-        Per spatial axis (>= 1); default 1. The dilated window spans
+        Other array_likes are converted as ``np.asarray`` does; CPU tensors exporting DLPack
+        (PyTorch, JAX) are read in place.
+    window_size : int or sequence of int
+        Taps per spatial axis (>= 1); an int for every spatial axis.
+    strides, dilations : int or sequence of int, optional
+        Per spatial axis, or an int for every one (>= 1); default 1. The dilated window spans
         ``(window - 1) * dilation + 1`` input elements.
-    start_padding, end_padding : sequence of int, optional
-        Zeros added before / after each spatial axis (>= 0); default 0. Padded taps
-        contribute nothing to the norm.
+    start_padding, end_padding : int or sequence of int, optional
+        Zeros added before / after each spatial axis, or an int for every one (>= 0); default
+        0. Padded taps contribute nothing to the norm.
     p : int
         1 to 2**32 - 1. p = 1 sums ``|x|``; p = 2 is the Euclidean norm. Large p approach the
         window's max ``|x|`` without overflowing.
-    out : numpy.ndarray, optional
+    out : numpy.ndarray or CPU tensor, optional
         Written in place: exact output shape and dtype, writable, any strides, no overlap with
-        ``x``. Untouched when the call is rejected.
+        ``x``. Untouched when the call is rejected. A tensor exporting DLPack or the buffer
+        protocol (a PyTorch tensor) is written in place too.
 
     Returns
     -------
     numpy.ndarray
-        ``out``, or a new C-contiguous array of shape ``(N, C, out...)``.
+        ``out`` (for a tensor ``out``, a numpy array sharing its memory), or a new
+        C-contiguous array of shape ``(N, C, out...)``.
 
     Raises
     ------
     TypeError
-        ``x`` or ``out`` is not a numpy array, ``p`` is not an integer, or an array argument
-        holds non-integers.
+        ``x`` or ``out`` is a masked array or not an array, a dtype other than float16/32/64
+        (bool included), ``p`` is not an integer, an array argument holds non-integers, or
+        another library's keyword is used (``kernel_size=``, ``stride=``: the message names
+        the dmlops argument).
     ValueError
-        A dtype other than float16/32/64, ``x.ndim`` not 3 to 5, per-axis arrays of the wrong
-        length, a window, stride or dilation < 1, a padding < 0, a window larger than the
-        padded input, p outside 1..2**32-1, or an unusable ``out``.
+        ``x.ndim`` not 3 to 5, per-axis arrays of the wrong length, a window, stride or
+        dilation < 1, a padding < 0, a window larger than the padded input, p outside
+        1..2**32-1, or an unusable ``out``.
 
     See Also
     --------
@@ -254,13 +270,13 @@ def lp_pooling(x: np.ndarray, window_size: Sequence[int], *, strides: Optional[S
     array([[[15.,  9.]]])
     """
     op = "LpPooling1"
-    x = as_array(x, f"{op}: input")
-    spatial = x.ndim - 2
-    window = int_tuple(window_size, f"{op}: window_size")
-    strides = _per_axis(strides, 1, spatial, f"{op}: strides")
-    start = _per_axis(start_padding, 0, spatial, f"{op}: start_padding")
-    end = _per_axis(end_padding, 0, spatial, f"{op}: end_padding")
-    dilations = None if dilations is None else int_tuple(dilations, f"{op}: dilations")
+    array = as_array(x, f"{op}: input")
+    spatial = array.ndim - 2
+    window = per_axis(window_size, spatial, f"{op}: window_size")
+    steps = per_axis(strides, spatial, f"{op}: strides", 1)
+    start = per_axis(start_padding, spatial, f"{op}: start_padding", 0)
+    end = per_axis(end_padding, spatial, f"{op}: end_padding", 0)
+    dilated = None if dilations is None else per_axis(dilations, spatial, f"{op}: dilations")
     p = integer(p, f"{op}: p")
-    check_out(out, x.dtype, f"{op}: out")
-    return _core.lp_pooling(op, x, out, strides, window, start, end, dilations, p)
+    result = check_out(out, array.dtype, f"{op}: out")
+    return _core.lp_pooling(op, array, result, steps, window, start, end, dilated, p)

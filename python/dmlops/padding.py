@@ -18,12 +18,13 @@ symmetric fold back and forth periodically, wrap repeats.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _core
-from ._args import Enum, as_array, check_bool_value, check_out, int_tuple, number, real
+from ._args import Enum, as_array, check_bool_value, check_out, keyword_hints, number, per_axis, real
 from ._descriptor import Descriptor, Field
 from ._tensor import TensorDesc
 
@@ -40,6 +41,9 @@ PADDING_MODE = Enum(
 )
 
 
+_Paddings = Union[int, Sequence[int]]
+
+
 def _value_from_bits(bits: int, dtype: str) -> Any:
     """The padding value exactly as the kernel will write it."""
     raw = int(bits).to_bytes(8, "little")[: np.dtype(dtype).itemsize]
@@ -53,7 +57,7 @@ class _PaddingDescriptor(Descriptor):
     start_padding: tuple[int, ...]
     end_padding: tuple[int, ...]
 
-    def __init__(self, input: TensorDesc, *, start_padding: Sequence[int], end_padding: Sequence[int],
+    def __init__(self, input: TensorDesc, *, start_padding: _Paddings, end_padding: _Paddings,
                  padding_mode: str = "constant", padding_value: Any = 0, output: Optional[TensorDesc] = None):
         op = self.NAME
         if not isinstance(input, TensorDesc):
@@ -61,8 +65,8 @@ class _PaddingDescriptor(Descriptor):
         if output is not None and not isinstance(output, TensorDesc):
             raise TypeError(f"{op}: output must be a dmlops.TensorDesc, not {type(output).__name__}")
         mode = PADDING_MODE.parse(padding_mode, f"{op}: padding_mode")
-        start = int_tuple(start_padding, f"{op}: start_padding")
-        end = int_tuple(end_padding, f"{op}: end_padding")
+        start = per_axis(start_padding, input.rank, f"{op}: start_padding")
+        end = per_axis(end_padding, input.rank, f"{op}: end_padding")
         value = self._value_arg(padding_value)
         out_spec = None if output is None else (output.dtype, output.sizes, output.strides)
         sizes, bits = _core.padding_infer(op, (input.dtype, input.sizes, input.strides), out_spec, mode,
@@ -82,14 +86,14 @@ class _PaddingDescriptor(Descriptor):
     def _canonical_value(self, value: Any, bits: int, dtype: str) -> Any:
         return _value_from_bits(bits, dtype)
 
-    def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Pad ``x`` (an array matching ``input``: same dtype, bool allowed for uint8, same shape;
-        any strides). Returns a new C-contiguous array, or ``out`` filled in place."""
+    def __call__(self, x: npt.ArrayLike, *, out: Optional[npt.ArrayLike] = None) -> np.ndarray:
+        """Pad ``x`` (an array_like matching ``input``: same dtype, bool allowed for uint8, same
+        shape; any strides). Returns a new C-contiguous array, or ``out`` filled in place."""
         op = self.NAME
         x = self._input_array(x)
         check_bool_value(x, self.padding_value, f"{op}: padding_value")
-        check_out(out, x.dtype, f"{op}: out")
-        return _core.padding(op, x, out, self.padding_mode, self.start_padding, self.end_padding,
+        result = check_out(out, x.dtype, f"{op}: out")
+        return _core.padding(op, x, result, self.padding_mode, self.start_padding, self.end_padding,
                              self.padding_value, self.EXACT_VALUE)
 
 
@@ -100,8 +104,9 @@ class Padding1Desc(_PaddingDescriptor):
     ----------
     input : TensorDesc
         The input tensor (any of the 11 DirectML dtypes; bool arrays run where it is uint8).
-    start_padding, end_padding : sequence of int
-        Elements added before / after each dimension (>= 0, any size).
+    start_padding, end_padding : int or sequence of int
+        Elements added before / after each dimension (>= 0, any size); an int pads every
+        dimension by that much.
     padding_mode : str
         ``'constant'``, ``'edge'``, ``'reflection'``, ``'symmetric'`` or ``'wrap'`` (or the
         DirectML name ``'DML_PADDING_MODE_WRAP'``); see :func:`pad` for what each does.
@@ -163,8 +168,9 @@ class PaddingDesc(_PaddingDescriptor):
     ----------
     input : TensorDesc
         The input tensor (any of the 11 DirectML dtypes).
-    start_padding, end_padding : sequence of int
-        Elements added before / after each dimension (>= 0, any size).
+    start_padding, end_padding : int or sequence of int
+        Elements added before / after each dimension (>= 0, any size); an int pads every
+        dimension by that much.
     padding_mode : str
         ``'constant'``, ``'edge'``, ``'reflection'``, ``'symmetric'`` or ``'wrap'``.
     padding_value : float
@@ -216,8 +222,19 @@ class PaddingDesc(_PaddingDescriptor):
         return float(np.float32(value))
 
 
-def pad(x: np.ndarray, start_padding: Sequence[int], end_padding: Sequence[int], mode: str = "constant",
-        value: Any = 0, *, out: Optional[np.ndarray] = None) -> np.ndarray:
+_PAD_WIDTH = "dmlops pads with start_padding and end_padding, each an int or one entry per axis in axis order"
+
+
+@keyword_hints("Padding1", {
+    "pad_width": f"numpy's pad_width is {_PAD_WIDTH}",
+    "pad": f"PyTorch's pad (last axis first, start/end interleaved) is {_PAD_WIDTH}",
+    "pads": f"ONNX's pads (all starts, then all ends) are {_PAD_WIDTH}",
+    "padding": _PAD_WIDTH,
+    "constant_values": "numpy's constant_values is value",
+    "fill_value": "the constant is value",
+})
+def pad(x: npt.ArrayLike, start_padding: _Paddings, end_padding: _Paddings, mode: str = "constant",
+        value: Any = 0, *, out: Optional[npt.ArrayLike] = None) -> np.ndarray:
     """Pad an array with DirectML PADDING1 semantics (DML_PADDING1_OPERATOR_DESC).
 
     Every axis is extended by ``start_padding[i]`` elements before and ``end_padding[i]`` after.
@@ -227,12 +244,14 @@ def pad(x: np.ndarray, start_padding: Sequence[int], end_padding: Sequence[int],
 
     Parameters
     ----------
-    x : numpy.ndarray
+    x : array_like
         1 to 8 dimensions; float16/32/64, int8..int64, uint8..uint64 or bool; any strides
-        (negative, zero, non-contiguous views), read in place without a copy.
-    start_padding, end_padding : sequence of int
-        Elements added before / after each dimension (one entry per dimension, >= 0). May be
-        larger than the input in every mode.
+        (negative, zero, non-contiguous views), read in place without a copy. Other
+        array_likes are converted as ``np.asarray`` does; CPU tensors that export DLPack
+        (PyTorch, JAX) are read in place through ``np.from_dlpack``.
+    start_padding, end_padding : int or sequence of int
+        Elements added before / after each dimension (one entry per dimension, or an int for
+        every dimension; >= 0). May be larger than the input in every mode.
     mode : str
         How the padding is filled (DirectML's names; see Notes for numpy's and PyTorch's):
 
@@ -253,21 +272,25 @@ def pad(x: np.ndarray, start_padding: Sequence[int], end_padding: Sequence[int],
         The constant for ``'constant'`` mode; must be representable in ``x.dtype`` exactly (300
         into uint8 or 0.5 into int32 is an error; 64-bit integers are exact). Ignored by the
         other modes but still checked.
-    out : numpy.ndarray, optional
+    out : numpy.ndarray or CPU tensor, optional
         Written in place: exact output shape and dtype, writable, any strides, no overlap with
-        ``x`` or with itself. Untouched when the call is rejected.
+        ``x`` or with itself. Untouched when the call is rejected. A tensor exporting DLPack
+        or the buffer protocol (a PyTorch tensor) is written in place too.
 
     Returns
     -------
     numpy.ndarray
-        ``out``, or a new C-contiguous array of ``x``'s dtype and shape
-        ``x.shape[i] + start_padding[i] + end_padding[i]``.
+        ``out`` (for a tensor ``out``, a numpy array sharing its memory), or a new
+        C-contiguous array of ``x``'s dtype and shape ``x.shape[i] + start_padding[i] +
+        end_padding[i]``.
 
     Raises
     ------
     TypeError
-        ``x`` or ``out`` is not a numpy array, the dtype is not one of the 11 DirectML types or
-        bool, ``out`` has another dtype, or a padding or ``value`` has the wrong type.
+        ``x`` or ``out`` is a masked array or not an array, the dtype is not one of the 11
+        DirectML types or bool, ``out`` has another dtype, a padding or ``value`` has the
+        wrong type, or another library's keyword is used (``pad_width=``, ``padding=``: the
+        message says which argument it is).
     ValueError
         Padding lists whose length differs from ``x.ndim``, negative paddings, more than 8
         dimensions, an unknown mode (with a hint when it is another library's name, e.g.
@@ -332,6 +355,13 @@ def pad(x: np.ndarray, start_padding: Sequence[int], end_padding: Sequence[int],
     >>> dmlops.pad(image, (1, 1), (1, 1), out=buffer) is buffer
     True
 
+    An int pads every axis; lists convert as ``np.asarray`` does:
+
+    >>> dmlops.pad([[1, 2], [3, 4]], 1, (0, 1), mode="wrap")
+    array([[4, 3, 4, 3],
+           [2, 1, 2, 1],
+           [4, 3, 4, 3]])
+
     Errors name the operator, the field and the rule:
 
     >>> dmlops.pad(np.zeros(3, np.uint8), (1,), (1,), value=300)
@@ -344,11 +374,11 @@ def pad(x: np.ndarray, start_padding: Sequence[int], end_padding: Sequence[int],
     ValueError: Padding1: padding_mode 'replicate' is unknown; expected one of constant, edge, reflection, symmetric, wrap (PyTorch's 'replicate' is 'edge')
     """
     op = "Padding1"
-    x = as_array(x, f"{op}: input")
+    array = as_array(x, f"{op}: input")
     mode = PADDING_MODE.parse(mode, f"{op}: padding_mode")
-    start = int_tuple(start_padding, f"{op}: start_padding")
-    end = int_tuple(end_padding, f"{op}: end_padding")
+    start = per_axis(start_padding, array.ndim, f"{op}: start_padding")
+    end = per_axis(end_padding, array.ndim, f"{op}: end_padding")
     value = number(value, f"{op}: padding_value")
-    check_bool_value(x, value, f"{op}: padding_value")
-    check_out(out, x.dtype, f"{op}: out")
-    return _core.padding(op, x, out, mode, start, end, value, True)
+    check_bool_value(array, value, f"{op}: padding_value")
+    result = check_out(out, array.dtype, f"{op}: out")
+    return _core.padding(op, array, result, mode, start, end, value, True)

@@ -35,12 +35,13 @@ and linear weights differ in the last float32 bits.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _core
-from ._args import Enum, as_array, check_out, flag, float_tuple, int_tuple
+from ._args import Enum, as_array, check_out, flag, float_tuple, int_tuple, integer, keyword_hints, real
 from ._descriptor import Descriptor, Field
 from ._tensor import TensorDesc
 from ._tensor import tensor_spec as _spec
@@ -66,6 +67,29 @@ AXIS_DIRECTION = Enum(
 )
 
 _Scale = Union[int, Sequence[int]]
+_Reals = Union[float, Sequence[float]]
+_Ints = Union[int, Sequence[int]]
+_V = TypeVar("_V", int, float)
+
+
+def _axes(values: Any, rank: int, what: str, scalar: Callable[[Any, str], _V],
+          sequence: Callable[[Any, str], tuple[_V, ...]], n_and_c: tuple[_V, _V]) -> tuple[_V, ...]:
+    """One of resample's per-axis arguments for every axis of a rank-``rank`` array: ``rank``
+    entries as they are; a single number, or ``rank - 2`` entries, for the spatial axes (all
+    but the first two, N and C), which get ``n_and_c`` (scale 1 and the default offsets, which
+    copy them)."""
+    if isinstance(values, (int, float, np.integer, np.floating)) and not isinstance(values, (bool, np.bool_)):
+        if rank < 3:
+            raise ValueError(f"{what}: a single value is for the spatial axes (all but N and C), and x has {rank} "
+                             f"dimension{'s' * (rank != 1)}; give one entry per axis")
+        return n_and_c + (scalar(values, what),) * (rank - 2)
+    entries = sequence(values, what)
+    if len(entries) == rank:
+        return entries
+    if len(entries) == rank - 2 >= 1:
+        return n_and_c + entries
+    raise ValueError(f"{what} has {len(entries)} entries; x has {rank} dimensions: give {rank} (every axis)"
+                     + (f" or {rank - 2} (the spatial axes)" if rank >= 3 else ""))
 
 
 def _check_tensor_descs(op: str, input: Any, output: Any) -> None:
@@ -100,15 +124,16 @@ class Upsample2DDesc(Descriptor):
         ``'nearest_neighbor'`` (each pixel repeated) or ``'linear'`` (half-pixel bilinear, edges
         clamped, like ``F.interpolate(mode="bilinear", align_corners=False)``).
     output : TensorDesc, optional
-        Checked against ``{N, C, [D,] H * height, W * width}`` when given.
+        Checked against ``(N, C, [D,] H * height, W * width)`` when given.
 
     Raises
     ------
     TypeError
-        ``input`` or ``output`` is not a TensorDesc, or ``scale_size`` holds non-integers.
+        ``input`` or ``output`` is not a TensorDesc, ``scale_size`` holds non-integers,
+        ``linear`` on an integer dtype, or an ``output`` of another dtype.
     ValueError
-        A rank other than 4 or 5, a scale < 1, ``linear`` on an integer dtype, an unknown mode,
-        or an ``output`` that does not match.
+        A rank other than 4 or 5, a scale < 1, an unknown mode, or an ``output`` of other
+        sizes.
 
     Examples
     --------
@@ -147,45 +172,56 @@ class Upsample2DDesc(Descriptor):
             "interpolation_mode": mode,
         }
 
-    def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Upsample ``x`` (an array matching ``input``; any strides). Returns a new C-contiguous
-        array, or ``out`` filled in place."""
+    def __call__(self, x: npt.ArrayLike, *, out: Optional[npt.ArrayLike] = None) -> np.ndarray:
+        """Upsample ``x`` (an array_like matching ``input``; any strides). Returns a new
+        C-contiguous array, or ``out`` filled in place."""
         x = self._input_array(x)
-        check_out(out, x.dtype, f"{self.NAME}: out")
-        return _core.upsample_2d(x, out, self.scale_size, self.interpolation_mode)
+        result = check_out(out, x.dtype, f"{self.NAME}: out")
+        return _core.upsample_2d(x, result, self.scale_size, self.interpolation_mode)
 
 
-def upsample_2d(x: np.ndarray, scale_size: _Scale = (2, 2), interpolation_mode: str = "nearest_neighbor", *,
-                out: Optional[np.ndarray] = None) -> np.ndarray:
+@keyword_hints("Upsample2D", {
+    "scale_factor": "PyTorch's scale_factor is scale_size (an int, or (height, width) integer factors)",
+    "mode": "PyTorch's mode is interpolation_mode ('nearest_neighbor' or 'linear')",
+    "size": "upsample_2d takes integer factors (scale_size); for a target size use resample(x, output_sizes=...)",
+})
+def upsample_2d(x: npt.ArrayLike, scale_size: _Scale = (2, 2), interpolation_mode: str = "nearest_neighbor", *,
+                out: Optional[npt.ArrayLike] = None) -> np.ndarray:
     """Upsample the last two axes of a 4-D (NCHW) or 5-D (NCDHW) array by integer factors, with
     DirectML UPSAMPLE_2D semantics.
 
     Parameters
     ----------
-    x : numpy.ndarray
+    x : array_like
         4 or 5 dimensions, any strides (read in place). ``nearest_neighbor``: any dtype incl.
         bool, bit-exact; ``linear``: float16 (computed in float32, rounded once), float32, float64.
+        Other array_likes are converted as ``np.asarray`` does; CPU tensors exporting DLPack
+        (PyTorch, JAX) are read in place.
     scale_size : int or (int, int)
         ``(height, width)`` factors >= 1; an int scales both.
     interpolation_mode : str
         ``'nearest_neighbor'``: output ``(h, w)`` is input ``(h // sh, w // sw)``.
         ``'linear'``: half-pixel bilinear over H and W, edges clamped (N, C and D never mixed).
-    out : numpy.ndarray, optional
-        Written in place: exact output shape and dtype, no overlap with ``x``.
+    out : numpy.ndarray or CPU tensor, optional
+        Written in place: exact output shape and dtype, no overlap with ``x``. A tensor
+        exporting DLPack or the buffer protocol (a PyTorch tensor) is written in place too.
 
     Returns
     -------
     numpy.ndarray
-        ``out``, or a new C-contiguous array of shape ``(N, C, [D,] H * sh, W * sw)``.
+        ``out`` (for a tensor ``out``, a numpy array sharing its memory), or a new
+        C-contiguous array of shape ``(N, C, [D,] H * sh, W * sw)``.
 
     Raises
     ------
     TypeError
-        ``x`` or ``out`` is not a numpy array or has an unsupported dtype, or ``scale_size``
-        holds non-integers.
+        ``x`` or ``out`` is a masked array, not an array or of an unsupported dtype,
+        ``linear`` on an integer or bool array, ``scale_size`` holds non-integers, or another
+        library's keyword is used (``scale_factor=``, ``size=``: the message names the dmlops
+        argument).
     ValueError
-        ``x.ndim`` not 4 or 5, a scale < 1, ``linear`` on an integer or bool array, an unknown
-        mode (with a hint for ``'bilinear'``, ``'nearest'``), or an unusable ``out``.
+        ``x.ndim`` not 4 or 5, a scale < 1, an unknown mode (with a hint for ``'bilinear'``,
+        ``'nearest'``), or an unusable ``out``.
 
     See Also
     --------
@@ -208,11 +244,11 @@ def upsample_2d(x: np.ndarray, scale_size: _Scale = (2, 2), interpolation_mode: 
            [3, 3, 3, 4, 4, 4]])
     """
     op = "Upsample2D"
-    x = as_array(x, f"{op}: input")
+    array = as_array(x, f"{op}: input")
     scale = _scale_size(scale_size)
     mode = INTERPOLATION_MODE.parse(interpolation_mode, f"{op}: interpolation_mode")
-    check_out(out, x.dtype, f"{op}: out")
-    return _core.upsample_2d(x, out, scale, mode)
+    result = check_out(out, array.dtype, f"{op}: out")
+    return _core.upsample_2d(array, result, scale, mode)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,13 +293,13 @@ class _ResampleDescriptor(Descriptor):
             "antialiased": antialiased,
         }
 
-    def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Resample ``x`` (an array matching ``input``; any strides). Returns a new C-contiguous
-        array of the descriptor's output sizes, or ``out`` filled in place."""
+    def __call__(self, x: npt.ArrayLike, *, out: Optional[npt.ArrayLike] = None) -> np.ndarray:
+        """Resample ``x`` (an array_like matching ``input``; any strides). Returns a new
+        C-contiguous array of the descriptor's output sizes, or ``out`` filled in place."""
         x = self._input_array(x)
-        check_out(out, x.dtype, f"{self.NAME}: out")
+        result = check_out(out, x.dtype, f"{self.NAME}: out")
         v = self._values
-        return _core.resample(self.NAME, x, out, v["output"].sizes, v["interpolation_mode"], v["rounding_direction"],
+        return _core.resample(self.NAME, x, result, v["output"].sizes, v["interpolation_mode"], v["rounding_direction"],
                               v["scales"], v["input_pixel_offsets"], v["output_pixel_offsets"], v["antialiased"])
 
 
@@ -285,10 +321,11 @@ class ResampleDesc(_ResampleDescriptor):
     Raises
     ------
     TypeError
-        ``input`` or ``output`` is not a TensorDesc, or a field has the wrong type.
+        ``input`` or ``output`` is not a TensorDesc, a field has the wrong type, ``linear`` on
+        an integer dtype, or an ``output`` of another dtype.
     ValueError
-        ``scales`` of the wrong length, a scale <= 0 or not finite, ``linear`` on an integer
-        dtype, an unknown mode, or an ``output`` of another rank or dtype.
+        ``scales`` of the wrong length, a scale <= 0 or not finite, an unknown mode, or an
+        ``output`` of another rank.
 
     Examples
     --------
@@ -452,50 +489,78 @@ class Resample3Desc(_ResampleDescriptor):
                     output_pixel_offsets, antialiased)
 
 
-def resample(x: np.ndarray, scales: Sequence[float], interpolation_mode: str = "nearest_neighbor", *,
-             input_pixel_offsets: Optional[Sequence[float]] = None, output_pixel_offsets: Optional[Sequence[float]] = None,
+_ALIGN = ("align_corners=True is input_pixel_offsets=0, output_pixel_offsets=0 with scales (out - 1) / (in - 1); "
+          "align_corners=False is the default offsets")
+
+
+@keyword_hints("Resample", {
+    "scale_factor": "PyTorch's scale_factor is scales (a number or one per spatial axis, or one per axis)",
+    "size": "PyTorch's size is output_sizes (an int or one per spatial axis, or the whole shape)",
+    "sizes": "ONNX's sizes is output_sizes",
+    "output_size": "the output size is output_sizes",
+    "mode": "PyTorch's mode is interpolation_mode ('nearest_neighbor' or 'linear')",
+    "align_corners": _ALIGN,
+    "antialias": "PyTorch's antialias is antialiased",
+})
+def resample(x: npt.ArrayLike, scales: Optional[_Reals] = None, interpolation_mode: str = "nearest_neighbor", *,
+             input_pixel_offsets: Optional[_Reals] = None, output_pixel_offsets: Optional[_Reals] = None,
              rounding_direction: Optional[str] = None, antialiased: bool = False,
-             output_sizes: Optional[Sequence[int]] = None, out: Optional[np.ndarray] = None) -> np.ndarray:
+             output_sizes: Optional[_Ints] = None, out: Optional[npt.ArrayLike] = None) -> np.ndarray:
     """Resample every axis of an array by its own scale, with DirectML RESAMPLE1/2/3 semantics.
 
     Parameters
     ----------
-    x : numpy.ndarray
+    x : array_like
         1 to 8 dimensions, any strides (read in place). ``nearest_neighbor``: any dtype incl.
         bool, bit-exact; ``linear``: float16 (computed in float32, rounded once), float32, float64.
-    scales : sequence of float
-        One per dimension, > 0 and finite; rounded to float32 as DirectML's FLOAT. An axis with
-        scale 1 and the default offsets is copied.
+        Other array_likes are converted as ``np.asarray`` does; CPU tensors exporting DLPack
+        (PyTorch, JAX) are read in place.
+    scales : float or sequence of float, optional
+        > 0 and finite; rounded to float32 as DirectML's FLOAT. One per dimension (DirectML's
+        form), or, as PyTorch writes them, a number or ``x.ndim - 2`` entries for the spatial
+        axes (all but the first two, N and C, which then get scale 1 and the default offsets:
+        copied). An axis with scale 1 and the default offsets is copied. None: from
+        ``output_sizes``, ``output / input`` per axis (as a FLOAT).
     interpolation_mode : str
         ``'nearest_neighbor'`` or ``'linear'`` (multilinear over every resampled axis).
-    input_pixel_offsets, output_pixel_offsets : sequence of float, optional
+    input_pixel_offsets, output_pixel_offsets : float or sequence of float, optional
         ``x = (o - output_pixel_offset) / scale - input_pixel_offset``; default 0.5 and -0.5.
+        One per dimension, or a number or ``x.ndim - 2`` entries for the spatial axes, as for
+        ``scales``.
     rounding_direction : str, optional
         Nearest rounding: None (RESAMPLE1) ``floor(x + 0.5)``; ``'decreasing'`` ``floor(x)``;
         ``'increasing'`` ``ceil(x)`` (RESAMPLE2/3).
     antialiased : bool
         RESAMPLE3: linear downsampling (scale < 1) averages over a triangle of half-width
         ``1/scale`` (ONNX Resize ``antialias=1``).
-    output_sizes : sequence of int, optional
-        The output shape (DirectML takes it from the output tensor); default ``floor(in * scale)``
-        per axis (a product within float32 rounding below an integer counts as that integer).
-    out : numpy.ndarray, optional
-        Written in place: exact output shape and dtype, no overlap with ``x``.
+    output_sizes : int or sequence of int, optional
+        The output shape (DirectML takes it from the output tensor): every axis, or an int or
+        ``x.ndim - 2`` entries for the spatial axes (N and C kept); default
+        ``floor(in * scale)`` per axis (a product within float32 rounding below an integer
+        counts as that integer).
+    out : numpy.ndarray or CPU tensor, optional
+        Written in place: exact output shape and dtype, no overlap with ``x``. A tensor
+        exporting DLPack or the buffer protocol (a PyTorch tensor) is written in place too.
 
     Returns
     -------
     numpy.ndarray
-        ``out``, or a new C-contiguous array of ``x``'s dtype and the output sizes.
+        ``out`` (for a tensor ``out``, a numpy array sharing its memory), or a new
+        C-contiguous array of ``x``'s dtype and the output sizes.
 
     Raises
     ------
     TypeError
-        ``x`` or ``out`` is not a numpy array or has an unsupported dtype, or an argument has
-        the wrong type (``antialiased`` must be a bool).
+        ``x`` or ``out`` is a masked array, not an array or of an unsupported dtype,
+        ``linear`` on an integer or bool array, an argument has the wrong type
+        (``antialiased`` must be a bool), neither ``scales`` nor ``output_sizes`` is given,
+        or another library's keyword is used (``scale_factor=``, ``size=``: the message names
+        the dmlops argument).
     ValueError
-        ``scales`` or offsets whose length is not ``x.ndim``, a scale <= 0 or not finite,
-        ``linear`` on an integer or bool array, an unknown mode or rounding direction, output
-        sizes of the wrong rank or < 1, or an unusable ``out``.
+        ``scales``, offsets or ``output_sizes`` with another number of entries than
+        ``x.ndim`` or ``x.ndim - 2`` (or a single value for an array of fewer than 3
+        dimensions), a scale <= 0 or not finite, an unknown mode or rounding direction,
+        output sizes < 1, or an unusable ``out``.
 
     See Also
     --------
@@ -520,20 +585,34 @@ def resample(x: np.ndarray, scales: Sequence[float], interpolation_mode: str = "
     >>> dmlops.resample(np.arange(4), (2,), rounding_direction="increasing",
     ...                 input_pixel_offsets=(0,), output_pixel_offsets=(0,))
     array([0, 1, 1, 2, 2, 3, 3, 3])
+
+    As PyTorch writes it: one scale, or one per spatial axis, or the spatial output sizes (N
+    and C are copied):
+
+    >>> image = np.zeros((1, 3, 4, 6), np.float32)
+    >>> dmlops.resample(image, 2, "linear").shape, dmlops.resample(image, (0.5, 2)).shape
+    ((1, 3, 8, 12), (1, 3, 2, 12))
+    >>> dmlops.resample(image, output_sizes=(5, 5)).shape
+    (1, 3, 5, 5)
     """
     op = "Resample"
-    x = as_array(x, f"{op}: input")
+    array = as_array(x, f"{op}: input")
+    rank = array.ndim
     mode = INTERPOLATION_MODE.parse(interpolation_mode, f"{op}: interpolation_mode")
     rounding = None if rounding_direction is None else AXIS_DIRECTION.parse(rounding_direction,
                                                                             f"{op}: rounding_direction")
-    scales = float_tuple(scales, f"{op}: scales")
-    if input_pixel_offsets is not None:
-        input_pixel_offsets = float_tuple(input_pixel_offsets, f"{op}: input_pixel_offsets")
-    if output_pixel_offsets is not None:
-        output_pixel_offsets = float_tuple(output_pixel_offsets, f"{op}: output_pixel_offsets")
+    sizes = None if output_sizes is None else _axes(output_sizes, rank, f"{op}: output_sizes", integer, int_tuple,
+                                                    (array.shape[0], array.shape[1]) if rank >= 2 else (1, 1))
+    if scales is None:
+        if sizes is None:
+            raise TypeError(f"{op}: give scales or output_sizes (scales are then output / input per axis)")
+        factors = tuple(o / i if i else 1.0 for o, i in zip(sizes, array.shape))
+    else:
+        factors = _axes(scales, rank, f"{op}: scales", real, float_tuple, (1.0, 1.0))
+    in_offsets, out_offsets = (
+        None if offsets is None else _axes(offsets, rank, f"{op}: {name}", real, float_tuple, (default, default))
+        for offsets, name, default in ((input_pixel_offsets, "input_pixel_offsets", 0.5),
+                                       (output_pixel_offsets, "output_pixel_offsets", -0.5)))
     antialiased = flag(antialiased, f"{op}: antialiased")
-    if output_sizes is not None:
-        output_sizes = int_tuple(output_sizes, f"{op}: output_sizes")
-    check_out(out, x.dtype, f"{op}: out")
-    return _core.resample(op, x, out, output_sizes, mode, rounding, scales, input_pixel_offsets, output_pixel_offsets,
-                          antialiased)
+    result = check_out(out, array.dtype, f"{op}: out")
+    return _core.resample(op, array, result, sizes, mode, rounding, factors, in_offsets, out_offsets, antialiased)

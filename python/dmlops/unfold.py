@@ -22,33 +22,43 @@ thread count, so results are deterministic (and match PyTorch's fold bit for bit
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, cast
+from typing import Any, Optional, Sequence, Union, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _core
-from ._args import as_array, check_out, int_tuple
+from ._args import as_array, check_out, int_tuple, is_integer, keyword_hints, per_axis
 from ._descriptor import Descriptor, Field
-from ._tensor import TensorDesc, TensorSpec, array_dtype_name
+from ._tensor import TensorDesc, TensorSpec
 
 _WINDOW_FIELDS = ("window_sizes", "strides", "dilations", "start_padding", "end_padding")
 _Dims = tuple[int, ...]
 _WindowArrays = tuple[_Dims, _Dims, _Dims, _Dims, _Dims]  # in _WINDOW_FIELDS order
+_PerAxis = Union[int, Sequence[int]]
 
 
-def _window_arrays(op: str, window_sizes: Sequence[int], strides: Optional[Sequence[int]],
-                   dilations: Optional[Sequence[int]], start_padding: Optional[Sequence[int]],
-                   end_padding: Optional[Sequence[int]]) -> _WindowArrays:
-    """The five per-dimension arrays; omitted strides and dilations are 1, omitted paddings 0
-    (one entry per window size)."""
-    window = int_tuple(window_sizes, f"{op}: window_sizes")
-    rank = len(window)
+def _window_arrays(op: str, spatial: int, window_sizes: _PerAxis, strides: Optional[_PerAxis],
+                   dilations: Optional[_PerAxis], start_padding: Optional[_PerAxis],
+                   end_padding: Optional[_PerAxis]) -> _WindowArrays:
+    """The five per-dimension arrays for ``spatial`` dimensions: an int is repeated on each,
+    omitted strides and dilations are 1, omitted paddings 0."""
+    return (per_axis(window_sizes, spatial, f"{op}: window_sizes"),
+            per_axis(strides, spatial, f"{op}: strides", 1), per_axis(dilations, spatial, f"{op}: dilations", 1),
+            per_axis(start_padding, spatial, f"{op}: start_padding", 0),
+            per_axis(end_padding, spatial, f"{op}: end_padding", 0))
 
-    def array(values: Optional[Sequence[int]], name: str, default: int) -> _Dims:
-        return (default,) * rank if values is None else int_tuple(values, f"{op}: {name}")
 
-    return (window, array(strides, "strides", 1), array(dilations, "dilations", 1),
-            array(start_padding, "start_padding", 0), array(end_padding, "end_padding", 0))
+_PADDING = ("dmlops pads with start_padding and end_padding (each an int or one entry per spatial axis; "
+            "PyTorch's padding=p is start_padding=p, end_padding=p)")
+_HINTS = {
+    "kernel_size": "PyTorch's kernel_size is window_sizes (an int or one entry per spatial axis)",
+    "stride": "PyTorch's stride is strides (an int or one entry per spatial axis)",
+    "dilation": "PyTorch's dilation is dilations (an int or one entry per spatial axis)",
+    "padding": _PADDING,
+    "pads": _PADDING,
+    "block_shape": "ONNX's block_shape is window_sizes",
+}
 
 
 def _spec(desc: TensorDesc) -> TensorSpec:
@@ -78,15 +88,10 @@ class _WindowDescriptor(Descriptor):
         if not isinstance(value, TensorDesc):
             raise TypeError(f"{self.NAME}: {name} must be a dmlops.TensorDesc, not {type(value).__name__}")
 
-    def _check_array(self, x: np.ndarray, out: Optional[np.ndarray]) -> np.ndarray:
-        op = self.NAME
-        x = as_array(x, f"{op}: input")
-        if array_dtype_name(x, f"{op}: input dtype") != self.input.dtype:
-            raise TypeError(f"{op}: input has dtype {x.dtype} but the descriptor says {self.input.dtype}")
-        if x.shape != self.input.sizes:
-            raise ValueError(f"{op}: input has shape {x.shape} but the descriptor says {self.input.sizes}")
-        check_out(out, x.dtype, f"{op}: out")
-        return x
+    def _check_arrays(self, x: npt.ArrayLike, out: Optional[npt.ArrayLike]) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """x checked against ``input``, and ``out`` as an array of its dtype."""
+        array = self._input_array(x)
+        return array, check_out(out, array.dtype, f"{self.NAME}: out")
 
     def _window_values(self) -> _WindowArrays:
         return cast(_WindowArrays, tuple(self._values[name] for name in _WINDOW_FIELDS))
@@ -99,12 +104,14 @@ class UnfoldDesc(_WindowDescriptor):
     ----------
     input : TensorDesc
         ``(N, C, S0, ..., S(D-1))``, 1 to 6 spatial dimensions, any of the 11 dtypes.
-    window_sizes : sequence of int
-        One entry per spatial dimension (>= 1); DimensionCount is their number.
-    strides, dilations : sequence of int, optional
-        One entry per spatial dimension (>= 1); default all 1.
-    start_padding, end_padding : sequence of int, optional
-        Implicit zeros before / after each spatial dimension (>= 0); default all 0.
+    window_sizes : int or sequence of int
+        One entry per spatial dimension (>= 1), or an int for every one; DimensionCount is
+        ``input.rank - 2``.
+    strides, dilations : int or sequence of int, optional
+        One entry per spatial dimension, or an int for every one (>= 1); default all 1.
+    start_padding, end_padding : int or sequence of int, optional
+        Implicit zeros before / after each spatial dimension, or an int for every one (>= 0);
+        default all 0.
     output : TensorDesc, optional
         Checked against the inferred ``(N, C*prod(window_sizes), block count)`` when given.
 
@@ -129,22 +136,23 @@ class UnfoldDesc(_WindowDescriptor):
     NAME = "Unfold"
     OPERATOR = "UNFOLD"
 
-    def __init__(self, input: TensorDesc, *, window_sizes: Sequence[int], strides: Optional[Sequence[int]] = None,
-                 dilations: Optional[Sequence[int]] = None, start_padding: Optional[Sequence[int]] = None,
-                 end_padding: Optional[Sequence[int]] = None, output: Optional[TensorDesc] = None):
+    def __init__(self, input: TensorDesc, *, window_sizes: _PerAxis, strides: Optional[_PerAxis] = None,
+                 dilations: Optional[_PerAxis] = None, start_padding: Optional[_PerAxis] = None,
+                 end_padding: Optional[_PerAxis] = None, output: Optional[TensorDesc] = None):
         self._check_tensor(input, "input")
         if output is not None:
             self._check_tensor(output, "output")
-        arrays = _window_arrays(self.NAME, window_sizes, strides, dilations, start_padding, end_padding)
+        arrays = _window_arrays(self.NAME, input.rank - 2, window_sizes, strides, dilations, start_padding,
+                                end_padding)
         sizes = _core.unfold_infer(_spec(input), None if output is None else _spec(output), *arrays)
         self._values = {"input": input, "output": output if output is not None else TensorDesc(input.dtype, sizes),
                         **dict(zip(_WINDOW_FIELDS, arrays))}
 
-    def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Unfold ``x`` (an array matching ``input``: same dtype, bool allowed for uint8, same
-        shape; any strides). Returns a new C-contiguous array, or ``out`` filled in place."""
-        x = self._check_array(x, out)
-        return _core.unfold(x, out, *self._window_values())
+    def __call__(self, x: npt.ArrayLike, *, out: Optional[npt.ArrayLike] = None) -> np.ndarray:
+        """Unfold ``x`` (an array_like matching ``input``: same dtype, bool allowed for uint8,
+        same shape; any strides). Returns a new C-contiguous array, or ``out`` filled in place."""
+        array, result = self._check_arrays(x, out)
+        return _core.unfold(array, result, *self._window_values())
 
 
 class FoldDesc(_WindowDescriptor):
@@ -181,53 +189,61 @@ class FoldDesc(_WindowDescriptor):
     OPERATOR = "FOLD"
     INFERRED_OUTPUT = False
 
-    def __init__(self, input: TensorDesc, output: TensorDesc, *, window_sizes: Sequence[int],
-                 strides: Optional[Sequence[int]] = None, dilations: Optional[Sequence[int]] = None,
-                 start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None):
+    def __init__(self, input: TensorDesc, output: TensorDesc, *, window_sizes: _PerAxis,
+                 strides: Optional[_PerAxis] = None, dilations: Optional[_PerAxis] = None,
+                 start_padding: Optional[_PerAxis] = None, end_padding: Optional[_PerAxis] = None):
         self._check_tensor(input, "input")
         self._check_tensor(output, "output")
-        arrays = _window_arrays(self.NAME, window_sizes, strides, dilations, start_padding, end_padding)
+        arrays = _window_arrays(self.NAME, output.rank - 2, window_sizes, strides, dilations, start_padding,
+                                end_padding)
         _core.fold_infer(_spec(input), _spec(output), *arrays)
         self._values = {"input": input, "output": output, **dict(zip(_WINDOW_FIELDS, arrays))}
 
-    def __call__(self, x: np.ndarray, *, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Fold ``x`` (an array matching ``input``; any strides). Returns a new C-contiguous
+    def __call__(self, x: npt.ArrayLike, *, out: Optional[npt.ArrayLike] = None) -> np.ndarray:
+        """Fold ``x`` (an array_like matching ``input``; any strides). Returns a new C-contiguous
         array of ``output``'s sizes, or ``out`` filled in place."""
-        x = self._check_array(x, out)
-        return _core.fold(x, out, self.output.sizes[2:], *self._window_values())
+        array, result = self._check_arrays(x, out)
+        return _core.fold(array, result, self.output.sizes[2:], *self._window_values())
 
 
-def unfold(x: np.ndarray, window_sizes: Sequence[int], *, strides: Optional[Sequence[int]] = None,
-           dilations: Optional[Sequence[int]] = None, start_padding: Optional[Sequence[int]] = None,
-           end_padding: Optional[Sequence[int]] = None, out: Optional[np.ndarray] = None) -> np.ndarray:
+@keyword_hints("Unfold", _HINTS)
+def unfold(x: npt.ArrayLike, window_sizes: _PerAxis, *, strides: Optional[_PerAxis] = None,
+           dilations: Optional[_PerAxis] = None, start_padding: Optional[_PerAxis] = None,
+           end_padding: Optional[_PerAxis] = None, out: Optional[npt.ArrayLike] = None) -> np.ndarray:
     """Extract sliding blocks as columns (im2col) with DirectML UNFOLD semantics.
 
     Parameters
     ----------
-    x : numpy.ndarray
+    x : array_like
         ``(N, C, S0, ..., S(D-1))`` with 1 to 6 spatial dimensions; float16/32/64, int8..int64,
-        uint8..uint64 or bool; any strides, read in place without a copy.
-    window_sizes : sequence of int
-        The window, one entry per spatial dimension (>= 1).
-    strides, dilations : sequence of int, optional
-        Per spatial dimension (>= 1); default all 1.
-    start_padding, end_padding : sequence of int, optional
-        Implicit zeros before / after each spatial dimension (>= 0, may differ); default all 0.
-    out : numpy.ndarray, optional
+        uint8..uint64 or bool; any strides, read in place without a copy. Other array_likes
+        are converted as ``np.asarray`` does; CPU tensors exporting DLPack (PyTorch, JAX) are
+        read in place.
+    window_sizes : int or sequence of int
+        The window, one entry per spatial dimension (>= 1), or an int for every one.
+    strides, dilations : int or sequence of int, optional
+        Per spatial dimension, or an int for every one (>= 1); default all 1.
+    start_padding, end_padding : int or sequence of int, optional
+        Implicit zeros before / after each spatial dimension, or an int for every one (>= 0,
+        may differ); default all 0.
+    out : numpy.ndarray or CPU tensor, optional
         Written in place: exact output shape and dtype, writable, any strides, no overlap with
-        ``x``. Untouched when the call is rejected.
+        ``x``. Untouched when the call is rejected. A tensor exporting DLPack or the buffer
+        protocol (a PyTorch tensor) is written in place too.
 
     Returns
     -------
     numpy.ndarray
-        ``out``, or a new C-contiguous ``(N, C*prod(window_sizes), prod(Blocks))`` array of
-        ``x``'s dtype; bit-exact copies of ``x``'s elements and zeros.
+        ``out`` (for a tensor ``out``, a numpy array sharing its memory), or a new
+        C-contiguous ``(N, C*prod(window_sizes), prod(Blocks))`` array of ``x``'s dtype;
+        bit-exact copies of ``x``'s elements and zeros.
 
     Raises
     ------
     TypeError
-        ``x`` or ``out`` is not a numpy array or has an unsupported dtype, or an array
-        argument holds non-integers.
+        ``x`` or ``out`` is a masked array, not an array or of an unsupported dtype, an array
+        argument holds non-integers, or another library's keyword is used (``kernel_size=``,
+        ``stride=``: the message names the dmlops argument).
     ValueError
         ``x`` has fewer than 3 or more than 8 dimensions, the per-dimension arrays do not have
         ``x.ndim - 2`` entries, a window size, stride or dilation is < 1, a padding is < 0, the
@@ -260,43 +276,51 @@ def unfold(x: np.ndarray, window_sizes: Sequence[int], *, strides: Optional[Sequ
             [0, 2, 0]]])
     """
     op = "Unfold"
-    x = as_array(x, f"{op}: input")
-    arrays = _window_arrays(op, window_sizes, strides, dilations, start_padding, end_padding)
-    check_out(out, x.dtype, f"{op}: out")
-    return _core.unfold(x, out, *arrays)
+    array = as_array(x, f"{op}: input")
+    arrays = _window_arrays(op, array.ndim - 2, window_sizes, strides, dilations, start_padding, end_padding)
+    result = check_out(out, array.dtype, f"{op}: out")
+    return _core.unfold(array, result, *arrays)
 
 
-def fold(x: np.ndarray, output_sizes: Sequence[int], window_sizes: Sequence[int], *,
-         strides: Optional[Sequence[int]] = None, dilations: Optional[Sequence[int]] = None,
-         start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
-         out: Optional[np.ndarray] = None) -> np.ndarray:
+@keyword_hints("Fold", {**_HINTS, "output_size": "PyTorch's output_size is output_sizes"})
+def fold(x: npt.ArrayLike, output_sizes: _PerAxis, window_sizes: _PerAxis, *,
+         strides: Optional[_PerAxis] = None, dilations: Optional[_PerAxis] = None,
+         start_padding: Optional[_PerAxis] = None, end_padding: Optional[_PerAxis] = None,
+         out: Optional[npt.ArrayLike] = None) -> np.ndarray:
     """Sum columns back into their blocks (col2im) with DirectML FOLD semantics.
 
     Parameters
     ----------
-    x : numpy.ndarray
+    x : array_like
         ``(N, C*prod(window_sizes), prod(Blocks))``; float16/32/64, int8..int64 or
-        uint8..uint64 (not bool: sums of bools are not bools); any strides.
-    output_sizes : sequence of int
-        The spatial sizes ``S`` of the result (1 to 6 entries).
-    window_sizes, strides, dilations, start_padding, end_padding
-        As for :func:`unfold`, per spatial dimension.
-    out : numpy.ndarray, optional
+        uint8..uint64 (not bool: sums of bools are not bools); any strides. Other array_likes
+        are converted as ``np.asarray`` does; CPU tensors exporting DLPack are read in place.
+    output_sizes : int or sequence of int
+        The spatial sizes ``S`` of the result (1 to 6 entries). Their number is the number of
+        spatial dimensions; an int is one size for every spatial dimension, whose number then
+        comes from ``window_sizes`` (a sequence).
+    window_sizes, strides, dilations, start_padding, end_padding : int or sequence of int
+        As for :func:`unfold`, per spatial dimension (an int for every one).
+    out : numpy.ndarray or CPU tensor, optional
         Written in place: exact output shape and dtype, writable, any strides, no overlap with
-        ``x``. Untouched when the call is rejected.
+        ``x``. Untouched when the call is rejected. A tensor exporting DLPack or the buffer
+        protocol (a PyTorch tensor) is written in place too.
 
     Returns
     -------
     numpy.ndarray
-        ``out``, or a new C-contiguous ``(N, C, *output_sizes)`` array of ``x``'s dtype. Entries
-        that read padding are dropped; overlapping entries are summed (float16 in float32,
-        rounded once; integers wrapping in their own width).
+        ``out`` (for a tensor ``out``, a numpy array sharing its memory), or a new
+        C-contiguous ``(N, C, *output_sizes)`` array of ``x``'s dtype. Entries that read
+        padding are dropped; overlapping entries are summed (float16 in float32, rounded once;
+        integers wrapping in their own width).
 
     Raises
     ------
     TypeError
-        ``x`` or ``out`` is not a numpy array, ``x`` is bool or of an unsupported dtype, or an
-        array argument holds non-integers.
+        ``x`` or ``out`` is a masked array or not an array, ``x`` is bool or of an unsupported
+        dtype, an array argument holds non-integers, ``output_sizes`` and ``window_sizes`` are
+        both ints (the number of spatial dimensions is unknown), or another library's keyword
+        is used (``output_size=``, ``kernel_size=``: the message names the dmlops argument).
     ValueError
         ``x`` is not 3-D, ``x.shape[1]`` is not a multiple of ``prod(window_sizes)``, its
         block count does not match ``output_sizes``, a window parameter breaks its rule, or
@@ -326,8 +350,14 @@ def fold(x: np.ndarray, output_sizes: Sequence[int], window_sizes: Sequence[int]
            [ 26.,  57.,  65.,  35.]], dtype=float32)
     """
     op = "Fold"
-    x = as_array(x, f"{op}: input")
-    sizes = int_tuple(output_sizes, f"{op}: output_sizes")
-    arrays = _window_arrays(op, window_sizes, strides, dilations, start_padding, end_padding)
-    check_out(out, x.dtype, f"{op}: out")
-    return _core.fold(x, out, sizes, *arrays)
+    array = as_array(x, f"{op}: input")
+    if is_integer(output_sizes):
+        if is_integer(window_sizes):
+            raise TypeError(f"{op}: output_sizes and window_sizes are both ints; give output_sizes as a sequence "
+                            f"(its length is the number of spatial dimensions)")
+        sizes = per_axis(output_sizes, len(int_tuple(window_sizes, f"{op}: window_sizes")), f"{op}: output_sizes")
+    else:
+        sizes = int_tuple(output_sizes, f"{op}: output_sizes")
+    arrays = _window_arrays(op, len(sizes), window_sizes, strides, dilations, start_padding, end_padding)
+    result = check_out(out, array.dtype, f"{op}: out")
+    return _core.fold(array, result, sizes, *arrays)

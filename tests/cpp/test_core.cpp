@@ -482,7 +482,10 @@ TEST(Dims, Basics) {
   EXPECT_EQ(Dims(v.begin(), v.end()), (Dims{5, 6}));
   std::ostringstream s;
   s << Dims{1, -2};
-  EXPECT_EQ(s.str(), "{1, -2}");
+  EXPECT_EQ(s.str(), "(1, -2)");  // as Python prints a tuple
+  s.str("");
+  s << Dims{4};
+  EXPECT_EQ(s.str(), "(4,)");
 }
 
 TEST(Dims, AtMostEightEntries) {

@@ -611,7 +611,7 @@ TEST(LpPoolingValidation, EveryRuleHasItsMessage) {
   d = valid_desc();
   d.op_name = "LpPooling";
   d.output = TensorDesc{DataType::Float32, {1, 2, 3, 4}, std::nullopt};
-  expect_error(d, "LpPooling: output has sizes {1, 2, 3, 4} but the window geometry gives {1, 2, 3, 3}");
+  expect_error(d, "LpPooling: output has sizes (1, 2, 3, 4) but the window geometry gives (1, 2, 3, 3)");
   d.output = TensorDesc{DataType::Float16, {1, 2, 3, 3}, std::nullopt};
   expect_error(d, "LpPooling: output has dtype float16 but the input is float32", true);
 }

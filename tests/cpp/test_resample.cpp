@@ -532,7 +532,7 @@ TEST(Resample, Validation) {
   u.scale_height = 2;
   u.output = TensorDesc{DataType::Float32, {1, 2, 6, 5}, std::nullopt};
   EXPECT_TRUE(Mentions(message_of<InvalidArgument>([&] { infer_output(u); }),
-              "output has sizes {1, 2, 6, 5} but the input sizes x scale_size are {1, 2, 6, 4}"));
+              "output has sizes (1, 2, 6, 5) but the input sizes x scale_size are (1, 2, 6, 4)"));
 }
 
 TEST(Resample, OutputSizeRule) {

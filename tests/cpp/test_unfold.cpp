@@ -764,7 +764,7 @@ TEST(UnfoldInferOutput, SizesAndGivenOutput) {
   desc.output = TensorDesc{DataType::Float32, {2, 27, 9}, Dims{1, 2, 54}};  // strides are the caller's
   EXPECT_EQ(infer_output(desc), *desc.output);
   desc.output = TensorDesc{DataType::Float32, {2, 27, 8}, std::nullopt};
-  EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "Unfold: output has sizes {2, 27, 8} but the input unfolds to {2, 27, 9}");
+  EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "Unfold: output has sizes (2, 27, 8) but the input unfolds to (2, 27, 9)");
   desc.output = TensorDesc{DataType::Int32, {2, 27, 9}, std::nullopt};
   EXPECT_CONTAINS(error_of<DTypeError>(desc), "Unfold: output has dtype int32");
   desc = unfold_example();
@@ -838,7 +838,7 @@ TEST(FoldInferOutput, Errors) {
   EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "Fold: input sizes[1] is 26, which is not divisible by prod(window_sizes) = 9");
   desc = fold_example();
   desc.input.sizes = {2, 27, 10};
-  EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "Fold: input sizes[2] is 10 but the window slides to 9 blocks ({3, 3} per");
+  EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "Fold: input sizes[2] is 10 but the window slides to 9 blocks: (3, 3) per");
   desc = fold_example();
   desc.output.sizes = {1, 3, 5, 5};
   EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "Fold: output sizes[0] (batch) is 1 but the input's is 2");

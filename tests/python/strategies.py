@@ -249,7 +249,8 @@ def expect_only_value_or_type_errors(call: Callable[[], Any]) -> None:
 def hostile_inputs(x: np.ndarray) -> dict:
     """Arrays that stand where ``x`` should and must be refused with TypeError/ValueError:
     object and other foreign dtypes, non-native byte order, 0-d, empty (a dimension of 0:
-    DirectML sizes are >= 1), too many dimensions, and things that are not arrays."""
+    DirectML sizes are >= 1), too many dimensions, masked arrays, and things that are not
+    arrays."""
     swapped = x.astype(x.dtype.newbyteorder(">")) if x.dtype.itemsize > 1 else None
     cases = {
         "object": x.astype(object),
@@ -260,7 +261,8 @@ def hostile_inputs(x: np.ndarray) -> dict:
         "empty": np.zeros((0,) + x.shape[1:], x.dtype),
         "empty last": np.zeros(x.shape[:-1] + (0,), x.dtype),
         "9-d": np.zeros((1,) * 9, x.dtype),
-        "list": x.tolist(),
+        "ragged list": [x.tolist(), 0],
+        "masked": np.ma.masked_array(x),
         "None": None,
         "scalar": x.ravel()[0],
     }

@@ -618,7 +618,9 @@ BAD_CALLS = [
      "activation"),
     ("group type", lambda x, w, b: dmlops.convolution(x, w, group_count=2.0), TypeError, "group_count"),
     ("group zero", lambda x, w, b: dmlops.convolution(x, w, group_count=0), ValueError, "group_count is 0"),
-    ("not an array", lambda x, w, b: dmlops.convolution(x.tolist(), w), TypeError, "numpy.ndarray"),
+    ("list input", lambda x, w, b: dmlops.convolution(x.tolist(), w), TypeError,
+     "filter has dtype float32 but the input is float64"),
+    ("not an array", lambda x, w, b: dmlops.convolution(x, None), TypeError, "filter must be array_like, not None"),
 ]
 
 

@@ -396,7 +396,7 @@ def test_descriptor_checks_arrays_it_runs_on():
         d(x.astype(np.float32))
     with pytest.raises(ValueError, match=r"shape \(2, 3, 12, 10\)"):
         d(np.zeros((2, 3, 12, 10), np.float16))
-    with pytest.raises(TypeError, match="numpy.ndarray"):
+    with pytest.raises(TypeError, match="input has dtype float64 but the descriptor says float16"):
         d(x.tolist())
     out = np.empty((2, 3, 4, 13), np.float16)
     assert d(x, out=out) is out
@@ -420,7 +420,7 @@ X = np.arange(2 * 3 * 6 * 7, dtype=np.float32).reshape(2, 3, 6, 7)
     (lambda: dmlops.lp_pooling(X[0, 0], (3, 3)), ValueError, "input has 2 dimensions; it must be 4-D"),
     (lambda: dmlops.lp_pooling(X.reshape(1, 1, 2, 3, 6, 7), (1, 1, 3, 3)), ValueError, "input has 6 dimensions"),
     (lambda: dmlops.lp_pooling(X.astype(np.int32), (3, 3)), TypeError, "input has dtype int32; supported: float32"),
-    (lambda: dmlops.lp_pooling(X > 3, (3, 3)), TypeError, "input has dtype uint8"),
+    (lambda: dmlops.lp_pooling(X > 3, (3, 3)), TypeError, "input has dtype bool"),
     (lambda: dmlops.lp_pooling(X, (3,)), ValueError,
      "window_size has 1 entries but the input has 2 spatial dimensions"),
     (lambda: dmlops.lp_pooling(X, (3, 3), strides=(1, 1, 1)), ValueError, "strides has 3 entries"),
@@ -436,16 +436,16 @@ X = np.arange(2 * 3 * 6 * 7, dtype=np.float32).reshape(2, 3, 6, 7)
     (lambda: dmlops.lp_pooling(X, (3, 3), dilations=(1, 4)), ValueError, "window extent 9 .* padded input 7"),
     (lambda: dmlops.lp_pooling(X, (3, 3), strides=(2**41, 1)), ValueError, "too large"),
     (lambda: dmlops.lp_pooling(X, (3, 1.5)), TypeError, "window_size must contain integers, got 1.5"),
-    (lambda: dmlops.lp_pooling(X, 3), TypeError, "window_size must be a sequence of integers"),
-    (lambda: dmlops.lp_pooling(X.tolist(), (3, 3)), TypeError, "input must be a numpy.ndarray, not list"),
+    (lambda: dmlops.lp_pooling(X, 3.0), TypeError, "window_size must be a sequence of integers, not float"),
+    (lambda: dmlops.lp_pooling(None, (3, 3)), TypeError, "input must be array_like, not None"),
     (lambda: dmlops.lp_pooling(X, (3, 3), out=np.zeros((2, 3, 4, 5), np.float64)), TypeError, "out has dtype float64"),
     (lambda: dmlops.lp_pooling(X, (3, 3), out=np.zeros((2, 3, 4, 4), np.float32)), ValueError,
-     r"out has shape \{2, 3, 4, 4\} but the descriptor says \{2, 3, 4, 5\}"),
-    (lambda: dmlops.lp_pooling(X, (3, 3), out=[0.0]), TypeError, "out must be a numpy.ndarray"),
+     r"out has shape \(2, 3, 4, 4\) but the result has \(2, 3, 4, 5\)"),
+    (lambda: dmlops.lp_pooling(X, (3, 3), out=[0.0]), TypeError, "out must be an array to write in place"),
     (lambda: dmlops.LpPooling1Desc((2, 3, 6, 7), window_size=(3, 3)), TypeError, "TensorDesc"),
     (lambda: dmlops.LpPooling1Desc(dmlops.TensorDesc("float32", (2, 3, 6, 7)), window_size=(3, 3),
                                    output=dmlops.TensorDesc("float32", (2, 3, 4, 4))), ValueError,
-     r"LpPooling1: output has sizes \{2, 3, 4, 4\} but the window geometry gives \{2, 3, 4, 5\}"),
+     r"LpPooling1: output has sizes \(2, 3, 4, 4\) but the window geometry gives \(2, 3, 4, 5\)"),
     (lambda: dmlops.LpPoolingDesc(dmlops.TensorDesc("int8", (2, 3, 6, 7)), window_size=(3, 3)), TypeError,
      "LpPooling: input has dtype int8"),
 ])

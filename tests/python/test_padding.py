@@ -419,8 +419,7 @@ def test_descriptor_checks_arrays_it_runs_on():
         d(np.zeros((2, 3), np.int32))
     with pytest.raises(ValueError, match=r"shape \(3, 2\)"):
         d(np.zeros((3, 2), np.int64))
-    with pytest.raises(TypeError, match="numpy.ndarray"):
-        d([[1, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(d([[1, 2, 3], [4, 5, 6]]), d(np.array([[1, 2, 3], [4, 5, 6]])))  # int64
     out = np.empty((6, 9), np.int64)
     assert d(np.zeros((2, 3), np.int64), out=out) is out
 
@@ -446,22 +445,22 @@ X = np.arange(12, dtype=np.float32).reshape(3, 4)
     (lambda: dmlops.pad(X, (1, 2**62), (1, 2**62)), ValueError, "exceeds 2"),
     (lambda: dmlops.pad(X, (1, 2**64), (1, 1)), ValueError, "does not fit in 64 bits"),
     (lambda: dmlops.pad(X, (1, 1), (1.5, 1)), TypeError, "end_padding must contain integers, got 1.5"),
-    (lambda: dmlops.pad(X, 1, 1), TypeError, "start_padding must be a sequence of integers"),
+    (lambda: dmlops.pad(X, 1.0, 1), TypeError, "start_padding must be a sequence of integers, not float"),
     (lambda: dmlops.pad(X, (1, 1), (1, 1), mode="reflect"), ValueError, "numpy's and PyTorch's 'reflect' is 'reflection'"),
     (lambda: dmlops.pad(X, (1, 1), (1, 1), mode="replicate"), ValueError, "'replicate' is 'edge'"),
     (lambda: dmlops.pad(X, (1, 1), (1, 1), mode=3), TypeError, "padding_mode must be a string"),
-    (lambda: dmlops.pad(np.float32(1), (), ()), TypeError, "numpy.ndarray"),
+    (lambda: dmlops.pad(np.float32(1), (), ()), ValueError, "0 dimensions"),
     (lambda: dmlops.pad(np.array(1.0), (), ()), ValueError, "0 dimensions"),
     (lambda: dmlops.pad(np.zeros((1,) * 9), (0,) * 9, (0,) * 9), ValueError, "9 dimensions"),
     (lambda: dmlops.pad(np.zeros((2, 0)), (1, 1), (1, 1)), ValueError, r"sizes\[1\] is 0"),
-    (lambda: dmlops.pad([1, 2, 3], (1,), (1,)), TypeError, "input must be a numpy.ndarray, not list"),
+    (lambda: dmlops.pad({1: 2}, (1,), (1,)), TypeError, "input has dtype object"),
     (lambda: dmlops.pad(np.zeros(3, complex), (1,), (1,)), TypeError, "complex128"),
     (lambda: dmlops.pad(np.zeros(3, ">f4"), (1,), (1,)), TypeError, "byte order"),
     (lambda: dmlops.pad(np.zeros(3, object), (1,), (1,)), TypeError, "object"),
     (lambda: dmlops.pad(X, (1, 1), (1, 1), value="9"), TypeError, "padding_value must be an int, float or bool"),
     (lambda: dmlops.pad(X, (1, 1), (1, 1), out=np.zeros((5, 6), np.float64)), TypeError, "out has dtype float64"),
-    (lambda: dmlops.pad(X, (1, 1), (1, 1), out=[0] * 30), TypeError, "out must be a numpy.ndarray"),
-    (lambda: dmlops.pad(X, (1, 1), (1, 1), out=np.zeros((5, 5), np.float32)), ValueError, r"out has shape \{5, 5\}"),
+    (lambda: dmlops.pad(X, (1, 1), (1, 1), out=[0] * 30), TypeError, "out must be an array to write in place"),
+    (lambda: dmlops.pad(X, (1, 1), (1, 1), out=np.zeros((5, 5), np.float32)), ValueError, r"out has shape \(5, 5\)"),
     (lambda: dmlops.Padding1Desc((3, 4), start_padding=(0,), end_padding=(0,)), TypeError, "TensorDesc"),
     (lambda: dmlops.TensorDesc("bool", (3,)), TypeError, "use uint8"),
     (lambda: dmlops.TensorDesc("complex64", (3,)), TypeError, "not supported"),

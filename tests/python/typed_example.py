@@ -115,7 +115,25 @@ def tensors_threads_and_models() -> None:
     assert results["y"].tolist() == [1, 1, 2, 3, 3] and len(loaded.commands) == 1
 
 
+def numpy_conventions() -> None:
+    x = np.ones((1, 2, 6, 6), np.float32)
+    listed: np.ndarray = dmlops.pad([[1, 2], [3, 4]], 1, (0, 2), "edge")
+    conv: np.ndarray = dmlops.convolution(x, np.ones((3, 2, 3, 3), np.float32), np.zeros(3, np.float32), strides=2,
+                                          start_padding=1, end_padding=1)
+    pooled: np.ndarray = dmlops.lp_pooling(x, 2, strides=2)
+    cols: np.ndarray = dmlops.unfold(x, 3, dilations=2)
+    back: np.ndarray = dmlops.fold(cols, 6, (3, 3), dilations=2)
+    scaled: np.ndarray = dmlops.resample(x, (2, 0.5), "linear")
+    sized: np.ndarray = dmlops.resample(x, output_sizes=9)
+    out = bytearray(4)
+    written: np.ndarray = dmlops.pad(np.array([7, 8], np.uint8), 1, 1, value=9, out=out)
+    assert listed.shape == (3, 5) and conv.shape == (1, 3, 3, 3) and pooled.shape == (1, 2, 3, 3)
+    assert back.shape == x.shape and scaled.shape == (1, 2, 12, 3) and sized.shape == (1, 2, 9, 9)
+    assert out == bytearray([9, 7, 8, 9]) and written.tolist() == [9, 7, 8, 9]
+
+
 def main() -> None:
+    numpy_conventions()
     padding()
     unfold_and_fold()
     resampling()

@@ -102,17 +102,18 @@ bool may_overlap(const TensorView& a, const TensorView& b) {
   return a_low < b_high && b_low < a_high;
 }
 
-void check_view_matches(const TensorView& view, const TensorDesc& desc, const char* what) {
+void check_view_matches(const TensorView& view, const TensorDesc& desc, const char* what, const char* expected) {
   if (view.dtype != desc.dtype)
-    fail<DTypeError>(what, " has dtype ", name(view.dtype), " but the descriptor says ", name(desc.dtype));
-  if (view.sizes != desc.sizes) fail(what, " has shape ", view.sizes, " but the descriptor says ", desc.sizes);
+    fail<DTypeError>(what, " has dtype ", name(view.dtype), " but ", expected, " ", name(desc.dtype));
+  if (view.sizes != desc.sizes) fail(what, " has shape ", view.sizes, " but ", expected, " ", desc.sizes);
   if (view.byte_strides.size() != view.sizes.size())
     fail(what, " has ", view.byte_strides.size(), " strides for ", view.sizes.size(), " dimensions");
 }
 
 void check_output_view(const TensorView& out, const TensorDesc& desc, const char* what,
                        std::initializer_list<const TensorView*> inputs) {
-  check_view_matches(out, desc, what);
+  // Said of the result, not of a descriptor: functions taking out= have none.
+  check_view_matches(out, desc, what, "the result has");
   if (out.may_self_overlap())
     fail(what, " has overlapping elements (a zero or interleaved stride); outputs need distinct elements");
   for (const TensorView* in : inputs) {

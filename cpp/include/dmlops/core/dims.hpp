@@ -63,10 +63,11 @@ class Dims {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
   friend bool operator!=(const Dims& a, const Dims& b) { return !(a == b); }
+  // As Python prints a tuple, (2, 3) or (4,), so messages read like the shapes users pass.
   friend std::ostream& operator<<(std::ostream& os, const Dims& d) {
-    os << '{';
+    os << '(';
     for (int i = 0; i < d.size(); ++i) os << (i ? ", " : "") << d[i];
-    return os << '}';
+    return os << (d.size() == 1 ? ",)" : ")");
   }
 
  private:

@@ -58,8 +58,10 @@ struct TensorView {
 
 bool may_overlap(const TensorView& a, const TensorView& b);
 
-// Checks that `view` fits `desc` (dtype and sizes), else DTypeError / InvalidArgument.
-void check_view_matches(const TensorView& view, const TensorDesc& desc, const char* what);
+// Checks that `view` fits `desc` (dtype and sizes), else DTypeError / InvalidArgument saying
+// "<what> has shape ... but <expected> ...".
+void check_view_matches(const TensorView& view, const TensorDesc& desc, const char* what,
+                        const char* expected = "the descriptor says");
 // Checks an output view: matches `desc`, its elements are distinct, it shares no memory
 // with any input. Called before any byte is written.
 void check_output_view(const TensorView& out, const TensorDesc& desc, const char* what,
