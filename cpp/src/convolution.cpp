@@ -1693,42 +1693,44 @@ bool phases_apply(const Geometry& g) {
          g.batch * g.out_spatial.product() >= kMinPhaseOutputs * phases;
 }
 
-// Windows that leave gaps between them (stride > extent) read only out * extent of the
-// (out - 1) * stride + extent padded positions of their axis. With large strides and paddings the
-// padded planes would be mostly zeros no output reads (a 4-row input with stride and padding 2^24
-// on that axis: 2^25 padded rows for 3 output rows), so when the planes would be much larger than
-// that, such axes are rewritten: the input becomes a compact copy holding, per output, the extent
-// positions its window covers (zeros where they are padding), over which the window strides by its
-// extent without padding. The copy moves values as they are (bit for bit), and its size is bounded
-// by what the output reads. Empty when that saves little.
+// The padded planes hold (out - 1) * stride + extent positions per axis; the output reads only
+// out * K of them (K taps per output). With large strides, dilations and paddings the planes would
+// be mostly positions no output reads (a 4-row input with stride and padding 2^24: 2^25 padded
+// rows for 3 output rows; a 3-tap filter dilated by 2^31: 2^32 rows for one output), so when they
+// would be much larger than that, such axes are rewritten: the input becomes a compact copy
+// holding, per output, the K positions its taps read (zeros where they read padding), which an
+// undilated window then walks with stride K and no padding. The copy moves values as they are
+// (bit for bit), and its size is bounded by what the output reads. Empty when that saves little.
 std::optional<Geometry> compact_geometry(const Geometry& g) {
   constexpr std::int64_t kSaturated = INT64_MAX;
   const auto times = [](std::int64_t a, std::int64_t b) {
     std::int64_t p = 0;
     return mul_overflows(a, b, &p) ? kSaturated : p;
   };
-  std::int64_t padded = 1, compact = 1;
-  Geometry c = g;
-  bool gaps = false;
   // A padded row splits into `stride` phases, so it is at least a stride long: a last axis with
-  // one output and a stride past its extent is always rewritten (its padded row is the extent).
+  // one output and a stride past its extent is always rewritten (its compact row is K long).
   const int last = g.D - 1;
   const bool long_row = g.out_spatial[last] == 1 && g.strides[last] > g.extent[last];
+  std::int64_t padded = 1, compact = 1;
+  Geometry c = g;
+  bool rewritten = false;
   for (int a = 0; a < g.D; ++a) {
     // Within 2^62 + 2^41: (out - 1) * stride <= in + start + end - extent.
     const std::int64_t reach = (g.out_spatial[a] - 1) * g.strides[a] + g.extent[a];
+    const std::int64_t reads = times(g.out_spatial[a], g.kernel[a]);
     padded = times(padded, reach);
-    if (g.strides[a] <= g.extent[a]) {
+    if (reads >= reach && !(long_row && a == last)) {
       compact = times(compact, reach);
       continue;
     }
-    gaps = true;
-    c.in_spatial[a] = times(g.out_spatial[a], g.extent[a]);  // <= reach
-    compact = times(compact, c.in_spatial[a]);
-    c.strides[a] = g.extent[a];
+    rewritten = true;
+    compact = times(compact, reads);
+    c.in_spatial[a] = reads;
+    c.strides[a] = c.extent[a] = g.kernel[a];
+    c.dilations[a] = 1;
     c.start[a] = c.end[a] = 0;
   }
-  if (!gaps || (!long_row && padded / 4 <= compact + kMarginSlack)) return {};
+  if (!rewritten || (!long_row && padded / 4 <= compact + kMarginSlack)) return {};
   return c;
 }
 
@@ -1742,9 +1744,14 @@ TensorView compact_input(const Geometry& g, const Geometry& c, const TensorView&
   view.byte_strides = packed_strides(view.sizes);
   for (std::int64_t& stride : view.byte_strides) stride *= item;
   view.data = buffer.data();
-  // The input index of compact position q on axis a, or -1 in the padding.
+  // The input index of compact position q on axis a (tap q % K of output q / K on a rewritten
+  // axis; q itself on the others), or -1 in the padding. An axis whose parameters are unchanged
+  // maps q to q either way.
   const auto source = [&](int a, std::int64_t q) -> std::int64_t {
-    const std::int64_t i = c.strides[a] == g.strides[a] ? q : q / c.strides[a] * g.strides[a] + q % c.strides[a] - g.start[a];
+    const bool rewritten = c.in_spatial[a] != g.in_spatial[a] || c.strides[a] != g.strides[a] ||
+                           c.dilations[a] != g.dilations[a] || c.start[a] != g.start[a];
+    const std::int64_t K = g.kernel[a];
+    const std::int64_t i = rewritten ? q / K * g.strides[a] + q % K * g.dilations[a] - g.start[a] : q;
     return i >= 0 && i < g.in_spatial[a] ? i : -1;
   };
   const int rank = view.sizes.size();

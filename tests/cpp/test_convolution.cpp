@@ -691,10 +691,10 @@ TEST(Convolution, GeometryOverflowIsRefusedNamingTheField) {
   EXPECT_EQ(infer_output(d).sizes[2], ((std::int64_t{1} << 40) - 1) * (std::int64_t{1} << 19) + 3);
 }
 
-// Windows that leave gaps (stride > extent) with paddings and strides of 2^24 and more: the
-// kernels run on a compact copy of what the output reads (a padded plane would take gigabytes),
-// and give the reference's values, on the outer axis, the last axis, both, with dilation.
-TEST(Convolution, GappedWindowsWithHugeStridesMatchTheReference) {
+// Strides, dilations and paddings of 2^24 and more, whose padded planes would take gigabytes: the
+// kernels run on a compact copy of what the output reads, and give the reference's values, on
+// the outer axis, the last axis, both, depthwise, with one output and a long stride or dilation.
+TEST(Convolution, HugeStridesAndDilationsMatchTheReference) {
   std::mt19937 rng(77);
   constexpr std::int64_t big = std::int64_t{1} << 24;
   struct Shape {
@@ -707,6 +707,8 @@ TEST(Convolution, GappedWindowsWithHugeStridesMatchTheReference) {
       {{1, 4, 3, 3}, {4, 1, 2, 2}, {big, 5}, {1, 1}, {1, 2}, {3 * big, 7}},    // depthwise (4 groups)
       {{1, 2, 9}, {3, 2, 2}, {big}, {4}, {big - 3}, {big}},
       {{1, 1, 1}, {1, 1, 2}, {std::int64_t{1} << 40}, {2}, {2}, {2}},         // one output, a long stride
+      {{1, 1, 1}, {1, 1, 3}, {3}, {std::int64_t{1} << 31}, {std::int64_t{1} << 31}, {std::int64_t{1} << 31}},
+      {{1, 2, 6, 5}, {2, 2, 3, 2}, {2, 1}, {big, 1}, {big, 0}, {big, 1}},      // dilated taps, overlapping rows
   };
   for (const Shape& s : shapes) {
     for (DataType dtype : {DataType::Float32, DataType::Float64, DataType::Float16}) {

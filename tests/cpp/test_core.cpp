@@ -564,6 +564,8 @@ TEST(ValidateTensorDesc, BytesAndOffsetsMustFitIn64Bits) {
 // ---------------------------------------------------------------------------------------------
 // Checked arithmetic (checked.hpp), against 128-bit arithmetic as the oracle
 
+__extension__ typedef __int128 Wide;  // GCC's and Clang's 128-bit integer: exact for any int64 product
+
 TEST(Checked, OverflowTestsAgreeWithWideArithmetic) {
   const std::int64_t edges[] = {0, 1, -1, 2, -2, 3, 1 << 20, std::int64_t{1} << 31, std::int64_t{3} << 30,
                                 std::int64_t{1} << 32, std::int64_t{1} << 61, std::int64_t{1} << 62,
@@ -571,11 +573,11 @@ TEST(Checked, OverflowTestsAgreeWithWideArithmetic) {
                                 -(std::int64_t{1} << 62), -(std::int64_t{1} << 31)};
   std::uint64_t state = 18;
   std::vector<std::int64_t> values(std::begin(edges), std::end(edges));
-  for (int i = 0; i < 200; ++i) values.push_back(static_cast<std::int64_t>(splitmix64(state)) >> (i % 63));
-  const __int128 lo = INT64_MIN, hi = INT64_MAX, limit = __int128{1} << 62;
+  for (int i = 0; i < 200; ++i) values.push_back(static_cast<std::int64_t>(testing::splitmix64(state)) >> (i % 63));
+  const Wide lo = INT64_MIN, hi = INT64_MAX, limit = Wide{1} << 62;
   for (std::int64_t a : values) {
     for (std::int64_t b : values) {
-      const __int128 product = __int128{a} * b, sum = __int128{a} + b;
+      const Wide product = Wide{a} * b, sum = Wide{a} + b;
       std::int64_t p = 0, s = 0;
       ASSERT_EQ(mul_overflows(a, b, &p), product < lo || product > hi) << a << " * " << b;
       if (product >= lo && product <= hi) ASSERT_EQ(p, static_cast<std::int64_t>(product)) << a << " * " << b;
