@@ -558,6 +558,8 @@ TEST(ValidateTensorDesc, BytesAndOffsetsMustFitIn64Bits) {
   EXPECT_THROW(validate_tensor_desc({DataType::Float32, {3, 3}, Dims{std::int64_t{1} << 61, 1}}, "t"),
                InvalidArgument);
   EXPECT_THROW(validate_tensor_desc({DataType::Float32, {2, 3}, Dims{INT64_MIN, 1}}, "t"), InvalidArgument);
+  // a byte step of exactly INT64_MIN: the product fits, its absolute value would not
+  EXPECT_THROW(validate_tensor_desc({DataType::Float32, {2, 3}, Dims{-(std::int64_t{1} << 61), 1}}, "t"), InvalidArgument);
   EXPECT_THROW(validate_tensor_desc({DataType::UInt8, {2, 2}, Dims{INT64_MAX, INT64_MAX}}, "t"), InvalidArgument);
 }
 

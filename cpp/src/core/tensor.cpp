@@ -62,7 +62,7 @@ void validate_tensor_desc(const TensorDesc& desc, const char* what) {
     if (!desc.strides || overflow) continue;
     const std::int64_t stride = (*desc.strides)[d];
     overflow = mul_overflows(desc.sizes[d] - 1, stride, &step) || mul_overflows(step, item, &step) ||
-               add_overflows(reach, step < 0 ? -step : step, &reach) || !within_limit(reach);
+               !within_limit(step) || add_overflows(reach, step < 0 ? -step : step, &reach) || !within_limit(reach);
   }
   if (overflow)
     fail(what, " sizes ", desc.sizes, (desc.strides ? " with its strides" : ""), " of ", name(desc.dtype),
