@@ -53,6 +53,7 @@ TensorView view_of(const py::handle& obj, const std::string& what, bool writable
     view.byte_strides.push_back(array.strides(d));
   }
   if (writable && !array.writeable()) fail(what, " is read-only");
+  validate_view(view, what.c_str());
   view.data = const_cast<void*>(array.data());
   return view;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "convert.hpp"
+#include "dmlops/core/checked.hpp"
 #include "dmlops/core/error.hpp"
 
 namespace dmlops::bindings {
@@ -31,7 +32,7 @@ TensorDesc fold_output_desc(const TensorDesc& input, const Dims& window, const p
     fail("Fold: output_sizes has ", spatial.size(), " entries; folds have 1 to 6 spatial dimensions");
   std::int64_t taps = 1;
   bool valid = true;
-  for (std::int64_t w : window) valid = valid && w >= 1 && !__builtin_mul_overflow(taps, w, &taps);
+  for (std::int64_t w : window) valid = valid && w >= 1 && !mul_overflows(taps, w, &taps);
   const bool shaped = input.sizes.size() == 3;
   const std::int64_t batch = shaped ? input.sizes[0] : 1, rows = shaped ? input.sizes[1] : 1;
   TensorDesc out{input.dtype, {batch, valid && rows % taps == 0 ? rows / taps : 1}, std::nullopt};

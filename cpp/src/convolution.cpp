@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "dmlops/core/checked.hpp"
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
@@ -79,12 +80,6 @@ constexpr std::int64_t kCacheLine = 64;                  // bytes
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what) {
-  std::int64_t p;
-  if (__builtin_mul_overflow(a, b, &p) || p > (std::int64_t{1} << 62))
-    fail(kOp, ": the ", what, " would have more than 2^62 elements");
-  return p;
-}
 
 Dims spatial(const Dims& sizes) { return Dims(sizes.begin() + 2, sizes.end()); }
 
@@ -117,7 +112,7 @@ struct Geometry {
   int D = 0;
   std::int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
   std::int64_t in_per_group = 0, out_per_group = 0;
-  Dims in_spatial, out_spatial, kernel;
+  Dims in_spatial, out_spatial, kernel, extent;  // extent: (kernel - 1) * dilation + 1
   Dims strides, dilations, start, end, output_padding;
   TensorDesc output;
 };
@@ -183,15 +178,26 @@ Geometry analyse(const ConvolutionDesc& desc) {
     }
     const std::vector<WindowAxis> axes =
         window_axes(kOp, "filter size", g.in_spatial, WindowParams{g.kernel, g.strides, g.dilations, g.start, g.end});
-    for (const WindowAxis& axis : axes) g.out_spatial.push_back(axis.out());
+    for (const WindowAxis& axis : axes) {
+      g.out_spatial.push_back(axis.out());
+      g.extent.push_back(axis.extent());
+    }
   } else {
     if (desc.filter.sizes[0] != g.in_channels)
       fail(kOp, ": filter sizes[0] is ", desc.filter.sizes[0], " but a backward filter has one entry per input channel (",
            g.in_channels, ") there: (InC, OutC/G, K...)");
-    g.out_channels = checked_product(desc.filter.sizes[1], g.groups, "output");
+    g.out_channels = checked_mul(desc.filter.sizes[1], g.groups, kOp, ": the output channel count (filter sizes[1] * group_count)");
     for (int a = 0; a < g.D; ++a) {
-      const std::int64_t nominal = (g.in_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1 -
-                                   g.start[a] - g.end[a] + g.output_padding[a];
+      // (in - 1) * stride + extent - start - end + output_padding; the backward walker computes
+      // (in - 1) * stride + extent - start as well, so the whole sum is checked term by term.
+      g.extent.push_back(checked_extent(g.kernel[a], g.dilations[a], kOp, ": on spatial dimension ", a,
+                                        " the window extent (filter size - 1) * dilation + 1"));
+      std::int64_t nominal = checked_mul(g.in_spatial[a] - 1, g.strides[a], kOp, ": on spatial dimension ", a,
+                                         " the nominal backward output size ((input - 1) * stride)");
+      nominal = checked_add(nominal, g.extent[a], kOp, ": on spatial dimension ", a,
+                            " the nominal backward output size ((input - 1) * stride + extent)");
+      nominal = checked_add(nominal, g.output_padding[a] - g.start[a] - g.end[a], kOp, ": on spatial dimension ", a,
+                            " the nominal backward output size");
       if (desc.output) {
         g.out_spatial.push_back(desc.output->sizes[2 + a]);
       } else {
@@ -205,7 +211,8 @@ Geometry analyse(const ConvolutionDesc& desc) {
   g.out_per_group = g.out_channels / g.groups;
   g.output = TensorDesc{dtype, {g.batch, g.out_channels}, std::nullopt};
   for (std::int64_t s : g.out_spatial) g.output.sizes.push_back(s);
-  checked_product(checked_product(g.batch, g.out_channels, "output"), g.out_spatial.product(), "output");
+  std::int64_t elements = checked_mul(g.batch, g.out_channels, kOp, ": the output's element count");
+  for (std::int64_t s : g.out_spatial) elements = checked_mul(elements, s, kOp, ": the output's element count");
   validate_tensor_desc(g.output, "Convolution: output");
   if (desc.bias) {
     Dims expected = Dims::filled(rank, 1);
@@ -679,7 +686,7 @@ class PaddedInput {
   PaddedInput(const Geometry& g, const PaddedPlane& pad, const TensorView& in, bool interleave = false)
       : in_(in), in_channels_(g.in_channels), size_(pad.size), direct_(reads_in_place(g, pad, in)),
         interleaved_(!direct_ && interleave && channels_last(g, in)),
-        planes_(direct_ ? 0 : checked_product(g.batch * g.in_channels, pad.size, "padded input")) {
+        planes_(direct_ ? 0 : checked_mul(g.batch * g.in_channels, pad.size, kOp, ": the padded input's element count")) {
     if (direct_) return;
     const Dims in_strides = spatial(in.byte_strides);
     const auto* in_base = static_cast<const std::byte*>(in.data);
@@ -1050,7 +1057,7 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
   // else every block's once, up front, by all threads (group grp's block at packed +
   // (grp * padded_M + first) * K), and shared.
   const bool pack_in_pass = g.batch * bands == 1;
-  const Scratch<Acc> packed(pack_in_pass ? 0 : checked_product(g.groups * padded_M, K, "packed filter"));
+  const Scratch<Acc> packed(pack_in_pass ? 0 : checked_mul(g.groups * padded_M, K, kOp, ": the packed filter's element count"));
   if (!pack_in_pass) {
     // In pieces of kDirectPackColumns columns, so that one block's filter (all a 64-channel
     // layer has) is packed by every thread too.
@@ -1440,7 +1447,7 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   for (int a = 0; a < g.D; ++a) {
     WindowAxis& axis = axes[a];
     axis = WindowAxis{g.out_spatial[a], g.kernel[a], g.strides[a], g.dilations[a], g.start[a], 0};
-    axis.end = (g.in_spatial[a] - 1) * g.strides[a] + axis.extent() - g.out_spatial[a] - g.start[a];
+    axis.end = (g.in_spatial[a] - 1) * g.strides[a] + g.extent[a] - g.out_spatial[a] - g.start[a];  // checked by analyse
   }
   const BlockWalker walker(std::move(axes));
   const std::int64_t taps = walker.tap_count(), positions = walker.block_count();
@@ -1463,10 +1470,10 @@ void backward(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   bool margins = true;
   for (int a = 0; a < g.D && margins; ++a) {
     std::int64_t reach = 0;  // (in - 1) * stride + extent, unless that overflows (then no margins)
-    margins = !__builtin_mul_overflow(g.in_spatial[a] - 1, g.strides[a], &reach) &&
-              !__builtin_add_overflow(reach, (g.kernel[a] - 1) * g.dilations[a] + 1, &reach);
+    margins = !mul_overflows(g.in_spatial[a] - 1, g.strides[a], &reach) &&
+              !add_overflows(reach, g.extent[a], &reach);
     padded[a] = std::max(g.out_spatial[a], reach - g.start[a]) + g.start[a];
-    margins = margins && !__builtin_mul_overflow(plane_size, padded[a], &plane_size);
+    margins = margins && !mul_overflows(plane_size, padded[a], &plane_size);
   }
   margins = margins && plane_size <= 2 * out_positions + kMarginSlack;
   if (!margins) padded = g.out_spatial;
@@ -1690,8 +1697,90 @@ bool phases_apply(const Geometry& g) {
          g.batch * g.out_spatial.product() >= kMinPhaseOutputs * phases;
 }
 
+// The padded planes hold (out - 1) * stride + extent positions per axis; the output reads only
+// out * K of them (K taps per output). With large strides, dilations and paddings the planes would
+// be mostly positions no output reads (a 4-row input with stride and padding 2^24: 2^25 padded
+// rows for 3 output rows; a 3-tap filter dilated by 2^31: 2^32 rows for one output), so when they
+// would be much larger than that, such axes are rewritten: the input becomes a compact copy
+// holding, per output, the K positions its taps read (zeros where they read padding), which an
+// undilated window then walks with stride K and no padding. The copy moves values as they are
+// (bit for bit), and its size is bounded by what the output reads. Empty when that saves little.
+std::optional<Geometry> compact_geometry(const Geometry& g) {
+  constexpr std::int64_t kSaturated = INT64_MAX;
+  const auto times = [](std::int64_t a, std::int64_t b) {
+    std::int64_t p = 0;
+    return mul_overflows(a, b, &p) ? kSaturated : p;
+  };
+  // A padded row splits into `stride` phases, so it is at least a stride long: a last axis with
+  // one output and a stride past its extent is always rewritten (its compact row is K long).
+  const int last = g.D - 1;
+  const bool long_row = g.out_spatial[last] == 1 && g.strides[last] > g.extent[last];
+  std::int64_t padded = 1, compact = 1;
+  Geometry c = g;
+  bool rewritten = false;
+  for (int a = 0; a < g.D; ++a) {
+    // Within 2^62 + 2^41: (out - 1) * stride <= in + start + end - extent.
+    const std::int64_t reach = (g.out_spatial[a] - 1) * g.strides[a] + g.extent[a];
+    const std::int64_t reads = times(g.out_spatial[a], g.kernel[a]);
+    padded = times(padded, reach);
+    if (reads >= reach && !(long_row && a == last)) {
+      compact = times(compact, reach);
+      continue;
+    }
+    rewritten = true;
+    compact = times(compact, reads);
+    c.in_spatial[a] = reads;
+    c.strides[a] = c.extent[a] = g.kernel[a];
+    c.dilations[a] = 1;
+    c.start[a] = c.end[a] = 0;
+  }
+  if (!rewritten || (!long_row && padded / 4 <= compact + kMarginSlack)) return {};
+  return c;
+}
+
+// The compact input of compact_geometry(): {N, C, c.in_spatial...}, packed, in `buffer`.
+TensorView compact_input(const Geometry& g, const Geometry& c, const TensorView& in, std::vector<std::byte>& buffer) {
+  const std::int64_t item = static_cast<std::int64_t>(element_size(in.dtype));
+  TensorView view{in.dtype, {g.batch, g.in_channels}, {}, nullptr};
+  for (std::int64_t s : c.in_spatial) view.sizes.push_back(s);
+  buffer.assign(static_cast<std::size_t>(checked_mul(view.element_count(), item, kOp, ": the compact input's bytes")),
+                std::byte{0});
+  view.byte_strides = packed_strides(view.sizes);
+  for (std::int64_t& stride : view.byte_strides) stride *= item;
+  view.data = buffer.data();
+  // The input index of compact position q on axis a (tap q % K of output q / K on a rewritten
+  // axis; q itself on the others), or -1 in the padding. An axis whose parameters are unchanged
+  // maps q to q either way.
+  const auto source = [&](int a, std::int64_t q) -> std::int64_t {
+    const bool rewritten = c.in_spatial[a] != g.in_spatial[a] || c.strides[a] != g.strides[a] ||
+                           c.dilations[a] != g.dilations[a] || c.start[a] != g.start[a];
+    const std::int64_t K = g.kernel[a];
+    const std::int64_t i = rewritten ? q / K * g.strides[a] + q % K * g.dilations[a] - g.start[a] : q;
+    return i >= 0 && i < g.in_spatial[a] ? i : -1;
+  };
+  const int rank = view.sizes.size();
+  Dims index = Dims::filled(rank, 0);
+  for (std::int64_t e = 0, count = view.element_count(); e < count; ++e) {
+    std::int64_t offset = 0;
+    bool inside = true;
+    for (int d = 0; d < rank && inside; ++d) {
+      const std::int64_t i = d < 2 ? index[d] : source(d - 2, index[d]);
+      inside = i >= 0;
+      offset += i * in.byte_strides[d];
+    }
+    if (inside) std::memcpy(buffer.data() + e * item, static_cast<const std::byte*>(in.data) + offset, item);
+    for (int d = rank - 1; d >= 0 && ++index[d] == view.sizes[d]; --d) index[d] = 0;
+  }
+  return view;
+}
+
 template <class T>
 void forward_any(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  if (const auto c = compact_geometry(g)) {
+    std::vector<std::byte> buffer;
+    const TensorView in = compact_input(g, *c, v.in, buffer);
+    return forward_any<T>(desc, *c, Views{in, v.filter, v.bias, v.out});
+  }
   if (g.in_per_group == 1) return forward_depthwise<T>(desc, g, v);
   forward<T>(desc, g, v);
 }

@@ -54,25 +54,38 @@ void push_linear(AxisFilter& filter, const Axis& axis, std::int64_t o) {
   else filter.push(static_cast<std::int64_t>(i0), {1.0 - w, w});
 }
 
+// Sum of the triangle's weights 1 - |i - x| * scale over the integers i in [a, b] (all within its
+// support, so no term is negative), in closed form: n terms on one side of the peak sum to n times
+// the weight at their middle. The work does not grow with the support 1/scale.
+double triangle_sum(double a, double b, double x, double scale) {
+  const auto side = [&](double lo, double hi) {
+    return lo > hi ? 0.0 : (hi - lo + 1.0) * (1.0 - std::fabs(x - (lo + hi) / 2.0) * scale);
+  };
+  const double peak = std::floor(x);
+  return side(a, std::min(b, peak)) + side(std::max(a, peak + 1.0), b);
+}
+
 // Antialiased taps (ONNX Resize antialias=1, exclude_outside=0) of output o when scale < 1:
 // the triangle 1 - |i - x| * scale of half-width 1/scale around the unclamped coordinate x,
 // normalised to sum 1; taps outside the input read the edge element, so their weights are
-// added to the edge tap's.
+// added to the edge tap's. Those are summed in closed form: the loop is bounded by the input.
 void push_antialiased(AxisFilter& filter, const Axis& axis, std::int64_t o, std::vector<double>& weights) {
   const double x = axis.input_coordinate(o), support = 1.0 / axis.scale;
-  const double lo = std::ceil(x - support), hi = std::floor(x + support);
+  const double lo = std::ceil(x - support), hi = std::floor(x + support), last = static_cast<double>(axis.in - 1);
   double total = 0.0;
   std::int64_t first = -1;
   weights.clear();
-  for (double i = lo; i <= hi; i += 1.0) {
-    const double w = 1.0 - std::fabs(i - x) * axis.scale;
-    if (w <= 0.0) continue;
+  const auto add = [&](std::int64_t index, double w) {
+    if (w <= 0.0) return;
     total += w;
-    const auto index = static_cast<std::int64_t>(axis.clamp(i));
     if (first < 0) first = index;
     if (index - first == static_cast<std::int64_t>(weights.size())) weights.push_back(w);
     else weights.back() += w;  // clamped onto the edge tap
-  }
+  };
+  add(0, triangle_sum(lo, std::min(hi, -1.0), x, axis.scale));
+  for (double i = std::max(lo, 0.0); i <= std::min(hi, last); i += 1.0)
+    add(static_cast<std::int64_t>(i), 1.0 - std::fabs(i - x) * axis.scale);
+  add(axis.in - 1, triangle_sum(std::max(lo, last + 1.0), hi, x, axis.scale));
   for (double& w : weights) w /= total;
   filter.push(first, weights);
 }

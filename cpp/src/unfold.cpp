@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "dmlops/core/checked.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/half.hpp"
@@ -23,14 +24,6 @@ constexpr std::int64_t kBytesPerTask = 32 * 1024;       // below this, splitting
 constexpr std::int64_t kFoldScratchBytes = 256 * 1024;  // a fold task's accumulator stays in L2
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-// a * b, or InvalidArgument past 2^62 (no tensor has that many elements).
-std::int64_t size_product(std::int64_t a, std::int64_t b, const char* op, const char* what) {
-  std::int64_t p;
-  if (__builtin_mul_overflow(a, b, &p) || p > (std::int64_t{1} << 62))
-    fail(op, ": the ", what, " would have more than 2^62 elements");
-  return p;
-}
 
 Dims spatial_sizes(const Dims& sizes) { return Dims(sizes.begin() + 2, sizes.end()); }
 
@@ -149,8 +142,9 @@ TensorDesc infer_output(const UnfoldDesc& desc) {
   check_spatial_rank(op, "input", desc.input.sizes.size());
   const BlockWalker walker = window_geometry(op, spatial_sizes(desc.input.sizes), desc);
   const std::int64_t batch = desc.input.sizes[0];
-  const std::int64_t rows = size_product(desc.input.sizes[1], walker.tap_count(), op, "output");
-  size_product(size_product(batch, rows, op, "output"), walker.block_count(), op, "output");
+  const std::int64_t rows = checked_mul(desc.input.sizes[1], walker.tap_count(), op, ": the output's row count");
+  checked_mul(checked_mul(batch, rows, op, ": the output's element count"), walker.block_count(), op,
+              ": the output's element count");
   const TensorDesc expected{desc.input.dtype, {batch, rows, walker.block_count()}, std::nullopt};
   return checked_output(expected, desc.output, "Unfold: output", " but the input unfolds to ",
                         ": (N, C * prod(window_sizes), block count)");

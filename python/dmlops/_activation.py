@@ -8,11 +8,13 @@ order of the DirectML struct members) and defaults lives in the C++ core
 
 from __future__ import annotations
 
+import struct
 from typing import Any, Callable, Optional
 
 import numpy as np
 
 from . import _core
+from ._args import real, shown
 
 # name -> (DirectML type, ((parameter, DirectML member, default or None), ...))
 _TABLE = {name: (dml_type, tuple(params)) for name, dml_type, params in _core.activation_table()}
@@ -31,7 +33,7 @@ def _canonical(name: Any, what: str) -> str:
             break
     if key.lower() in _TABLE:
         return key.lower()
-    raise ValueError(f"{what} {name!r} is unknown; expected one of {', '.join(_TABLE)}")
+    raise ValueError(f"{what} {shown(name)} is unknown; expected one of {', '.join(_TABLE)}")
 
 
 class Activation:
@@ -94,7 +96,12 @@ class Activation:
                 v = parameters[pname]
                 if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
                     raise TypeError(f"Activation: {self._name} parameter {pname} must be a number, not {type(v).__name__}")
-                v = float(v)
+                v = real(v, f"Activation: {self._name} parameter {pname}")
+                try:  # a FLOAT member: finite values must stay finite in float32
+                    struct.pack("<f", v)
+                except OverflowError:
+                    raise ValueError(f"Activation: {self._name} parameter {pname} {v!r} is too large for a FLOAT") \
+                        from None
             elif default is None:
                 raise ValueError(f"Activation: {self._name} needs the parameter {pname} (it has no default)")
             else:
@@ -138,14 +145,17 @@ class Activation:
     def from_dict(cls, d: Any) -> "Activation":
         """From :meth:`to_dict` output; the members may also sit next to ``Type`` (flat)."""
         if not isinstance(d, dict) or "Type" not in d:
-            raise ValueError(f"Activation: from_dict needs {{'Type': ..., 'Desc': {{...}}}}, not {d!r}")
+            raise ValueError(f"Activation: from_dict needs {{'Type': ..., 'Desc': {{...}}}}, not {shown(d)}")
         name = _canonical(d["Type"], "Activation: Type")
-        members = dict(d.get("Desc") or {})
+        desc = d.get("Desc") or {}
+        if not isinstance(desc, dict):
+            raise TypeError(f"Activation: {name} Desc must be a dict of its members, not {shown(desc)}")
+        members = dict(desc)
         members.update({k: v for k, v in d.items() if k not in ("Type", "Desc")})
         by_dml = {dml: p for p, dml, _ in _TABLE[name][1]}
         unknown = set(members) - set(by_dml)
         if unknown:
-            raise ValueError(f"Activation: {name} has no member(s) {sorted(unknown)}")
+            raise ValueError(f"Activation: {name} has no member(s) {sorted(map(shown, unknown))}")
         return cls(name, **{by_dml[k]: v for k, v in members.items()})
 
     def __eq__(self, other: object) -> bool:

@@ -8,6 +8,8 @@ e.g. ``Padding1: start_padding must contain integers, got 1.5``.
 from __future__ import annotations
 
 import functools
+import itertools
+import reprlib
 import operator
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Optional, TypeVar, Union, cast
@@ -112,18 +114,66 @@ def per_axis(values: Any, count: int, what: str, default: Optional[int] = None) 
     return int_tuple(values, what)
 
 
+class _Shown(reprlib.Repr):
+    """reprlib's bounded repr (depth, length), with integers too long to print in full (past
+    Python's 4300-digit limit) given by their size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxstring, self.maxother, self.maxlong = 3, 40, 40, 40
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 256:
+            return f"<an integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_SHOWN = _Shown()
+
+
+def shown(value: Any) -> str:
+    """A user's value for an error message: its repr, cut short (nesting 3 deep, about 40
+    characters per item), so that no hostile value makes the message itself fail or explode."""
+    try:
+        return _SHOWN.repr(value)
+    except Exception:  # a user type whose __repr__ raises
+        return f"<a {type(value).__name__}>"
+
+
+# Tensors have at most 8 dimensions, so no per-axis argument has more entries.
+MAX_ENTRIES = 8
+
+
+def _entries(values: Iterable[Any], what: str) -> list[Any]:
+    """The entries of a per-axis argument, refused once there are more than MAX_ENTRIES: counted
+    before anything is converted, and an iterable without a length is read no further than one
+    entry past the limit (``range(10**9)`` or an endless generator costs nothing)."""
+    try:
+        count = len(values)  # type: ignore[arg-type]
+    except OverflowError:  # a length past sys.maxsize: range(2**64)
+        raise ValueError(f"{what} has more than 2^63 entries; at most {MAX_ENTRIES}") from None
+    except TypeError:  # no length: read one entry past the limit, no further
+        count = 0
+    if count > MAX_ENTRIES:
+        raise ValueError(f"{what} has {count} entries; at most {MAX_ENTRIES}")
+    entries = list(itertools.islice(values, MAX_ENTRIES + 1))
+    if len(entries) > MAX_ENTRIES:
+        raise ValueError(f"{what} has more than {MAX_ENTRIES} entries; at most {MAX_ENTRIES}")
+    return entries
+
+
 def int_tuple(values: Any, what: str) -> tuple[int, ...]:
     """A sequence of integers (Python or numpy) as a tuple of Python ints."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise TypeError(f"{what} must be a sequence of integers, not {type(values).__name__}")
     result = []
-    for v in values:
+    for v in _entries(values, what):
         if isinstance(v, (bool, np.bool_)):
-            raise TypeError(f"{what} must contain integers, got {v!r}")
+            raise TypeError(f"{what} must contain integers, got {shown(v)}")
         try:
             result.append(operator.index(v))
         except TypeError:
-            raise TypeError(f"{what} must contain integers, got {v!r}") from None
+            raise TypeError(f"{what} must contain integers, got {shown(v)}") from None
     return tuple(result)
 
 
@@ -132,13 +182,13 @@ def float_tuple(values: Any, what: str) -> tuple[float, ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise TypeError(f"{what} must be a sequence of numbers, not {type(values).__name__}")
     result = []
-    for v in values:
+    for v in _entries(values, what):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{what} must contain numbers, got {v!r}")
+            raise TypeError(f"{what} must contain numbers, got {shown(v)}")
         try:
             result.append(float(v))
         except OverflowError:
-            raise ValueError(f"{what} entry {v!r} is too large for a FLOAT") from None
+            raise ValueError(f"{what} entry {shown(v)} is too large for a FLOAT") from None
     return tuple(result)
 
 
@@ -150,7 +200,7 @@ def real(value: Any, what: str) -> float:
     try:
         return float(value)
     except OverflowError:
-        raise ValueError(f"{what} {value!r} is too large for a FLOAT") from None
+        raise ValueError(f"{what} {shown(value)} is too large for a FLOAT") from None
 
 
 def flag(value: Any, what: str) -> bool:

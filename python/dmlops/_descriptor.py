@@ -19,7 +19,7 @@ from typing import Any, Callable, ClassVar, Optional, TypeVar
 import numpy as np
 
 from ._activation import Activation
-from ._args import Enum, as_array
+from ._args import Enum, as_array, shown
 from ._tensor import TensorDesc, array_dtype_name, dml_dtype
 
 
@@ -85,6 +85,22 @@ def _json_number(value: Any) -> Any:
     return value
 
 
+def _float_bits(value: float, dtype: str) -> int:
+    """The bits of ``value`` (a value of the float ``dtype``, held as a Python float)."""
+    return int(np.array(value, dtype).view(_BITS_DTYPE[dtype]).item())
+
+
+def _json_scalar(value: Any, dtype: str) -> Any:
+    """A scalar union's JSON: a number, ``"nan"``/``"inf"``/``"-inf"``, or, for a NaN other than
+    the plain quiet one (a sign or a payload), the union's unsigned member of the same width
+    holding its bits, which JSON numbers cannot: ``{"UInt32": 2143289345}``."""
+    if dtype in _BITS_DTYPE and isinstance(value, float) and math.isnan(value):
+        bits = _float_bits(value, dtype)
+        if bits != _float_bits(math.nan, dtype):
+            return {_BITS_MEMBER[dtype]: bits}
+    return _json_number(value)
+
+
 def _from_json_number(value: Any) -> Any:
     if isinstance(value, str) and value.lower() in ("nan", "inf", "-inf", "+inf"):
         return float(value)
@@ -98,19 +114,26 @@ _UNION_MEMBER = {"float16": "UInt16", "float32": "Float32", "float64": "Float64"
                  "int32": "Int32", "int64": "Int64"}
 
 
+# The unsigned member of a float type's width: a union of FLOAT16/32/64 read as its bits.
+_BITS_MEMBER = {"float16": "UInt16", "float32": "UInt32", "float64": "UInt64"}
+_BITS_DTYPE = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}
+
+
 def _from_scalar_union(value: Any, dtype: str, what: str) -> Any:
-    """A scalar union given as a number, or as ``{"<member>": value}`` for ``dtype``."""
+    """A scalar union given as a number, or as ``{"<member>": value}`` for ``dtype`` (a float
+    type's also as its bits, ``{"UInt<width>": bits}``)."""
     if not isinstance(value, dict):
         return _from_json_number(value)
     member = _UNION_MEMBER[dtype]
-    if set(value) != {member}:
-        raise ValueError(f"{what} for {dml_dtype(dtype)} must be a number or {{\"{member}\": ...}}, not {value!r}")
-    if dtype == "float16":
-        bits = value[member]
-        if not isinstance(bits, int) or isinstance(bits, bool) or not 0 <= bits < 1 << 16:
-            raise ValueError(f"{what} UInt16 must be the 16 bits of a FLOAT16, not {bits!r}")
-        return np.array(bits, np.uint16).view(np.float16).item()
-    return _from_json_number(value[member])
+    if len(value) != 1 or next(iter(value)) not in (member, _BITS_MEMBER.get(dtype)):
+        raise ValueError(f"{what} for {dml_dtype(dtype)} must be a number or {{\"{member}\": ...}}, not {shown(value)}")
+    key, bits = next(iter(value.items()))
+    if dtype in _BITS_MEMBER and key == _BITS_MEMBER[dtype]:
+        width = np.dtype(dtype).itemsize * 8
+        if not isinstance(bits, int) or isinstance(bits, bool) or not 0 <= bits < 1 << width:
+            raise ValueError(f"{what} {key} must be the {width} bits of a {dml_dtype(dtype)}, not {shown(bits)}")
+        return np.array(bits, _BITS_DTYPE[dtype]).view(dtype).item()
+    return _from_json_number(bits)
 
 
 def _identity(value: Any) -> Any:
@@ -119,6 +142,11 @@ def _identity(value: Any) -> Any:
 
 
 _D = TypeVar("_D", bound="Descriptor")
+
+
+def _construct(cls: type[_D], values: dict[str, Any]) -> _D:
+    """Unpickles a descriptor: its constructor, given every field."""
+    return cls(**values)
 
 
 def _html_value(value: Any) -> str:
@@ -216,8 +244,10 @@ class Descriptor:
                 f"</caption><thead><tr><th style='text-align:left'>field</th><th style='text-align:left'>DirectML"
                 f"</th><th style='text-align:left'>value</th></tr></thead><tbody>{rows}</tbody></table>")
 
-    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
-        return (type(self).from_dict, (self.to_dict(),))
+    def __reduce__(self) -> tuple[Any, tuple[type["Descriptor"], dict[str, Any]]]:
+        # The field values themselves (pickle keeps a float's bits, NaN payloads included), not
+        # to_dict's JSON, whose numbers cannot carry them.
+        return (_construct, (type(self), {f.name: self._values[f.name] for f in self.FIELDS}))
 
     def to_dict(self) -> dict[str, Any]:
         """The descriptor as DxDispatch JSON: C field names, DML enum names, tensor descs as
@@ -239,7 +269,7 @@ class Descriptor:
                 d[f.dml] = {"Width": value[1], "Height": value[0]}
             elif f.kind == "scalar":
                 d[f.dml + "DataType"] = dml_dtype(self._values["input"].dtype)
-                d[f.dml] = _json_number(value)
+                d[f.dml] = _json_scalar(value, self._values["input"].dtype)
             else:
                 d[f.dml] = _json_number(value)
         return d
@@ -254,7 +284,7 @@ class Descriptor:
         known |= {f.dml + "DataType" for f in cls.FIELDS if f.kind == "scalar"}
         unknown = set(d) - known
         if unknown:
-            raise ValueError(f"{cls.NAME}: unknown field(s) {sorted(unknown)}; expected {sorted(known)}")
+            raise ValueError(f"{cls.NAME}: unknown field(s) {sorted(map(shown, unknown))}; expected {sorted(known)}")
         kwargs: dict[str, Any] = {}
         for f in cls.FIELDS:
             if f.dml not in d or (f.optional and d[f.dml] is None):
@@ -262,14 +292,17 @@ class Descriptor:
                     continue  # inferred, or a null pointer
                 raise ValueError(f"{cls.NAME}: field {f.dml!r} is missing")
             value = d[f.dml]
-            if f.kind == "tensor":
-                kwargs[f.name] = TensorDesc.from_dict(value)
-            elif f.kind == "activation":
-                kwargs[f.name] = Activation.from_dict(value)
+            if f.kind in ("tensor", "activation"):
+                try:
+                    kwargs[f.name] = (TensorDesc if f.kind == "tensor" else Activation).from_dict(value)
+                except (TypeError, ValueError) as e:  # name the operator and the field
+                    raise (TypeError if isinstance(e, TypeError) else ValueError)(f"{cls.NAME}: {f.dml}: {e}") from None
             elif f.kind in ("dims", "floats"):
+                if not isinstance(value, (list, tuple)):
+                    raise TypeError(f"{cls.NAME}: {f.dml} must be a list of numbers, not {shown(value)}")
                 count = d.get(f.count, len(value))
-                if len(value) != count:
-                    raise ValueError(f"{cls.NAME}: {f.dml} has {len(value)} entries but {f.count} is {count}")
+                if count != len(value):
+                    raise ValueError(f"{cls.NAME}: {f.dml} has {len(value)} entries but {f.count} is {shown(count)}")
                 kwargs[f.name] = value
             elif f.kind == "bool":
                 # DirectML's BOOL is an integer; JSON files may hold 0/1 or true/false
@@ -280,13 +313,13 @@ class Descriptor:
                 kwargs[f.name] = _from_scalar_union(value, kwargs["input"].dtype, f"{cls.NAME}: {f.dml}")
             elif f.kind == "size_2d":
                 if not isinstance(value, dict) or set(value) != {"Width", "Height"}:
-                    raise ValueError(f"{cls.NAME}: {f.dml} must be {{\"Width\": ..., \"Height\": ...}}, not {value!r}")
+                    raise ValueError(f"{cls.NAME}: {f.dml} must be {{\"Width\": ..., \"Height\": ...}}, not {shown(value)}")
                 kwargs[f.name] = (value["Height"], value["Width"])
             else:
                 kwargs[f.name] = _from_json_number(value)
         for f in cls.FIELDS:
             typed = f.dml + "DataType"
             if f.kind == "scalar" and typed in d and "input" in kwargs:
-                if TensorDesc(d[typed], (1,)).dtype != kwargs["input"].dtype:
-                    raise ValueError(f"{cls.NAME}: {typed} {d[typed]} does not match the input's DataType")
+                if not isinstance(d[typed], str) or TensorDesc(d[typed], (1,)).dtype != kwargs["input"].dtype:
+                    raise ValueError(f"{cls.NAME}: {typed} {shown(d[typed])} does not match the input's DataType")
         return cls(**kwargs)

@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
-from ._args import as_array, int_tuple
+from ._args import as_array, int_tuple, shown
 
 #: The 11 DirectML data types, by their numpy names.
 DTYPES = ("float32", "float16", "float64", "uint8", "uint16", "uint32", "uint64",
@@ -34,7 +34,7 @@ def dtype_name(dtype: Any, what: str = "dtype") -> str:
     try:
         name: str = np.dtype(dtype).name
     except TypeError:
-        raise TypeError(f"{what} {dtype!r} is not a data type") from None
+        raise TypeError(f"{what} {shown(dtype)} is not a data type") from None
     if name in DTYPES:
         return name
     if name == "bool":
@@ -143,22 +143,24 @@ class TensorDesc:
         (``{"Type": "DML_TENSOR_TYPE_BUFFER", "Desc": {...}}``)."""
         if not isinstance(d, dict):
             raise TypeError(f"TensorDesc: from_dict needs a dict, not {type(d).__name__}")
-        if "Desc" in d:
+        if "Desc" in d:  # one level: a DML_TENSOR_DESC wraps a buffer desc, never another wrapper
             if set(d) - {"Type", "Desc"} or d.get("Type", "DML_TENSOR_TYPE_BUFFER") not in (
-                    "DML_TENSOR_TYPE_BUFFER", "BUFFER"):
+                    "DML_TENSOR_TYPE_BUFFER", "BUFFER") or not isinstance(d["Desc"], dict) or "Desc" in d["Desc"]:
                 raise ValueError(f"TensorDesc: a DML_TENSOR_DESC must be {{\"Type\": \"DML_TENSOR_TYPE_BUFFER\", "
-                                 f"\"Desc\": {{...}}}}, not {d!r}")
+                                 f"\"Desc\": {{...}}}}, not {shown(d)}")
             return cls.from_dict(d["Desc"])
         unknown = set(d) - {"DataType", "Sizes", "Strides", "DimensionCount", "Flags", "GuaranteedBaseOffsetAlignment",
                             "TotalTensorSizeInBytes"}
         if unknown:
-            raise ValueError(f"TensorDesc: unknown field(s) {sorted(unknown)}")
+            raise ValueError(f"TensorDesc: unknown field(s) {sorted(map(shown, unknown))}")
         for key in ("DataType", "Sizes"):
             if key not in d:
                 raise ValueError(f"TensorDesc: missing field {key!r}")
+        if not isinstance(d["DataType"], str):
+            raise TypeError(f"TensorDesc: DataType must be a string such as \"FLOAT32\", not {shown(d['DataType'])}")
         desc = cls(d["DataType"], d["Sizes"], d.get("Strides"))
         if d.get("DimensionCount", desc.rank) != desc.rank:
-            raise ValueError(f"TensorDesc: DimensionCount is {d['DimensionCount']} but Sizes has {desc.rank} entries")
+            raise ValueError(f"TensorDesc: DimensionCount is {shown(d['DimensionCount'])} but Sizes has {desc.rank} entries")
         return desc
 
     def __eq__(self, other: object) -> bool:

@@ -288,8 +288,9 @@ class _ResampleDescriptor(Descriptor):
             "interpolation_mode": mode,
             "rounding_direction": rounding,
             "scales": tuple(scales),  # as DirectML's FLOATs
-            "input_pixel_offsets": tuple(in_offsets) if offsets else None,
-            "output_pixel_offsets": tuple(out_offsets) if offsets else None,
+            # an empty array means the pixel centres (as None does); the struct holds one per dimension
+            "input_pixel_offsets": (tuple(in_offsets) or (0.5,) * rank) if offsets else None,
+            "output_pixel_offsets": (tuple(out_offsets) or (-0.5,) * rank) if offsets else None,
             "antialiased": antialiased,
         }
 

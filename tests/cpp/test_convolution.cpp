@@ -664,5 +664,67 @@ TEST(Convolution, RejectsEveryBrokenRule) {
   EXPECT_EQ(infer_output(d).sizes, (Dims{1, 6, 1, 40}));
 }
 
+// Every size computed from the geometry is checked: (K - 1) * dilation + 1 of a broadcast filter
+// of 2^24 + 1 taps and dilation 2^40 (each factor allowed, the product past int64) in both
+// directions, and the backward direction's nominal output size (in - 1) * stride + extent.
+TEST(Convolution, GeometryOverflowIsRefusedNamingTheField) {
+  const auto f32 = [](Dims s) { return TensorDesc{DataType::Float32, s, std::nullopt}; };
+  for (auto direction : {ConvolutionDirection::Forward, ConvolutionDirection::Backward}) {
+    ConvolutionDesc d;
+    d.direction = direction;
+    d.input = f32({1, 1, 4, 4});
+    d.filter = TensorDesc{DataType::Float32, {1, 1, (std::int64_t{1} << 24) + 1, 1}, Dims{0, 0, 0, 0}};
+    d.dilations = {std::int64_t{1} << 40, 1};
+    const std::string message = message_of<InvalidArgument>([&] { infer_output(d); });
+    EXPECT_EQ(message, "Convolution: on spatial dimension 0 the window extent (filter size - 1) * dilation + 1 is "
+                       "beyond 2^62") << message;
+  }
+  ConvolutionDesc d;
+  d.direction = ConvolutionDirection::Backward;
+  d.input = TensorDesc{DataType::Float32, {1, 1, std::int64_t{1} << 40}, Dims{0, 0, 0}};
+  d.filter = f32({1, 1, 3});
+  d.strides = {std::int64_t{1} << 40};
+  const std::string message = message_of<InvalidArgument>([&] { infer_output(d); });
+  EXPECT_NE(message.find("the nominal backward output size"), std::string::npos) << message;
+  EXPECT_NE(message.find("beyond 2^62"), std::string::npos) << message;
+  d.strides = {std::int64_t{1} << 19};  // 2^59 outputs, 2^61 bytes: fits (only described, never allocated)
+  EXPECT_EQ(infer_output(d).sizes[2], ((std::int64_t{1} << 40) - 1) * (std::int64_t{1} << 19) + 3);
+}
+
+// Strides, dilations and paddings of 2^24 and more, whose padded planes would take gigabytes: the
+// kernels run on a compact copy of what the output reads, and give the reference's values, on
+// the outer axis, the last axis, both, depthwise, with one output and a long stride or dilation.
+TEST(Convolution, HugeStridesAndDilationsMatchTheReference) {
+  std::mt19937 rng(77);
+  constexpr std::int64_t big = std::int64_t{1} << 24;
+  struct Shape {
+    Dims x, w, strides, dilations, start, end;
+  };
+  const Shape shapes[] = {
+      {{1, 1, 4, 64}, {1, 1, 3, 3}, {big, 1}, {1, 1}, {big, 0}, {big, 0}},   // the issue's: 3 x 62
+      {{1, 3, 64, 4}, {8, 3, 3, 3}, {1, big}, {1, 1}, {0, big}, {0, big}},   // on the last axis
+      {{2, 2, 5, 7}, {4, 2, 2, 2}, {big, big}, {2, 3}, {big, 1}, {big, 2 * big}},
+      {{1, 4, 3, 3}, {4, 1, 2, 2}, {big, 5}, {1, 1}, {1, 2}, {3 * big, 7}},    // depthwise (4 groups)
+      {{1, 2, 9}, {3, 2, 2}, {big}, {4}, {big - 3}, {big}},
+      {{1, 1, 1}, {1, 1, 2}, {std::int64_t{1} << 40}, {2}, {2}, {2}},         // one output, a long stride
+      {{1, 1, 1}, {1, 1, 3}, {3}, {std::int64_t{1} << 31}, {std::int64_t{1} << 31}, {std::int64_t{1} << 31}},
+      {{1, 2, 6, 5}, {2, 2, 3, 2}, {2, 1}, {big, 1}, {big, 0}, {big, 1}},      // dilated taps, overlapping rows
+  };
+  for (const Shape& s : shapes) {
+    for (DataType dtype : {DataType::Float32, DataType::Float64, DataType::Float16}) {
+      Case c;
+      c.x_sizes = s.x;
+      c.w_sizes = s.w;
+      c.desc.strides = s.strides;
+      c.desc.dilations = s.dilations;
+      c.desc.start_padding = s.start;
+      c.desc.end_padding = s.end;
+      c.desc.group_count = s.x[1] / s.w[1];
+      run_case(c, dtype, rng, std::string(name(dtype)) + " x " + std::to_string(s.x.size()));
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dmlops

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "dmlops/core/activation.hpp"
+#include "dmlops/core/checked.hpp"
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/direct.hpp"
@@ -553,7 +554,7 @@ TEST(ValidateTensorDesc, BytesAndOffsetsMustFitIn64Bits) {
   const std::string product = message_of<InvalidArgument>(
       [&] { validate_tensor_desc({DataType::Float32, {big, big}, std::nullopt}, "Op: input"); });
   EXPECT_NE(product.find("Op: input"), std::string::npos) << product;
-  EXPECT_NE(product.find("2^63 bytes"), std::string::npos) << product;
+  EXPECT_NE(product.find("2^62 bytes"), std::string::npos) << product;
   EXPECT_THROW(validate_tensor_desc({DataType::Float64, {big / 2, big / 8}, std::nullopt}, "t"), InvalidArgument);
   EXPECT_THROW(validate_tensor_desc({DataType::UInt8, Dims::filled(8, 1 << 8), std::nullopt}, "t"), InvalidArgument);
   // the strides' reach counts too, whatever their sign, and INT64_MIN has no absolute value
@@ -561,7 +562,82 @@ TEST(ValidateTensorDesc, BytesAndOffsetsMustFitIn64Bits) {
   EXPECT_THROW(validate_tensor_desc({DataType::Float32, {3, 3}, Dims{std::int64_t{1} << 61, 1}}, "t"),
                InvalidArgument);
   EXPECT_THROW(validate_tensor_desc({DataType::Float32, {2, 3}, Dims{INT64_MIN, 1}}, "t"), InvalidArgument);
+  // a byte step of exactly INT64_MIN: the product fits, its absolute value would not
+  EXPECT_THROW(validate_tensor_desc({DataType::Float32, {2, 3}, Dims{-(std::int64_t{1} << 61), 1}}, "t"), InvalidArgument);
   EXPECT_THROW(validate_tensor_desc({DataType::UInt8, {2, 2}, Dims{INT64_MAX, INT64_MAX}}, "t"), InvalidArgument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checked arithmetic (checked.hpp), against 128-bit arithmetic as the oracle
+
+__extension__ typedef __int128 Wide;  // GCC's and Clang's 128-bit integer: exact for any int64 product
+
+TEST(Checked, OverflowTestsAgreeWithWideArithmetic) {
+  const std::int64_t edges[] = {0, 1, -1, 2, -2, 3, 1 << 20, std::int64_t{1} << 31, std::int64_t{3} << 30,
+                                std::int64_t{1} << 32, std::int64_t{1} << 61, std::int64_t{1} << 62,
+                                (std::int64_t{1} << 62) + 1, INT64_MAX, INT64_MAX - 1, INT64_MIN, INT64_MIN + 1,
+                                -(std::int64_t{1} << 62), -(std::int64_t{1} << 31)};
+  std::uint64_t state = 18;
+  std::vector<std::int64_t> values(std::begin(edges), std::end(edges));
+  for (int i = 0; i < 200; ++i) values.push_back(static_cast<std::int64_t>(testing::splitmix64(state)) >> (i % 63));
+  const Wide lo = INT64_MIN, hi = INT64_MAX, limit = Wide{1} << 62;
+  for (std::int64_t a : values) {
+    for (std::int64_t b : values) {
+      const Wide product = Wide{a} * b, sum = Wide{a} + b;
+      std::int64_t p = 0, s = 0;
+      ASSERT_EQ(mul_overflows(a, b, &p), product < lo || product > hi) << a << " * " << b;
+      if (product >= lo && product <= hi) ASSERT_EQ(p, static_cast<std::int64_t>(product)) << a << " * " << b;
+      ASSERT_EQ(add_overflows(a, b, &s), sum < lo || sum > hi) << a << " + " << b;
+      if (sum >= lo && sum <= hi) ASSERT_EQ(s, static_cast<std::int64_t>(sum)) << a << " + " << b;
+      const bool product_fits = product >= -limit && product <= limit, sum_fits = sum >= -limit && sum <= limit;
+      if (product_fits) {
+        ASSERT_EQ(checked_mul(a, b, "t"), static_cast<std::int64_t>(product));
+      } else {
+        ASSERT_THROW(checked_mul(a, b, "t"), InvalidArgument) << a << " * " << b;
+      }
+      if (sum_fits) {
+        ASSERT_EQ(checked_add(a, b, "t"), static_cast<std::int64_t>(sum));
+      } else {
+        ASSERT_THROW(checked_add(a, b, "t"), InvalidArgument) << a << " + " << b;
+      }
+    }
+  }
+}
+
+TEST(Checked, MessagesNameTheField) {
+  const std::string message = message_of<InvalidArgument>(
+      [] { checked_mul(std::int64_t{1} << 40, std::int64_t{1} << 40, "Op: on spatial dimension ", 1, " the extent"); });
+  EXPECT_EQ(message, "Op: on spatial dimension 1 the extent is beyond 2^62");
+  // (window - 1) * dilation + 1: each factor small enough alone, their product not
+  EXPECT_EQ(checked_extent(3, 2, "e"), 5);
+  EXPECT_EQ(checked_extent(1, INT64_MAX, "e"), 1);
+  EXPECT_EQ(checked_extent(std::int64_t{1} << 22, std::int64_t{1} << 40, "e"),
+            (std::int64_t{1} << 62) - (std::int64_t{1} << 40) + 1);
+  EXPECT_THROW(checked_extent((std::int64_t{1} << 22) + 1, std::int64_t{1} << 40, "e"), InvalidArgument);
+  EXPECT_THROW(checked_extent((std::int64_t{1} << 24) + 1, std::int64_t{1} << 40, "e"), InvalidArgument);
+}
+
+TEST(ValidateView, ReachPast2To62BytesIsRefusedNamingTheField) {
+  std::uint8_t buf[4] = {};
+  const auto view = [&](Dims sizes, Dims byte_strides) { return TensorView{DataType::UInt8, sizes, byte_strides, buf}; };
+  constexpr std::int64_t k60 = std::int64_t{1} << 60, k62 = std::int64_t{1} << 62;
+  EXPECT_NO_THROW(validate_view(view({4}, {1}), "t"));
+  EXPECT_NO_THROW(validate_view(view({4, 3}, {-1, 0}), "t"));
+  EXPECT_NO_THROW(validate_view(view({2}, {k62}), "t"));  // 2^62 bytes: the limit itself
+  EXPECT_NO_THROW(validate_view(view({5}, {-k60}), "t"));
+  EXPECT_NO_THROW(validate_view(view({2, 2}, {k62, -k62}), "t"));  // up and down: each within
+  const std::string message = message_of<InvalidArgument>([&] { validate_view(view({4}, {2 * k60}), "Padding1: input"); });
+  EXPECT_EQ(message.rfind("Padding1: input has strides", 0), 0u) << message;
+  EXPECT_NE(message.find("beyond 2^62 bytes"), std::string::npos) << message;
+  // each axis within the limit, their sum not
+  EXPECT_THROW(validate_view(view({2, 2}, {k62, 1}), "t"), InvalidArgument);
+  EXPECT_THROW(validate_view(view({2, 2}, {-k62, -1}), "t"), InvalidArgument);
+  // products that wrap int64 (computed naively, the reach would come out small or negative)
+  EXPECT_THROW(validate_view(view({5}, {k62}), "t"), InvalidArgument);
+  EXPECT_THROW(validate_view(view({3}, {INT64_MIN / 2}), "t"), InvalidArgument);
+  EXPECT_THROW(validate_view(view({2}, {INT64_MIN}), "t"), InvalidArgument);
+  EXPECT_THROW(validate_view(view({2}, {INT64_MAX}), "t"), InvalidArgument);
+  EXPECT_THROW(validate_view(view({3, 2}, {INT64_MAX / 2 + 1, 0}), "t"), InvalidArgument);
 }
 
 // ---------------------------------------------------------------------------------------------

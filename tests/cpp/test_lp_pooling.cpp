@@ -608,6 +608,10 @@ TEST(LpPoolingValidation, EveryRuleHasItsMessage) {
   d = valid_desc();
   d.dilations = Dims{1, 4};
   expect_error(d, "window extent 9 (window_size 3, dilation 4) is larger than the padded input 8");
+  d = valid_desc();  // each factor allowed, (window - 1) * dilation + 1 past int64
+  d.window_size = {(std::int64_t{1} << 24) + 1, 3};
+  d.dilations = Dims{std::int64_t{1} << 40, 1};
+  expect_error(d, "LpPooling1: on spatial dimension 0 the window extent (window_size - 1) * dilation + 1 is beyond 2^62");
   d = valid_desc();
   d.op_name = "LpPooling";
   d.output = TensorDesc{DataType::Float32, {1, 2, 3, 4}, std::nullopt};

@@ -808,12 +808,18 @@ TEST(UnfoldInferOutput, Errors) {
   desc.input.sizes = {1, std::int64_t{1} << 40, std::int64_t{1} << 20, 4};
   desc.window_sizes = {std::int64_t{1} << 19, 2};
   EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "Unfold: input sizes");  // 2^64 bytes already
-  EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "more than 2^63 bytes");
+  EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "more than 2^62 bytes");
   // an input that fits (2^57 bytes) whose columns would not: C * prod(window) = 2^63
   desc.input.sizes = {1, std::int64_t{1} << 51, 4, 4};
   desc.window_sizes = {std::int64_t{1} << 6, std::int64_t{1} << 6};
   desc.start_padding = {60, 60};
-  EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "more than 2^62");
+  EXPECT_CONTAINS(error_of<InvalidArgument>(desc), "Unfold: the output's row count is beyond 2^62");
+  // (window - 1) * dilation + 1 with each factor allowed and the product past int64
+  desc = unfold_example();
+  desc.window_sizes = {(std::int64_t{1} << 24) + 1, 1};
+  desc.dilations = {std::int64_t{1} << 40, 1};
+  EXPECT_CONTAINS(error_of<InvalidArgument>(desc),
+                  "Unfold: on spatial dimension 0 the window extent (window_sizes - 1) * dilation + 1 is beyond 2^62");
 }
 
 TEST(FoldInferOutput, Errors) {

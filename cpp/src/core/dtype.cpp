@@ -112,6 +112,15 @@ Scalar Scalar::exact(DataType dtype, Number value, std::string_view context) {
       if (std::isfinite(v) && !std::isfinite(f)) reject("it overflows to infinity");
       return {dtype, to_bits(f)};
     }
+    if (std::isnan(v)) {
+      // A NaN keeps its sign and the top 10 bits of its payload, signalling or not (a FLOAT16
+      // given as raw bits, read back as a double, is exact that way); a payload with none of
+      // those bits set becomes the quiet NaN, not infinity.
+      const std::uint64_t d = to_bits(v);
+      std::uint16_t h = static_cast<std::uint16_t>(((d >> 48) & 0x8000u) | 0x7c00u | ((d >> 42) & 0x3ffu));
+      if ((h & 0x3ffu) == 0) h |= 0x200u;
+      return {dtype, h};
+    }
     // Integers that fit in half are exact in double, so v is exact wherever it matters.
     const std::uint16_t h = float_to_half_bits(round_to_odd_float(v));
     if (std::isfinite(v) && (h & 0x7c00u) == 0x7c00u) reject("it overflows to infinity");

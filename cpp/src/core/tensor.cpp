@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "dmlops/core/checked.hpp"
 #include "dmlops/core/error.hpp"
 
 namespace dmlops {
@@ -51,22 +52,35 @@ void validate_tensor_desc(const TensorDesc& desc, const char* what) {
   }
   if (desc.strides && desc.strides->size() != rank)
     fail(what, " strides has ", desc.strides->size(), " entries but sizes has ", rank);
-  // Byte offsets are signed 64-bit (numpy's too): the tensor's bytes, and the reach of its
-  // strides, must fit, so that no size or offset computed downstream can overflow.
+  // The tensor's bytes, and the reach of its strides, must stay within 2^62, so that no size or
+  // offset computed downstream can overflow.
   const std::int64_t item = static_cast<std::int64_t>(element_size(desc.dtype));
-  std::int64_t bytes = item, reach = item;
+  std::int64_t bytes = item, reach = item, step = 0;
   bool overflow = false;
-  for (int d = 0; d < rank; ++d) {
-    overflow |= __builtin_mul_overflow(bytes, desc.sizes[d], &bytes);
-    if (!desc.strides) continue;
+  for (int d = 0; d < rank && !overflow; ++d) {
+    overflow = mul_overflows(bytes, desc.sizes[d], &bytes) || !within_limit(bytes);
+    if (!desc.strides || overflow) continue;
     const std::int64_t stride = (*desc.strides)[d];
-    std::int64_t step = 0;
-    overflow |= stride == INT64_MIN || __builtin_mul_overflow(desc.sizes[d] - 1, std::llabs(stride), &step) ||
-                __builtin_mul_overflow(step, item, &step) || __builtin_add_overflow(reach, step, &reach);
+    overflow = mul_overflows(desc.sizes[d] - 1, stride, &step) || mul_overflows(step, item, &step) ||
+               !within_limit(step) || add_overflows(reach, step < 0 ? -step : step, &reach) || !within_limit(reach);
   }
   if (overflow)
     fail(what, " sizes ", desc.sizes, (desc.strides ? " with its strides" : ""), " of ", name(desc.dtype),
-         " take more than 2^63 bytes; a tensor's elements and byte offsets must fit in 64 bits");
+         " take more than 2^62 bytes; a tensor's elements and byte offsets must fit in 63 bits");
+}
+
+void validate_view(const TensorView& view, const char* what) {
+  // numpy accepts any strides (np.lib.stride_tricks.as_strided): a view whose byte offsets do not
+  // fit would wrap the offset arithmetic of byte_span() and of every kernel.
+  std::int64_t low = 0, high = 0, reach = 0;
+  for (int d = 0; d < view.sizes.size(); ++d) {
+    if (view.sizes[d] < 1) continue;  // an empty view has no byte offsets (the operators reject it)
+    if (mul_overflows(view.sizes[d] - 1, view.byte_strides[d], &reach) ||
+        add_overflows(reach < 0 ? low : high, reach, reach < 0 ? &low : &high) || !within_limit(low) ||
+        !within_limit(high))
+      fail(what, " has strides ", view.byte_strides, " (bytes) whose reach over sizes ", view.sizes,
+           " is beyond 2^62 bytes; no array spans that much memory");
+  }
 }
 
 std::pair<const std::byte*, const std::byte*> TensorView::byte_span() const {

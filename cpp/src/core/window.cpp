@@ -1,8 +1,10 @@
 #include "dmlops/core/window.hpp"
 
+#include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "dmlops/core/checked.hpp"
 #include "dmlops/core/error.hpp"
 
 namespace dmlops {
@@ -28,24 +30,16 @@ std::vector<WindowAxis> window_axes(const std::string& op, const char* window_fi
     w.dilation = entry(params.dilations, "dilations", 1, 1, a);
     w.start = entry(params.start_padding, "start_padding", 0, 0, a);
     w.end = entry(params.end_padding, "end_padding", 0, 0, a);
-    if (w.in + w.start + w.end < w.extent())
-      fail(op, ": on spatial dimension ", a, " the window extent ", w.extent(), " (", window_field, " ", w.window,
-           ", dilation ", w.dilation, ") is larger than the padded input ", w.in + w.start + w.end);
+    const std::int64_t extent = checked_extent(w.window, w.dilation, op, ": on spatial dimension ", a,
+                                               " the window extent (", window_field, " - 1) * dilation + 1");
+    const std::int64_t padded = checked_add(checked_add(w.in, w.start, op, ": on spatial dimension ", a, " the padded input"),
+                                            w.end, op, ": on spatial dimension ", a, " the padded input");
+    if (padded < extent)
+      fail(op, ": on spatial dimension ", a, " the window extent ", extent, " (", window_field, " ", w.window,
+           ", dilation ", w.dilation, ") is larger than the padded input ", padded);
   }
   return axes;
 }
-
-namespace {
-
-// a * b for sizes >= 1, or InvalidArgument once the product passes 2^62 (no tensor has that
-// many elements; the limit keeps every later offset computation far from overflow).
-std::int64_t size_product(std::int64_t a, std::int64_t b, const char* what) {
-  std::int64_t p;
-  if (__builtin_mul_overflow(a, b, &p) || p > (std::int64_t{1} << 62)) fail("sliding window: more than 2^62 ", what);
-  return p;
-}
-
-}  // namespace
 
 BlockWalker::BlockWalker(std::vector<WindowAxis> axes) : axes_(std::move(axes)) {
   if (axes_.empty() || axes_.size() > static_cast<std::size_t>(kMaxRank))
@@ -57,8 +51,8 @@ BlockWalker::BlockWalker(std::vector<WindowAxis> axes) : axes_(std::move(axes)) 
            ", padding ", a.start, "/", a.end, ", input ", a.in, ")");
     blocks_.push_back(a.out());
     window_.push_back(a.window);
-    block_count_ = size_product(block_count_, a.out(), "blocks");
-    tap_count_ = size_product(tap_count_, a.window, "window taps");
+    block_count_ = checked_mul(block_count_, a.out(), "sliding window: the block count");
+    tap_count_ = checked_mul(tap_count_, a.window, "sliding window: the tap count");
   }
   block_strides_ = Dims::filled(rank(), 1);
   for (int d = rank() - 2; d >= 0; --d) block_strides_[d] = block_strides_[d + 1] * blocks_[d + 1];

@@ -58,6 +58,11 @@ struct TensorView {
 
 bool may_overlap(const TensorView& a, const TensorView& b);
 
+// Checks that every byte offset of `view` (the lowest and highest reached through its strides)
+// is within +-2^62, else InvalidArgument naming `what`. Every view from outside passes here
+// (bindings' view_of) before a kernel or an overlap test computes with its strides.
+void validate_view(const TensorView& view, const char* what);
+
 // Checks that `view` fits `desc` (dtype and sizes), else DTypeError / InvalidArgument saying
 // "<what> has shape ... but <expected> ...".
 void check_view_matches(const TensorView& view, const TensorDesc& desc, const char* what,

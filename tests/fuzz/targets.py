@@ -1,0 +1,201 @@
+"""Coverage-guided fuzz targets (atheris, libFuzzer's engine for Python), one function per target.
+
+Each target takes libFuzzer's bytes and, through atheris.FuzzedDataProvider, builds a hostile
+call: it may raise ValueError or TypeError (dmlops' refusals; dxdispatch.ModelError is a
+ValueError), and must do nothing else: any other exception, a crash, a hang (libFuzzer's
+-timeout) or memory past the run's limit (-rss_limit_mb and RLIMIT_AS) is a finding.
+
+To add a target, write ``def fuzz_<name>(fdp)`` here (``fdp`` an atheris.FuzzedDataProvider) and
+decorate it with ``@target``; ``tests/fuzz/run.py`` and scripts/test pick it up by name.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import struct
+from typing import Any, Callable
+
+import atheris
+import numpy as np
+
+import dmlops
+from dmlops import _descriptor
+
+TARGETS: dict[str, Callable[[Any], None]] = {}
+ALLOWED = (ValueError, TypeError)
+
+
+def target(fn: Callable[[Any], None]) -> Callable[[Any], None]:
+    TARGETS[fn.__name__.removeprefix("fuzz_")] = fn
+    return fn
+
+
+# Integers at the edges of int64 (and just past them), where size arithmetic overflows.
+EDGES = [0, 1, -1, 2, 3, 2**24 + 1, 2**31, 2**32, 2**40, 2**48, 2**52, 2**62 - 1, 2**62, 2**62 + 1,
+         2**63 - 1, 2**63, -(2**62), -(2**63), 2**64, -(2**64), 10**400]
+
+
+def edge_int(fdp: Any) -> int:
+    if fdp.ConsumeBool():
+        return EDGES[fdp.ConsumeIntInRange(0, len(EDGES) - 1)]
+    return fdp.ConsumeIntInRange(-4, 8)
+
+
+def number(fdp: Any) -> Any:
+    kind = fdp.ConsumeIntInRange(0, 4)
+    if kind == 0:
+        return edge_int(fdp)
+    if kind == 1:
+        return struct.unpack("<d", struct.pack("<Q", fdp.ConsumeIntInRange(0, 2**64 - 1)))[0]  # any bits
+    if kind == 2:
+        return fdp.ConsumeBool()
+    return [0.5, 1e-30, 2.0**-149, 1e39, math.inf, -math.inf, math.nan, -0.0][fdp.ConsumeIntInRange(0, 7)]
+
+
+def int_list(fdp: Any) -> Any:
+    n = fdp.ConsumeIntInRange(0, 10)
+    return [edge_int(fdp) for _ in range(n)] if fdp.ConsumeIntInRange(0, 9) else number(fdp)
+
+
+def tensor(fdp: Any) -> Any:
+    dtype = dmlops.DTYPES[fdp.ConsumeIntInRange(0, len(dmlops.DTYPES) - 1)] if fdp.ConsumeIntInRange(0, 9) else "bool"
+    try:
+        return dmlops.TensorDesc(dtype, int_list(fdp), int_list(fdp) if fdp.ConsumeBool() else None)
+    except ALLOWED:
+        return dmlops.TensorDesc("float32", [fdp.ConsumeIntInRange(1, 4) for _ in range(fdp.ConsumeIntInRange(3, 5))])
+
+
+def json_value(fdp: Any, depth: int = 0) -> Any:
+    """Any JSON value, biased to the shapes from_dict reads, sometimes nested very deep."""
+    kind = fdp.ConsumeIntInRange(0, 7)
+    if kind == 0 and depth < 4:
+        keys = ["DataType", "Sizes", "Strides", "Desc", "Type", "InputTensor", "OutputTensor", "FilterTensor",
+                "BiasTensor", "StartPadding", "EndPadding", "Strides", "Dilations", "WindowSize", "Scales",
+                "PaddingValue", "PaddingMode", "Alpha", "UInt16", "FusedActivation", "DimensionCount", "P"]
+        return {keys[fdp.ConsumeIntInRange(0, len(keys) - 1)]: json_value(fdp, depth + 1)
+                for _ in range(fdp.ConsumeIntInRange(0, 6))}
+    if kind == 1 and depth < 4:
+        return [json_value(fdp, depth + 1) for _ in range(fdp.ConsumeIntInRange(0, 6))]
+    if kind == 2:
+        nested: Any = edge_int(fdp)
+        for _ in range(fdp.ConsumeIntInRange(0, 3) * 10000):
+            nested = [nested] if fdp.ConsumeBool() else {"Desc": nested}
+        return nested
+    if kind == 3:
+        return fdp.ConsumeUnicodeNoSurrogates(16)
+    if kind == 4:
+        return ["FLOAT32", "FLOAT16", "DML_TENSOR_DATA_TYPE_UINT8", "nan", "inf", "CONSTANT", "ELU"][
+            fdp.ConsumeIntInRange(0, 6)]
+    return number(fdp)
+
+
+def descriptor_classes() -> list[type]:
+    return sorted((c for c in vars(dmlops).values() if isinstance(c, type) and issubclass(c, _descriptor.Descriptor)),
+                  key=lambda c: c.__name__)
+
+
+def check_round_trips(desc: Any) -> None:
+    """A constructed descriptor survives pickle and strict JSON (no NaN literals) unchanged."""
+    again = pickle.loads(pickle.dumps(desc))
+    assert again == desc, (desc, again)
+    text = json.dumps(desc.to_dict(), allow_nan=False)
+    assert type(desc).from_dict(json.loads(text)) == desc, desc
+
+
+@target
+def fuzz_descriptors(fdp: Any) -> None:
+    """Every descriptor constructor with hostile fields; what it accepts round-trips."""
+    classes = descriptor_classes()
+    cls = classes[fdp.ConsumeIntInRange(0, len(classes) - 1)]
+    kwargs: dict[str, Any] = {}
+    for f in cls.FIELDS:
+        if f.optional and fdp.ConsumeBool():
+            continue
+        if f.kind == "tensor":
+            kwargs[f.name] = tensor(fdp) if fdp.ConsumeIntInRange(0, 15) else json_value(fdp)
+        elif f.kind == "enum":
+            names = f.enum.names
+            kwargs[f.name] = names[fdp.ConsumeIntInRange(0, len(names) - 1)] if fdp.ConsumeIntInRange(0, 7) else \
+                json_value(fdp)
+        elif f.kind == "activation":
+            try:
+                kwargs[f.name] = dmlops.Activation("elu", alpha=number(fdp)) if fdp.ConsumeBool() else "relu"
+            except ALLOWED:
+                return
+        elif f.kind in ("dims", "size_2d", "uint"):
+            kwargs[f.name] = int_list(fdp) if f.kind != "uint" else edge_int(fdp)
+        else:
+            kwargs[f.name] = number(fdp) if f.kind != "floats" else [number(fdp) for _ in
+                                                                       range(fdp.ConsumeIntInRange(0, 9))]
+    try:
+        desc = cls(**kwargs)
+    except ALLOWED:
+        return
+    check_round_trips(desc)
+
+
+@target
+def fuzz_from_dict(fdp: Any) -> None:
+    """Every descriptor's from_dict (and TensorDesc's, Activation's) on any JSON value."""
+    classes = descriptor_classes() + [dmlops.TensorDesc, dmlops.Activation]
+    cls = classes[fdp.ConsumeIntInRange(0, len(classes) - 1)]
+    try:
+        desc = cls.from_dict(json_value(fdp))
+    except ALLOWED:
+        return
+    if isinstance(desc, _descriptor.Descriptor):
+        check_round_trips(desc)
+
+
+@target
+def fuzz_geometry(fdp: Any) -> None:
+    """Every operator on a small array with sizes, strides, dilations and paddings at the edges of
+    int64: refused, or the descriptor says the output is small and the call gives it."""
+    rank = fdp.ConsumeIntInRange(3, 5)
+    shape = tuple(fdp.ConsumeIntInRange(1, 3) for _ in range(rank))
+    x = np.ones(shape, np.float32)
+    spatial = rank - 2
+    arrays = {name: [edge_int(fdp) for _ in range(spatial if fdp.ConsumeIntInRange(0, 7) else
+                                                      fdp.ConsumeIntInRange(0, 9))]
+              for name in ("window", "strides", "dilations", "start", "end", "output_padding", "sizes")}
+    window = arrays["window"]
+    geometry = dict(strides=arrays["strides"], dilations=arrays["dilations"], start_padding=arrays["start"],
+                    end_padding=arrays["end"])
+    op = fdp.ConsumeIntInRange(0, 5)
+    try:
+        if op == 0:
+            try:  # a broadcast filter of any size (numpy refuses sizes past int64 itself)
+                filt = np.lib.stride_tricks.as_strided(np.ones(1, np.float32), (1, shape[1], *window),
+                                                       (0,) * (2 + len(window)))
+            except (OverflowError, ValueError):
+                return
+            desc = dmlops.ConvolutionDesc(dmlops.TensorDesc.from_array(x), dmlops.TensorDesc.from_array(filt),
+                                          direction="backward" if fdp.ConsumeBool() else "forward",
+                                          output_padding=arrays["output_padding"], **geometry)
+            call = lambda: desc(x, filt)  # noqa: E731
+        elif op == 1:
+            desc = dmlops.LpPooling1Desc(dmlops.TensorDesc.from_array(x), window_size=window, p=1, **geometry)
+            call = lambda: desc(x)  # noqa: E731
+        elif op == 2:
+            desc = dmlops.UnfoldDesc(dmlops.TensorDesc.from_array(x), window_sizes=window, **geometry)
+            call = lambda: desc(x)  # noqa: E731
+        elif op == 3:
+            cols = np.ones((1, fdp.ConsumeIntInRange(1, 8), fdp.ConsumeIntInRange(1, 8)), np.float32)
+            call = lambda: dmlops.fold(cols, arrays["sizes"], window, **geometry)  # noqa: E731
+            desc = None
+        elif op == 4:
+            desc = dmlops.Padding1Desc(dmlops.TensorDesc.from_array(x), start_padding=arrays["start"],
+                                       end_padding=arrays["end"])
+            call = lambda: desc(x)  # noqa: E731
+        else:
+            scales = [[1e-30, 2.0**-149, 1e-3, 0.5, 3.0, 2.0**20][fdp.ConsumeIntInRange(0, 5)] for _ in shape]
+            call = lambda: dmlops.resample(x, scales, "linear", antialiased=fdp.ConsumeBool(),  # noqa: E731
+                                           output_sizes=[fdp.ConsumeIntInRange(1, 3) for _ in shape])
+            desc = None
+        if desc is not None and math.prod(desc.output_shape) > 1 << 16:
+            return  # accepted geometry with a large output: the descriptor's checks were the target
+        call()
+    except ALLOWED:
+        return
