@@ -1,5 +1,6 @@
 """Lp pooling: ``dmlops.lp_pooling``, ``LpPooling1Desc`` (DML_LP_POOLING1_OPERATOR_DESC) and
-``LpPoolingDesc`` (DML_LP_POOLING_OPERATOR_DESC). Spec: shared/spec/operators.md section 4.
+``LpPoolingDesc`` (DML_LP_POOLING_OPERATOR_DESC). Full semantics:
+docs/semantics/lp_pooling.md.
 
 Each output is the p-norm of its window, ``(sum |x|^p)^(1/p)``, over the taps that land inside
 the input (padded taps contribute 0). Windows have a size, a stride, asymmetric start/end
