@@ -238,7 +238,7 @@ def lp_pooling(x: np.ndarray, window_size: Sequence[int], *, strides: Optional[S
 
     Notes
     -----
-    The absolute value is a decision of the spec (ONNX LpPool semantics; DirectML's formula
+    The absolute value is dmlops' decision (ONNX LpPool semantics; DirectML's formula
     omits it). ``torch.nn.functional.lp_pool2d`` computes ``avg_pool(x**p) * K`` without it, so
     odd p on negative inputs gives negative numbers or NaN there (pytorch issue #184037); it
     also has no padding and no dilation. Large p is computed relative to the window's largest
