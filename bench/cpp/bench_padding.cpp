@@ -1,6 +1,6 @@
 // Padding throughput. Padding is memory-bound, so every benchmark reports bytes/s (output
 // bytes written + input bytes read) next to BM_Memcpy, a plain copy of the same number of
-// output bytes split over the same thread pool: design.md's target is >= 70% of that rate.
+// output bytes split over the same thread pool: the project's target is >= 70% of that rate.
 // BM_PadVsCopy_* measure both side by side and report that percentage (copy_pct) directly.
 //
 //   dmlops_bench_padding --benchmark_min_time=0.2 --benchmark_filter=F32_NCHW

@@ -3,7 +3,8 @@
 array_likes in (numpy arrays, and PyTorch or JAX CPU tensors through DLPack, read without a
 copy), numpy arrays out; strided, multithreaded C++ kernels underneath. Every
 operator has a function (``dmlops.pad``) and a descriptor class mirroring its DirectML struct
-(``dmlops.Padding1Desc``). The specification is shared/spec/operators.md.
+(``dmlops.Padding1Desc``). The documentation, with the semantics of every operator, is in
+docs/ (build it with ``sphinx-build docs build/docs``).
 """
 
 from ._activation import Activation

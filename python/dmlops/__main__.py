@@ -1,4 +1,4 @@
-"""``python -m dmlops``: pad the spec's 1x1x4x4 example in all five modes, upsample DirectML's
+"""``python -m dmlops``: pad DirectML's 1x1x4x4 example in all five modes, upsample DirectML's
 2x2 DxDispatch example, and check the results.
 
 ``python -m dmlops run model.json [--out DIR]``: run a DirectML DxDispatch model file (see
@@ -6,7 +6,7 @@
 go to DIR.
 
 The expected tensors for constant, edge, reflection and symmetric are DirectML's own worked
-examples (DML_PADDING1_OPERATOR_DESC); wrap follows the spec's rule (i mod n); the upsampled
+examples (DML_PADDING1_OPERATOR_DESC); wrap follows dmlops' rule (i mod n); the upsampled
 table is the one DirectML's DxDispatch upsample sample prints.
 """
 

@@ -64,7 +64,7 @@ class Activation:
 
     Notes
     -----
-    The formulas are DirectML's (``shared/spec/operators.md`` section 2): for instance elu
+    The formulas are DirectML's (docs/semantics/convolution.md lists them all): for instance elu
     ``x >= 0 ? x : alpha * (exp(x) - 1)``, hard_sigmoid ``max(0, min(1, alpha * x + beta))``,
     gelu ``0.5 * x * (1 + erf(x / sqrt(2)))``. float16 results are computed in float32 and
     rounded once.

@@ -1,5 +1,5 @@
 """Convolution: ``dmlops.convolution`` and ``ConvolutionDesc`` (DML_CONVOLUTION_OPERATOR_DESC).
-Spec: shared/spec/operators.md section 2.
+The full semantics: docs/semantics/convolution.md.
 
 1 to 3 spatial dimensions (tensors of rank 3, 4, 5), groups, strides, dilations, asymmetric
 padding, an optional bias and a fused activation, in two directions:

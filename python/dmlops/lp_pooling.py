@@ -1,5 +1,6 @@
 """Lp pooling: ``dmlops.lp_pooling``, ``LpPooling1Desc`` (DML_LP_POOLING1_OPERATOR_DESC) and
-``LpPoolingDesc`` (DML_LP_POOLING_OPERATOR_DESC). Spec: shared/spec/operators.md section 4.
+``LpPoolingDesc`` (DML_LP_POOLING_OPERATOR_DESC). Full semantics:
+docs/semantics/lp_pooling.md.
 
 Each output is the p-norm of its window, ``(sum |x|^p)^(1/p)``, over the taps that land inside
 the input (padded taps contribute 0). Windows have a size, a stride, asymmetric start/end
@@ -253,7 +254,7 @@ def lp_pooling(x: npt.ArrayLike, window_size: _PerAxis, *, strides: Optional[_Pe
 
     Notes
     -----
-    The absolute value is a decision of the spec (ONNX LpPool semantics; DirectML's formula
+    The absolute value is dmlops' decision (ONNX LpPool semantics; DirectML's formula
     omits it). ``torch.nn.functional.lp_pool2d`` computes ``avg_pool(x**p) * K`` without it, so
     odd p on negative inputs gives negative numbers or NaN there (pytorch issue #184037); it
     also has no padding and no dilation. Large p is computed relative to the window's largest

@@ -1,5 +1,6 @@
 """Padding: ``dmlops.pad``, ``Padding1Desc`` (DML_PADDING1_OPERATOR_DESC) and ``PaddingDesc``
-(DML_PADDING_OPERATOR_DESC). Spec: shared/spec/operators.md section 1.
+(DML_PADDING_OPERATOR_DESC). The full semantics:
+docs/semantics/padding.md.
 
 Mode names follow DirectML, which differ from other libraries' (the naming trap):
 

@@ -1,7 +1,7 @@
 """Upsample2D and the Resample family: ``dmlops.upsample_2d``, ``dmlops.resample`` and the
 descriptors ``Upsample2DDesc`` (DML_UPSAMPLE_2D_OPERATOR_DESC), ``ResampleDesc``,
 ``Resample1Desc``, ``Resample2Desc`` and ``Resample3Desc`` (DML_RESAMPLE*_OPERATOR_DESC).
-Spec: shared/spec/operators.md section 3.
+The full semantics: docs/semantics/resample.md.
 
 Every axis maps output coordinate ``o`` to the input coordinate
 

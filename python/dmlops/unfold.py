@@ -1,5 +1,6 @@
 """Unfold and Fold: ``dmlops.unfold``, ``dmlops.fold``, ``UnfoldDesc`` (DML_UNFOLD_OPERATOR_DESC)
-and ``FoldDesc`` (DML_FOLD_OPERATOR_DESC). Spec: shared/spec/operators.md section 5.
+and ``FoldDesc`` (DML_FOLD_OPERATOR_DESC). Full semantics:
+docs/semantics/unfold.md.
 
 im2col and col2im in 1 to 6 spatial dimensions. A window of ``window_sizes[d]`` taps,
 ``dilations[d]`` apart, slides with ``strides[d]`` over the input extended by
@@ -98,7 +99,7 @@ class _WindowDescriptor(Descriptor):
 
 
 class UnfoldDesc(_WindowDescriptor):
-    """DML_UNFOLD_OPERATOR_DESC: sliding blocks of a (N, C, *S) tensor as columns (im2col).
+    """DML_UNFOLD_OPERATOR_DESC: sliding blocks of an ``(N, C, *S)`` tensor as columns (im2col).
 
     Parameters
     ----------
@@ -156,7 +157,7 @@ class UnfoldDesc(_WindowDescriptor):
 
 
 class FoldDesc(_WindowDescriptor):
-    """DML_FOLD_OPERATOR_DESC: sums columns back into a (N, C, *S) tensor (col2im).
+    """DML_FOLD_OPERATOR_DESC: sums columns back into an ``(N, C, *S)`` tensor (col2im).
 
     Parameters
     ----------

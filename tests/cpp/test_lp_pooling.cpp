@@ -1,4 +1,4 @@
-// Lp pooling / Lp pooling 1 (spec section 4).
+// Lp pooling / Lp pooling 1 (docs/semantics/lp_pooling.md).
 //
 // LpPoolingTester builds one case (shape, window geometry, p, dtype, input values, input and
 // output memory layout, thread count), runs dmlops::execute and checks every output against a

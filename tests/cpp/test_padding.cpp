@@ -1,4 +1,4 @@
-// Padding / Padding1 (spec section 1).
+// Padding / Padding1 (docs/semantics/padding.md).
 //
 // PaddingTester builds one case (shape, pads, mode, dtype, input and output memory layout,
 // thread count), runs dmlops::execute and checks every output element against a naive

@@ -1,4 +1,4 @@
-// Upsample2D and Resample (spec section 3).
+// Upsample2D and Resample (docs/semantics/resample.md).
 //
 // ResampleTester builds one case (sizes, per-axis scales and offsets, mode, rounding, dtype,
 // memory layouts, thread count), runs dmlops::execute and checks every output element against

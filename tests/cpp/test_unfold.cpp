@@ -1,4 +1,4 @@
-// Unfold / Fold (spec section 5).
+// Unfold / Fold (docs/semantics/unfold.md).
 //
 // WindowTester builds one case (sizes, window arrays, dtype, input and output memory layout,
 // thread count), runs dmlops::execute and checks every output element against a naive

@@ -1,7 +1,7 @@
-"""Plain numpy references, written from the spec's formulas and independent of dmlops.
+"""Plain numpy references, written from the formulas of docs/semantics/ and independent of dmlops.
 
-Nothing here calls dmlops; clarity beats speed. Each function names the spec section it
-transcribes (shared/spec/operators.md).
+Nothing here calls dmlops; clarity beats speed. Each function transcribes a formula of the
+operator's semantics page (docs/semantics/).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 
 def pad_source_index(mode: str, o: int, n: int, start: int) -> int:
-    """Spec section 1: the input coordinate output coordinate ``o`` reads, or -1 (constant)."""
+    """Padding semantics: the input coordinate output coordinate ``o`` reads, or -1 (constant)."""
     i = o - start
     if 0 <= i < n:
         return i
@@ -37,7 +37,7 @@ def pad_source_index(mode: str, o: int, n: int, start: int) -> int:
 
 
 def pad_reference(x: np.ndarray, start, end, mode: str, value=0) -> np.ndarray:
-    """Spec section 1, axis by axis: gather with one index list per axis, then overwrite every
+    """Padding semantics, axis by axis: gather with one index list per axis, then overwrite every
     element whose index is -1 on any axis with ``value`` (constant mode)."""
     out_shape = tuple(n + s + e for n, s, e in zip(x.shape, start, end))
     index_lists = []
@@ -55,7 +55,7 @@ def pad_reference(x: np.ndarray, start, end, mode: str, value=0) -> np.ndarray:
 
 
 def padding_float_value(value: float, dtype) -> object:
-    """Spec section 1, PADDING (v1): the FLOAT value (rounded to float32) as the tensor holds it;
+    """Padding semantics, PADDING (v1): the FLOAT value (rounded to float32) as the tensor holds it;
     into integer dtypes truncated toward zero and saturated to the range, NaN as 0."""
     v = np.float32(value)
     dtype = np.dtype(dtype)
@@ -80,7 +80,7 @@ def bits(a: np.ndarray) -> np.ndarray:
 
 
 def window_blocks(spatial, window, strides, dilations, start, end) -> tuple:
-    """Spec section 5: Blocks[d] = (S + start + end - dil*(W-1) - 1) // stride + 1."""
+    """Unfold/fold semantics: Blocks[d] = (S + start + end - dil*(W-1) - 1) // stride + 1."""
     return tuple((s + a + e - d * (w - 1) - 1) // st + 1
                  for s, w, st, d, a, e in zip(spatial, window, strides, dilations, start, end))
 
@@ -98,7 +98,7 @@ def _tap_positions(spatial, blocks, k, strides, dilations, start):
 
 
 def unfold_reference(x: np.ndarray, window, strides, dilations, start, end) -> np.ndarray:
-    """Spec section 5, one window tap k at a time (k row-major over the window): row c*K + k,
+    """Unfold/fold semantics, one window tap k at a time (k row-major over the window): row c*K + k,
     column b (row-major over the blocks) holds x[n, c, p] with p[d] = b[d]*strides[d] +
     k[d]*dilations[d] - start[d], or 0 where some p[d] is outside the input."""
     n, c, *spatial = x.shape
@@ -115,7 +115,7 @@ def unfold_reference(x: np.ndarray, window, strides, dilations, start, end) -> n
 
 
 def fold_reference(cols: np.ndarray, spatial, window, strides, dilations, start, end) -> np.ndarray:
-    """Spec section 5: out = 0, then out[n, c, p] += cols[n, c*K + k, b] for every tap k in
+    """Unfold/fold semantics: out = 0, then out[n, c, p] += cols[n, c*K + k, b] for every tap k in
     increasing order and every block b whose position p is inside. float16 sums in float32 and
     is rounded once; other dtypes sum in their own type (integers wrap, as numpy's do)."""
     n, rows, _ = cols.shape
@@ -133,7 +133,7 @@ def fold_reference(cols: np.ndarray, spatial, window, strides, dilations, start,
 
 
 # ---------------------------------------------------------------------------------------------
-# Spec section 3: Upsample2D and Resample, one index or weight table per axis, in float64.
+# Resample semantics: Upsample2D and Resample, one index or weight table per axis, in float64.
 
 def as_float32(value: float) -> float:
     """A Python float as DirectML's FLOAT stores it."""
@@ -197,7 +197,7 @@ def resample_antialiased_row(o: int, n: int, scale: float, input_offset: float, 
 
 def resample_reference(x: np.ndarray, out_shape, scales, mode: str, input_offsets=None, output_offsets=None,
                        rounding=None, antialiased: bool = False) -> np.ndarray:
-    """Spec section 3, axis by axis. Scales and offsets are rounded to FLOAT first, as
+    """Resample semantics, axis by axis. Scales and offsets are rounded to FLOAT first, as
     DirectML stores them. nearest_neighbor: one gather with an index list per axis (bit-exact);
     linear: the dense per-axis weight matrices applied one axis at a time in float64 (returned
     as float64)."""
@@ -225,7 +225,7 @@ def resample_magnitude(x: np.ndarray, out_shape, scales, input_offsets=None, out
 
 
 # ---------------------------------------------------------------------------------------------
-# Spec section 2: convolution and its fused activations
+# Convolution semantics: convolution and its fused activations
 
 
 def activation_reference(name: str, params: dict, y: np.ndarray) -> np.ndarray:
@@ -276,7 +276,7 @@ def activation_reference(name: str, params: dict, y: np.ndarray) -> np.ndarray:
 def convolution_reference(x, w, b=None, *, strides=None, dilations=None, start_padding=None, end_padding=None,
                           output_padding=None, group_count=1, mode="cross_correlation", direction="forward",
                           activation=None, output_spatial=None) -> np.ndarray:
-    """Spec section 2 in float64, tap by tap: forward slices an explicitly zero-padded input,
+    """Convolution semantics in float64, tap by tap: forward slices an explicitly zero-padded input,
     backward scatters into an explicitly padded canvas and crops it; each tap is one einsum over
     the group's channels. ``activation`` is None or (name, params dict)."""
     x = np.asarray(x, dtype=np.float64)
@@ -329,7 +329,7 @@ def convolution_reference(x, w, b=None, *, strides=None, dilations=None, start_p
 
 
 def lp_pooling_reference(x: np.ndarray, window, strides, start, end, dilations, p: int) -> np.ndarray:
-    """Spec section 4 in float64: pad |x| explicitly with zeros, then for every output position
+    """Lp pooling semantics in float64: pad |x| explicitly with zeros, then for every output position
     take its (dilated) window and compute (sum |x|^p)^(1/p).
 
     Written as m * (sum (|x|/m)^p)^(1/p) with m = the window's largest |x| -- the same number,

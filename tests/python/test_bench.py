@@ -76,6 +76,8 @@ def test_smoke_report_with_the_installed_peers(tmp_path, capsys):
     data = json.loads(out_json.read_text())
     check_report_json(data, [1, 2])
     rows = data["results"]
+    # The table names every case in full, the longest (29 characters) included.
+    assert all(f" {r['case']} " in text.out for r in rows)
     # A peer that is installed is compared (and timed) somewhere; one that is not is named once.
     for peer, module in (("torch", "torch"), ("onnxruntime", "onnxruntime")):
         if installed(module) and (peer != "onnxruntime" or installed("onnx")):

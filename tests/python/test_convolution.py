@@ -1,4 +1,4 @@
-"""Convolution (spec section 2) against the plain float64 reference in reference.py, the
+"""Convolution (docs/semantics/convolution.md) against the plain float64 reference in reference.py, the
 adjoint identity, and every rule of the descriptor."""
 
 from __future__ import annotations

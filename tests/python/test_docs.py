@@ -215,3 +215,57 @@ def test_readme_quick_start_runs():
         # help() comes from the site module, which the sanitizer stage turns off (python -S).
         exec(compile(code, "README.md quick start", "exec"), {"help": pydoc.help})
     assert "Pad an array with DirectML PADDING1 semantics" in printed.getvalue()  # help(dmlops.pad)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = sorted(p for p in (ROOT / "docs").rglob("*.md") if "notebooks" not in p.relative_to(ROOT / "docs").parts)
+
+
+def doctest_text(page):
+    """The page with every line outside its ```python fences blanked: doctest reads the examples
+    and reports them at their own line numbers."""
+    kept, inside = [], False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        fence = line.strip()
+        if not inside and fence == "```python":
+            inside = True
+            kept.append("")
+        elif inside and fence == "```":
+            inside = False
+            kept.append("")
+        else:
+            kept.append(line if inside else "")
+    assert not inside, f"{page}: a ```python block is not closed"
+    return "\n".join(kept)
+
+
+def test_there_are_documentation_pages():
+    assert {"index.md", "api.md", "mapping.md", "architecture.md", "padding.md"} <= {p.name for p in PAGES}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT / "docs")))
+def test_documentation_examples_run(page):
+    test = doctest.DocTestParser().get_doctest(doctest_text(page), {}, page.name, str(page), 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples in {page} failed (output above)"
+
+
+def test_api_reference_documents_every_public_name():
+    api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    missing = [name for name in dmlops.__all__ if f"dmlops.{name}" not in api]
+    assert not missing, f"docs/api.md does not document {missing}"
+
+
+def test_the_repository_stands_on_its_own():
+    # The documentation is in the repository: nothing may send a reader to files that are not.
+    offenders = []
+    for top in ("README.md", "python", "notebooks", "cpp", "docs", "tests", "bench", "scripts"):
+        for path in [ROOT / top] if (ROOT / top).is_file() else sorted((ROOT / top).rglob("*")):
+            if path.is_file() and path.suffix in {".md", ".py", ".pyi", ".ipynb", ".cpp", ".hpp", ".txt", ""} \
+                    and "notebooks" not in path.relative_to(ROOT).parts[1:]:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                if "shared" + "/" in text:
+                    offenders.append(str(path.relative_to(ROOT)))
+    assert not offenders, f"these files send readers to a folder outside the repository: {offenders}"

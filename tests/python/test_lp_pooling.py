@@ -1,4 +1,4 @@
-"""LpPooling / LpPooling1 (spec section 4) against the plain reference in reference.py.
+"""LpPooling / LpPooling1 (docs/semantics/lp_pooling.md) against the plain reference in reference.py.
 
 Tolerances, relative to the float64 reference, per output (taps = the window's size):
 float32 (taps + 4) * 2^-24, float64 (taps + 4) * 2^-53 (the reference itself is float64, so

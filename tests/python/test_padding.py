@@ -1,4 +1,4 @@
-"""Padding / Padding1 (spec section 1) against the plain reference in reference.py."""
+"""Padding / Padding1 (docs/semantics/padding.md) against the plain reference in reference.py."""
 
 from __future__ import annotations
 

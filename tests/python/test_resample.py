@@ -1,4 +1,4 @@
-"""Upsample2D and Resample/Resample1/2/3 (spec section 3) against the plain references in
+"""Upsample2D and Resample/Resample1/2/3 (docs/semantics/resample.md) against the plain references in
 reference.py, the spec's DxDispatch table and PyTorch's conventions written as numpy formulas."""
 
 from __future__ import annotations

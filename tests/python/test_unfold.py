@@ -1,4 +1,4 @@
-"""Unfold / Fold (spec section 5) against the plain references in reference.py."""
+"""Unfold / Fold (docs/semantics/unfold.md) against the plain references in reference.py."""
 
 from __future__ import annotations
 

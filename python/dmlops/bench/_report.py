@@ -144,7 +144,8 @@ class Report:
     def table(self) -> str:
         peers = self.peers
         short = {"numpy": "numpy", "torch": "torch", "onnxruntime": "ort"}
-        head = (f"{'op':<11} {'case':<28} {'shape':<18} {'dtype':<7} {'thr':>3} | {'dmlops':>8} "
+        wide = max([28] + [len(r["case"]) for r in self.rows])  # case names are never cut
+        head = (f"{'op':<11} {'case':<{wide}} {'shape':<18} {'dtype':<7} {'thr':>3} | {'dmlops':>8} "
                 + "".join(f"{short[p]:>8} " for p in peers) + "| "
                 + "".join(f"{short[p] + '/dml':>9} " for p in peers) + f"| {'of limit':>9} | check")
         lines = [head, "-" * len(head)]
@@ -152,7 +153,7 @@ class Report:
             ms = r["ms"]
             limit = "-" if r["fraction_of_limit"] is None else f"{100 * r['fraction_of_limit']:.0f}% {LIMIT_TEXT[r['limit']]}"
             lines.append(
-                f"{r['op']:<11} {r['case'][:28]:<28} {shape_text(r['shape'])[:18]:<18} {r['dtype']:<7} {r['threads']:>3} | "
+                f"{r['op']:<11} {r['case']:<{wide}} {shape_text(r['shape'])[:18]:<18} {r['dtype']:<7} {r['threads']:>3} | "
                 f"{fmt(ms.get('dmlops'), '8.3f'):>8} " + "".join(f"{fmt(ms.get(p), '8.3f'):>8} " for p in peers) + "| "
                 + "".join(f"{fmt(r['speedup'].get(p), '8.2f') + 'x' if p in r['speedup'] else '-':>9} " for p in peers)
                 + f"| {limit:>9} | {'ok' if r['status'] == 'ok' else 'FAILED'}")

@@ -21,7 +21,7 @@ def is_upsample(scale: float, antialiased: bool) -> bool:
 
 
 def axis_table(n: int, m: int, scale: float):
-    """Half-pixel linear indices and weights of one axis (spec section 3), float64."""
+    """Half-pixel linear indices and weights of one axis (docs/semantics/resample.md), float64."""
     c = np.clip((np.arange(m) + 0.5) / scale - 0.5, 0, n - 1)
     i0 = np.floor(c).astype(np.intp)
     return i0, np.minimum(i0 + 1, n - 1), c - i0

@@ -1,4 +1,4 @@
-// Convolution: DML_CONVOLUTION_OPERATOR_DESC (spec section 2), in 1 to 3 spatial dimensions.
+// Convolution: DML_CONVOLUTION_OPERATOR_DESC (docs/semantics/convolution.md), in 1 to 3 spatial dimensions.
 //
 // FORWARD, tensors {N, C, S...}, filter {OutC, InC/G, K...}:
 //   Out[a] = (In[a] + start[a] + end[a] - ((K[a]-1)*dil[a] + 1)) / stride[a] + 1

@@ -1,4 +1,4 @@
-// Lp pooling: DML_LP_POOLING_OPERATOR_DESC and DML_LP_POOLING1_OPERATOR_DESC (spec section 4).
+// Lp pooling: DML_LP_POOLING_OPERATOR_DESC and DML_LP_POOLING1_OPERATOR_DESC (docs/semantics/lp_pooling.md).
 //
 // Input N x C x S[0] x ... x S[D-1] with D = 1, 2 or 3 spatial axes (DirectML takes 2 and 3;
 // 1 is a dmlops extension). On each spatial axis a window slides as in core/window.hpp:

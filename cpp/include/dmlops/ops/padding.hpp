@@ -1,4 +1,4 @@
-// Padding: DML_PADDING_OPERATOR_DESC and DML_PADDING1_OPERATOR_DESC (spec section 1).
+// Padding: DML_PADDING_OPERATOR_DESC and DML_PADDING1_OPERATOR_DESC (docs/semantics/padding.md).
 //
 // Output size on axis i: input.sizes[i] + start_padding[i] + end_padding[i]. Each axis maps
 // an output coordinate to an input coordinate independently (padding_source_index); where

@@ -1,5 +1,5 @@
 // Upsample2D and Resample: DML_UPSAMPLE_2D_OPERATOR_DESC and DML_RESAMPLE_OPERATOR_DESC,
-// DML_RESAMPLE1/2/3_OPERATOR_DESC (spec section 3).
+// DML_RESAMPLE1/2/3_OPERATOR_DESC (docs/semantics/resample.md).
 //
 // Every axis maps an output coordinate o to a fractional input coordinate
 //   x = (o - output_pixel_offset) / scale - input_pixel_offset          (float64)

@@ -1,4 +1,4 @@
-// Unfold and Fold: DML_UNFOLD_OPERATOR_DESC and DML_FOLD_OPERATOR_DESC (spec section 5), i.e.
+// Unfold and Fold: DML_UNFOLD_OPERATOR_DESC and DML_FOLD_OPERATOR_DESC (docs/semantics/unfold.md), i.e.
 // im2col and col2im in 1 to 6 spatial dimensions.
 //
 // A window of window_sizes[d] taps (dilations[d] apart) slides with strides[d] over the input
