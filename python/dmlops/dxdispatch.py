@@ -235,11 +235,21 @@ def _element(value: Any, dtype: np.dtype, path: str) -> Any:
 
 
 def _memory_bytes() -> int:
-    """This machine's physical memory: no model may ask for more (a bound for every size in it)."""
+    """The memory this process may use: physical memory, or less under an address-space limit
+    (``ulimit -v``). No model may ask for more: a bound for every size in it."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # no sysconf (Windows): a terabyte
-        return 1 << 40
+        memory = 1 << 40
+    try:
+        import resource  # POSIX only
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit != resource.RLIM_INFINITY:
+            memory = min(memory, limit)
+    except (ImportError, AttributeError, ValueError, OSError):
+        pass
+    return memory
 
 
 def _read_regular_file(path: Union[str, Path], limit: int, where: str, name: str = "") -> bytes:
@@ -488,12 +498,13 @@ def _tensor_desc(value: Any, path: str) -> TensorDesc:
         raise ModelError(path, str(e)) from None
 
 
-def _check_field(f: Field, value: Any, path: str) -> None:
+def _check_field(f: Field, value: Any, path: str) -> Any:
     """The JSON shape each kind of descriptor field must have (the values' rules are the
-    descriptor's to check)."""
+    descriptor's to check); returns the value for ``from_dict``, a tensor desc without the
+    fields that were warned about and ignored."""
     if f.kind == "tensor":
-        _tensor_desc(value, path)
-    elif f.kind == "enum":
+        return _tensor_desc(value, path).to_dict()
+    if f.kind == "enum":
         assert f.enum is not None, f"{f.name}: an enum field declares its Enum"
         _expect(value, str, path, f"a DML_{f.enum.prefix}_* name")
     elif f.kind in ("dims", "floats"):
@@ -523,6 +534,7 @@ def _check_field(f: Field, value: Any, path: str) -> None:
     elif not (isinstance(value, str) and value.lower() in _NON_FINITE):  # scalar, float
         kinds = (int, float, dict) if f.kind == "scalar" else (int, float)
         _expect(value, kinds, path, "a number")
+    return value
 
 
 def _desc_keys(cls: type[Descriptor]) -> tuple[str, ...]:
@@ -532,12 +544,16 @@ def _desc_keys(cls: type[Descriptor]) -> tuple[str, ...]:
     return tuple(known + [f.dml + "DataType" for f in cls.FIELDS if f.kind == "scalar"])
 
 
-def _check_desc(cls: type[Descriptor], desc: dict[str, Any], path: str) -> None:
+def _check_desc(cls: type[Descriptor], desc: dict[str, Any], path: str) -> dict[str, Any]:
+    """The desc's JSON checked field by field, as ``from_dict`` takes it: the fields dmlops
+    does not know left out (each warned about)."""
     counted = [f for f in cls.FIELDS if f.kind in ("dims", "floats")]
-    _object(desc, path, _desc_keys(cls))
+    known = _desc_keys(cls)
+    _object(desc, path, known)
+    checked = {key: value for key, value in desc.items() if key in known}
     for f in cls.FIELDS:
         if f.dml in desc and not (f.optional and desc[f.dml] is None):
-            _check_field(f, desc[f.dml], f"{path}.{f.dml}")
+            checked[f.dml] = _check_field(f, desc[f.dml], f"{path}.{f.dml}")
         elif not f.optional and not (f.dml == "OutputTensor" and cls.INFERRED_OUTPUT):
             raise ModelError(f"{path}.{f.dml}", f"missing (DML_OPERATOR_{cls.OPERATOR} requires it)")
     for f in cls.FIELDS:
@@ -555,6 +571,7 @@ def _check_desc(cls: type[Descriptor], desc: dict[str, Any], path: str) -> None:
         for name in arrays:
             if len(desc[name]) != expected:
                 raise ModelError(f"{path}.{name}", f"expected {expected} entries ({source}), got {len(desc[name])}")
+    return checked
 
 
 def _field_path(cls: type[Descriptor], message: str, path: str) -> str:
@@ -613,8 +630,7 @@ def _dispatchable(name: str, spec: Any) -> Dispatchable:
     else:
         _object(spec, path, _DISPATCHABLE_KEYS + (desc_key,))
         desc_json, desc_path = spec[desc_key], f"{path}.{desc_key}"
-    _check_desc(cls, desc_json, desc_path)
-    desc_json = {k: v for k, v in desc_json.items() if k in _desc_keys(cls)}  # the unknown ones were warned about
+    desc_json = _check_desc(cls, desc_json, desc_path)
     try:
         desc = cls.from_dict(desc_json)
     except (TypeError, ValueError, OverflowError) as e:

@@ -474,3 +474,170 @@ def test_file_errors(tmp_path):
         with pytest.raises(ModelError) as info:
             dxdispatch.load({"resources": {"r": spec}, "dispatchables": {}, "commands": []}, base_dir=tmp_path)
         assert info.value.path == "resources.r.initialValues.sourcePath" and message in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# DxDispatch parity: what DxDispatch's parser accepts, dmlops accepts (the class: every model
+# file, rewritten in the other form, runs to the same results)
+
+
+def all_models() -> list[str]:
+    return sorted(path.name for path in MODELS.glob("*.json"))
+
+
+def same_results(model: dict, name: str, tmp_path: Path) -> None:
+    """``model``, a rewritten form of the model file ``name``, runs to its results and prints
+    its lines."""
+    expected, expected_lines = run_logged(MODELS / name)
+    (tmp_path / name).write_text(json.dumps(model))
+    results, lines = run_logged(tmp_path / name)
+    assert lines == expected_lines
+    for key, values in expected.items():
+        np.testing.assert_array_equal(results[key], values, err_msg=key)
+
+
+@pytest.mark.parametrize("name", all_models())
+def test_descs_written_inline_without_desc(name, tmp_path):
+    model = model_json(name)
+    for spec in model["dispatchables"].values():
+        spec.update(spec.pop("desc"))  # DxDispatch reads the desc's fields beside "type"
+    same_results(model, name, tmp_path)
+
+
+@pytest.mark.parametrize("name", all_models())
+def test_bindings_given_as_one_element_arrays(name, tmp_path):
+    model = model_json(name)
+    for owner in [*model["dispatchables"].values(), *model["commands"]]:
+        for key, binding in owner.get("bindings", {}).items():
+            owner["bindings"][key] = [binding]
+    same_results(model, name, tmp_path)
+
+
+@pytest.mark.parametrize("name", all_models())
+def test_command_types_in_any_case(name, tmp_path):
+    model = model_json(name)
+    for i, command in enumerate(model["commands"]):
+        command["type"] = command["type"].upper() if i % 2 else command["type"].lower()
+    same_results(model, name, tmp_path)
+
+
+@pytest.mark.parametrize("name", all_models())
+def test_a_utf8_byte_order_mark_is_skipped(name, tmp_path):
+    expected, expected_lines = run_logged(MODELS / name)
+    (tmp_path / name).write_bytes(b"\xef\xbb\xbf" + (MODELS / name).read_bytes())
+    results, lines = run_logged(tmp_path / name, )
+    assert lines == expected_lines
+    np.testing.assert_equal(results, expected)
+
+
+UNKNOWN_FIELDS = [  # (where to put a field dmlops does not know, the JSON path of the warning)
+    (lambda m: m, "model.comment"),
+    (resource("input"), "resources.input.comment"),
+    (lambda m: m["resources"]["filter"]["initialValues"], "resources.filter.initialValues.comment"),
+    (lambda m: m["dispatchables"]["conv"], "dispatchables.conv.comment"),
+    (conv_desc, "dispatchables.conv.desc.comment"),
+    (lambda m: conv_desc(m)["InputTensor"], "dispatchables.conv.desc.InputTensor.comment"),
+    (conv_command, "commands[0].comment"),
+    (lambda m: conv_command(m)["bindings"], "commands[0].bindings.comment"),
+    (lambda m: m["commands"][1], "commands[1].comment"),
+]
+
+
+@pytest.mark.parametrize("get,path", UNKNOWN_FIELDS, ids=[p for _, p in UNKNOWN_FIELDS])
+def test_unknown_fields_are_ignored_with_a_warning(get, path, tmp_path):
+    model = mutated("dml_convolution.json", put(get, "comment", {"any": ["value"]}))
+    with pytest.warns(dxdispatch.ModelWarning) as caught:
+        loaded = dxdispatch.load(model, base_dir=MODELS)
+    assert [str(w.message).split(": ")[0] for w in caught] == [path]
+    assert "ignored" in str(caught[0].message)
+    np.testing.assert_array_equal(loaded.run()["output"], run_logged(MODELS / "dml_convolution.json")[0]["output"])
+
+
+def test_an_unknown_field_in_a_binding_object_is_ignored_with_a_warning():
+    model = mutated("dml_bindings.json", put(lambda m: m["commands"][2]["bindings"], "OutputTensor",
+                                             {"name": "interleaved", "counter": "c"}))
+    with pytest.warns(dxdispatch.ModelWarning, match=r"^commands\[2\]\.bindings\.OutputTensor\.counter: unknown"):
+        dxdispatch.load(model)
+
+
+def print_lines(spec: dict, verbose: bool = False) -> list[str]:
+    model = {"resources": {"r": spec}, "dispatchables": {},
+             "commands": [{"type": "print", "resource": "r", "verbose": verbose}]}
+    return run_logged(model)[1]
+
+
+@pytest.mark.parametrize("spec,line", [
+    # DxDispatch prints the initial values' element count from the buffer's start: sizeInBytes
+    # and initialValuesOffsetInBytes change what is stored, not how much is printed
+    ({"initialValuesDataType": "INT16", "initialValues": [7, -3], "sizeInBytes": 16}, "7, -3"),
+    ({"initialValuesDataType": "INT16", "initialValues": [7, -3], "initialValuesOffsetInBytes": 2}, "0, 7"),
+    ({"initialValuesDataType": "UINT32", "initialValues": [5], "sizeInBytes": 12,
+      "initialValuesOffsetInBytes": 8}, "0"),
+    ({"initialValuesDataType": "FLOAT16", "initialValues": {"valueCount": 3, "value": 1}}, "1, 1, 1"),  # not 4
+    # floats as C++ streams show them: 6 significant digits
+    ({"initialValuesDataType": "FLOAT64", "initialValues": [1234567, 0.1, 1e-5, -0.0, "inf", "nan"]},
+     "1.23457e+06, 0.1, 1e-05, -0, inf, nan"),
+    ({"initialValuesDataType": "UINT64", "initialValues": [18446744073709551615]}, "18446744073709551615"),
+    # INT8 and UINT8 are chars to a C++ stream: their bytes are printed as characters
+    ({"initialValuesDataType": "UINT8", "initialValues": [72, 105, 33]}, "H, i, !"),
+    ({"initialValuesDataType": "INT8", "initialValues": [48, 0, -1]}, "0, \x00, \udcff"),
+])
+def test_print_shows_what_dxdispatch_shows(spec, line):
+    assert print_lines(spec) == [f"Resource 'r': {line}"]
+
+
+def test_verbose_print_format():
+    # "[{index:>width}] value (0x{bits:>2*itemsize}X)\n" per element, width = digits of the count
+    lines = print_lines({"initialValuesDataType": "FLOAT32", "initialValues": [0, 1.5, -2] + [1] * 7}, verbose=True)
+    assert lines == ["Resource 'r':\n[ 0] 0 (0x       0)\n[ 1] 1.5 (0x3FC00000)\n[ 2] -2 (0xC0000000)\n"
+                     + "".join(f"[ {i}] 1 (0x3F800000)\n" for i in range(3, 10))]
+    lines = print_lines({"initialValuesDataType": "INT8", "initialValues": [65, -2]}, verbose=True)
+    assert lines == ["Resource 'r':\n[0] A (0x41)\n[1] \udcfe (0xFE)\n"]
+    lines = print_lines({"initialValuesDataType": "INT64", "initialValues": [-1, 16]}, verbose=True)
+    assert lines == ["Resource 'r':\n[0] -1 (0xFFFFFFFFFFFFFFFF)\n[1] 16 (0x              10)\n"]
+
+
+def test_cli_prints_int8_as_raw_bytes(tmp_path):
+    model = {"resources": {"r": {"initialValuesDataType": "INT8", "initialValues": [65, -1]}}, "dispatchables": {},
+             "commands": [{"type": "print", "resource": "r"}]}
+    (tmp_path / "m.json").write_text(json.dumps(model))
+    result = subprocess.run([sys.executable, "-m", "dmlops", "run", str(tmp_path / "m.json")], capture_output=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b"Resource 'r': A, \xff\n"
+
+
+def test_cli_input_path_and_output_path(tmp_path):
+    (tmp_path / "data").mkdir()
+    np.save(tmp_path / "data" / "x.npy", np.arange(3, dtype=np.float32))
+    model = {"resources": {"x": {"initialValues": {"sourcePath": "x.npy"}}}, "dispatchables": {},
+             "commands": [{"type": "print", "resource": "x"},
+                          {"type": "writeFile", "resource": "x", "targetPath": "sub/y.npy"}]}
+    (tmp_path / "m.json").write_text(json.dumps(model))
+    result = subprocess.run([sys.executable, "-m", "dmlops", "run", str(tmp_path / "m.json"), "--input_path",
+                             str(tmp_path / "data"), "--output_path", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Resource 'x': 0, 1, 2\n"
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "sub" / "y.npy"), [0, 1, 2])
+
+
+def test_cli_prints_warnings_then_runs(tmp_path):
+    model = model_json("dml_upsample_2d.json")
+    model["resources"]["input"]["note"] = "kept by DxDispatch, ignored"
+    (tmp_path / "m.json").write_text(json.dumps(model))
+    result = subprocess.run([sys.executable, "-m", "dmlops", "run", str(tmp_path / "m.json")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [f"warning: {tmp_path / 'm.json'}: resources.input.note: unknown field, "
+                                          "ignored (known: type, initialValuesDataType, initialValues, "
+                                          "initialValuesOffsetInBytes, sizeInBytes, resampleSize, resampleMode)"]
+    assert result.stdout.startswith("Resource 'output': 1, 1.25,")
+
+
+def test_image_source_paths_are_named_as_unsupported():
+    model = mutated("dml_convolution.json", lambda m: m["resources"]["input"].update(
+        initialValues={"sourcePath": "photo.PNG"}, resampleSize=[1, 3, 5, 5]))
+    with pytest.raises(ModelError, match=r"^resources\.input\.initialValues\.sourcePath: image files are not "
+                                         r"supported by dmlops \(photo\.PNG\)"):
+        dxdispatch.load(model)
