@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import dmlops
 from dmlops import dxdispatch
@@ -641,3 +645,244 @@ def test_image_source_paths_are_named_as_unsupported():
     with pytest.raises(ModelError, match=r"^resources\.input\.initialValues\.sourcePath: image files are not "
                                          r"supported by dmlops \(photo\.PNG\)"):
         dxdispatch.load(model)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile files: a ModelError naming the place, never another exception, a hang, unbounded
+# memory or a file written outside the output directory
+
+
+def strip(text: str) -> str:
+    return dxdispatch._strip_json_extensions(text)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet='a/*,"\\\n ]}'),  # strings that look like comments, commas and brackets
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(alphabet='ab/*,"', max_size=4), inner, max_size=4),
+    max_leaves=20)
+GAPS = st.sampled_from(["", " ", "\n", "// a comment, ] }\n", "/* a comment, with ] and } */", "/**/"])
+
+
+@given(JSON_VALUES, st.data())
+def test_comments_and_trailing_commas_anywhere(value, data):
+    """Any JSON value written with comments between its tokens and trailing commas after its
+    arrays' and objects' last entries reads back as itself."""
+    def render(v) -> str:
+        gap = lambda: data.draw(GAPS)  # noqa: E731
+        if isinstance(v, list):
+            items = [gap() + render(x) + gap() for x in v]
+        elif isinstance(v, dict):
+            items = [gap() + json.dumps(k) + gap() + ":" + gap() + render(x) + gap() for k, x in v.items()]
+        else:
+            return json.dumps(v)
+        trailing = "," + gap() if items and data.draw(st.booleans()) else ""
+        open_, close = "[]" if isinstance(v, list) else "{}"
+        return open_ + gap() + ",".join(items) + trailing + close
+    assert json.loads(strip(render(value))) == value
+
+
+@pytest.mark.parametrize("unit", ['"a\\', "/*", "//", "*/", '"', ",", "[1,", '{"a":', "]", "\\"])
+def test_the_comment_stripper_is_linear(unit):
+    """600 KB of any repeated fragment (unterminated strings and comments included, which the
+    regular expression used before took 30 s on for 60 KB) is stripped in well under a second;
+    10 s is the bound on a loaded machine."""
+    text = unit * (600_000 // len(unit))
+    start = time.perf_counter()
+    try:
+        strip(text)
+    except ModelError as e:
+        assert "nested deeper than 64" in str(e)
+    assert time.perf_counter() - start < 10
+
+
+def test_nesting_is_limited_before_parsing(tmp_path):
+    ok = {"resources": {"r": {"initialValuesDataType": "UINT16", "initialValues": [1], "note": [[[[1]]]]}},
+          "dispatchables": {}, "commands": []}
+    (tmp_path / "ok.json").write_text(json.dumps(ok))
+    with pytest.warns(dxdispatch.ModelWarning):
+        dxdispatch.load(tmp_path / "ok.json")
+    (tmp_path / "deep.json").write_text('{"resources": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ModelError) as info:
+        dxdispatch.load(tmp_path / "deep.json")
+    prefix = len('{"resources": ')  # the object is the first level: the 64th "[" is the 65th
+    assert info.value.path == f"{tmp_path / 'deep.json'}:1:{prefix + 64}"
+    assert info.value.message == "not valid JSON: nested deeper than 64 arrays and objects"
+    deep: object = 1
+    for _ in range(100_000):  # a dict built in Python has no parser to stop it
+        deep = [deep]
+    with pytest.raises(ModelError, match="^model: nested too deeply"):
+        dxdispatch.load({"resources": {"r": {"initialValuesDataType": "UINT16", "initialValues": deep}},
+                         "dispatchables": {}, "commands": []})
+
+
+@pytest.mark.parametrize("data,message", [
+    (b'{"resources": {"\xff": 1}}', "not UTF-8 text (byte 16 is 0xFF)"),
+    (b"\xfe\xff\x00{", "not UTF-8 text (byte 0 is 0xFE)"),  # UTF-16
+    (b'{"resources": ' + b"1" * 5000 + b"}", "not valid JSON: Exceeds the limit"),  # Python's int digits limit
+])
+def test_files_that_are_not_utf8_json(tmp_path, data, message):
+    (tmp_path / "m.json").write_bytes(data)
+    with pytest.raises(ModelError) as info:
+        dxdispatch.load(tmp_path / "m.json")
+    assert info.value.path == str(tmp_path / "m.json") and info.value.message.startswith(message)
+
+
+@pytest.mark.parametrize("edit,path", [
+    (put(lambda m: conv_desc(m)["FusedActivation"]["Desc"], "Alpha", int("9" * 400)),
+     "dispatchables.conv.desc.FusedActivation"),
+    (put(resource("bias"), "initialValues", [int("9" * 400), 1, 2, 3]), "resources.bias.initialValues[0]"),
+    (put(lambda m: m["resources"]["filter"]["initialValues"], "valueDelta", -int("9" * 400)),
+     "resources.filter.initialValues.valueDelta"),
+    (put(conv_desc, "Strides", [int("9" * 400), 1]), "dispatchables.conv.desc.Strides"),
+    (put(lambda m: conv_command(m)["bindings"], "InputTensor", {"name": "input", "elementOffset": 10**400}),
+     "commands[0].bindings.InputTensor"),
+    (put(conv_desc, "InputTensor", {"DataType": "FLOAT32", "Sizes": [2**63, 2, 5, 5]}),
+     "dispatchables.conv.desc.InputTensor"),
+])
+def test_huge_numbers_are_model_errors(edit, path):
+    with pytest.raises(ModelError) as info:
+        dxdispatch.load(mutated("dml_convolution.json", edit), base_dir=MODELS)
+    assert info.value.path == path
+
+
+def source_model(source: str, **spec) -> dict:
+    return {"resources": {"r": {"initialValues": {"sourcePath": source}, **spec}}, "dispatchables": {}, "commands": []}
+
+
+def load_in_a_child(tmp_path: Path, model: dict) -> subprocess.CompletedProcess:
+    """``python -m dmlops run`` on ``model``, in a child process: a hang fails the test (a
+    timeout) instead of stopping the test run."""
+    (tmp_path / "m.json").write_text(json.dumps(model))
+    return subprocess.run([sys.executable, "-m", "dmlops", "run", str(tmp_path / "m.json")],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("source", ["fifo.dat", "fifo.npy", "/dev/zero", "/dev/urandom", "/dev/null", "adir.npy"])
+def test_source_paths_must_be_regular_files(tmp_path, source):
+    os.mkfifo(tmp_path / "fifo.dat")
+    os.mkfifo(tmp_path / "fifo.npy")
+    (tmp_path / "adir.npy").mkdir()
+    result = load_in_a_child(tmp_path, source_model(source, initialValuesDataType="UINT8"))
+    assert result.returncode == 1
+    assert result.stderr == (f"error: {tmp_path / 'm.json'}: resources.r.initialValues.sourcePath: "
+                             f"{tmp_path / source if not source.startswith('/') else source} is not a regular file\n")
+
+
+def test_source_files_larger_than_their_buffer_are_not_read(tmp_path):
+    (tmp_path / "big.dat").write_bytes(bytes(1000))
+    np.save(tmp_path / "big.npy", np.zeros(250, np.float32))
+    for source in ("big.dat", "big.npy"):
+        with pytest.raises(ModelError) as info:
+            dxdispatch.load(source_model(source, initialValuesDataType="FLOAT32", sizeInBytes=64), base_dir=tmp_path)
+        assert info.value.path in ("resources.r.initialValues.sourcePath", "resources.r.sizeInBytes")
+        assert "more than the 64" in str(info.value) or "do not fit in sizeInBytes 64" in str(info.value)
+    # a .npy header claiming more data than the file holds is refused before numpy allocates it
+    header = np.lib.format.header_data_from_array_1_0(np.zeros(1, np.float32))
+    header["shape"] = (2**40,)
+    with open(tmp_path / "liar.npy", "wb") as stream:
+        np.lib.format.write_array_header_1_0(stream, header)
+        stream.write(bytes(4))
+    with pytest.raises(ModelError, match=r"liar.npy has 4 bytes of data; its header \(float32, shape \(1099511627776,\)\)"):
+        dxdispatch.load(source_model("liar.npy"), base_dir=tmp_path)
+
+
+def write_model(target: str) -> dict:
+    return {"resources": {"r": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2]}}, "dispatchables": {},
+            "commands": [{"type": "writeFile", "resource": "r", "targetPath": target}]}
+
+
+@pytest.mark.parametrize("target,message", [
+    ("../x.npy", "leaves the output directory"),
+    ("a/../../x.dat", "leaves the output directory"),
+    ("a/..", "leaves the output directory"),
+    ("..\\x.dat", "leaves the output directory"),  # Windows' separator too
+    ("/tmp/x.dat", "is absolute"),
+    ("\\x.dat", "is absolute"),
+    ("C:x.dat", "is absolute"),
+    ("", "is not a file name"),
+    ("x\0.dat", "is not a file name"),
+    (".", "names a directory"),
+    ("sub/", "names a directory"),
+    ("sub/.", "names a directory"),
+])
+def test_write_file_targets_stay_inside_the_output_directory(tmp_path, target, message):
+    with pytest.raises(ModelError) as info:
+        dxdispatch.load(write_model(target))  # refused before anything runs
+    assert info.value.path == "commands[0].targetPath" and message in info.value.message
+
+
+def test_write_file_through_symbolic_links(tmp_path):
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    out.mkdir()
+    outside.mkdir()
+    (out / "escape").symlink_to(outside)  # a directory link leading out
+    (outside / "victim.dat").write_bytes(b"keep")
+    (out / "final.dat").symlink_to(outside / "victim.dat")  # a final link leading out
+    (out / "inner").mkdir()
+    (out / "loop.dat").symlink_to(out / "inner" / "x.dat")  # a final link, even inside, is not followed
+    (out / "adir.dat").mkdir()
+    os.mkfifo(out / "fifo.dat")
+    for target, message in [("escape/x.dat", "leads outside the output directory"), ("final.dat", "cannot write"),
+                            ("loop.dat", "cannot write"), ("adir.dat", "cannot write"), ("fifo.dat", "cannot write")]:
+        with pytest.raises(ModelError) as info:
+            dxdispatch.load(write_model(target)).run(out)
+        assert info.value.path == "commands[0].targetPath" and message in info.value.message, target
+    assert sorted(os.listdir(outside)) == ["victim.dat"] and (outside / "victim.dat").read_bytes() == b"keep"
+    assert os.listdir(out / "inner") == []
+    dxdispatch.load(write_model("inner/ok.dat")).run(out / "escape" / ".." / "out")  # the directory itself may be any path
+    assert (out / "inner" / "ok.dat").read_bytes() == np.array([1, 2], "<f4").tobytes()
+
+
+BAD_FILES = {  # name: the bytes of a model file that must end in one error line
+    "not_utf8": b'{"resources": {"\xff": 1}}',
+    "deep": b"[" * 100_000,
+    "syntax": b'{"resources": {}\n "commands": []}',
+    "huge_size": json.dumps(mutated("dml_convolution.json", put(resource("bias"), "sizeInBytes", 10**30))).encode(),
+    "huge_count": json.dumps(mutated("dml_convolution.json", put(lambda m: m["resources"]["bias"], "initialValues",
+                                                                 {"valueCount": 2**40, "value": 1}))).encode(),
+    "huge_alpha": json.dumps(mutated("dml_convolution.json", put(lambda m: conv_desc(m)["FusedActivation"]["Desc"],
+                                                                 "Alpha", int("9" * 400)))).encode(),
+    "escape": json.dumps(write_model("../../x.dat")).encode(),
+    "device": json.dumps(source_model("/dev/zero", initialValuesDataType="UINT8")).encode(),
+    "newline_in_name": json.dumps({"resources": {"a\nb": {"initialValues": [1]}}, "dispatchables": {},
+                                   "commands": []}).encode(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_cli_any_bad_file_is_one_error_line(tmp_path, capsys, name):
+    from dmlops.__main__ import main
+    (tmp_path / "m.json").write_bytes(BAD_FILES[name])
+    assert main(["run", str(tmp_path / "m.json"), "--out", str(tmp_path / "out")]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith(f"error: {tmp_path / 'm.json'}")
+    assert not (tmp_path / "x.dat").exists()
+
+
+def test_cli_model_that_is_not_a_regular_file(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "dmlops", "run", "/dev/zero"], capture_output=True, text=True,
+                            timeout=120)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", "error: /dev/zero: the model is not a "
+                                                                        "regular file\n")
+
+
+def test_fuzzing_load_and_run(tmp_path):
+    """tests/fuzz/fuzz_dxdispatch.py for a minute, coverage-guided (atheris), in a child process
+    whose address space is limited to 4 GiB: an exception other than ModelError, a crash, an
+    input that runs past 30 s or a file written outside the output directory fails the test,
+    with libFuzzer's report. Under AddressSanitizer (scripts/sanitize preloads it, and it
+    reserves terabytes of address space) the limit is ASan's own checks instead."""
+    script = Path(__file__).resolve().parents[1] / "fuzz" / "fuzz_dxdispatch.py"
+    asan = "libasan" in os.environ.get("LD_PRELOAD", "")
+
+    def limit_memory() -> None:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    result = subprocess.run([sys.executable, *(["-S"] if sys.flags.no_site else []), str(script),
+                             "-max_total_time=60", "-timeout=30", "-rss_limit_mb=4096", "-seed=1"],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                            preexec_fn=None if asan else limit_memory)
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert "Done " in result.stderr and " runs in " in result.stderr
