@@ -311,7 +311,7 @@ def _npy_values(data: bytes, name: str, where: str) -> np.ndarray:
     return values.reshape(shape[::-1]).T if fortran_order else values.reshape(shape)
 
 
-def _npy_or_raw(path: Path, dtype: Optional[str], where: str, room: "_Room") -> tuple[bytes, str]:
+def _npy_or_raw(path: Path, dtype: Optional[str], where: str, room: _Room) -> tuple[bytes, str]:
     """The bytes and data type of a ``sourcePath`` file whose values must fit in ``room``."""
     if path.suffix.lower() in _IMAGE_SUFFIXES:
         raise ModelError(where, f"image files are not supported by dmlops ({path.name}); convert the image "
