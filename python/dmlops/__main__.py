@@ -1,9 +1,11 @@
 """``python -m dmlops``: pad DirectML's 1x1x4x4 example in all five modes, upsample DirectML's
 2x2 DxDispatch example, and check the results.
 
-``python -m dmlops run model.json [--out DIR]``: run a DirectML DxDispatch model file (see
-:mod:`dmlops.dxdispatch`), printing what its ``print`` commands ask for; ``writeFile`` targets
-go to DIR.
+``python -m dmlops run model.json [--out DIR] [--input_path DIR]``: run a DirectML DxDispatch
+model file (see :mod:`dmlops.dxdispatch`), printing what its ``print`` commands ask for;
+``writeFile`` targets go to DIR (``--output_path`` is DxDispatch's name for ``--out``),
+``sourcePath`` files are looked for in ``--input_path`` (default: the model's directory). A bad
+file prints one ``error: FILE: json.path: message`` line and exits with status 1.
 
 The expected tensors for constant, edge, reflection and symmetric are DirectML's own worked
 examples (DML_PADDING1_OPERATOR_DESC); wrap follows dmlops' rule (i mod n); the upsampled
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import Optional, Sequence
 
 import numpy as np
@@ -73,11 +76,26 @@ def demo() -> int:
     return 1 if failures else 0
 
 
-def run_model(path: str, out_dir: Optional[str]) -> int:
+def _one_line(text: str) -> str:
+    """``text`` with its control characters (a newline in a resource name) and undecodable
+    bytes escaped, so that one message is one line."""
+    return "".join(c if c.isprintable() or c == " " else ascii(c)[1:-1] for c in text)
+
+
+def run_model(path: str, out_dir: Optional[str], input_dir: Optional[str] = None) -> int:
+    """Run a model file: its warnings, then what it prints; any problem with the file is one
+    ``error: FILE: json.path: message`` line on stderr and exit status 1."""
+    if hasattr(sys.stdout, "reconfigure"):  # INT8/UINT8 print as raw bytes, as DxDispatch's do
+        sys.stdout.reconfigure(errors="surrogateescape")
     try:
-        dxdispatch.run(path, out_dir, log=print)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", dxdispatch.ModelWarning)
+            model = dxdispatch.load(path, input_dir)
+        for warning in caught:
+            print(_one_line(f"warning: {path}: {warning.message}"), file=sys.stderr)
+        model.run(out_dir, log=print)
     except dxdispatch.ModelError as e:
-        print(f"error: {e.source}: {e}" if e.source else f"error: {e}", file=sys.stderr)
+        print(_one_line(f"error: {e.source}: {e}" if e.source else f"error: {e}"), file=sys.stderr)
         return 1
     return 0
 
@@ -88,10 +106,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     commands = parser.add_subparsers(dest="command")
     run = commands.add_parser("run", help="run a DirectML DxDispatch model file (.json)")
     run.add_argument("model", help="the model file")
-    run.add_argument("--out", metavar="DIR", help="directory for writeFile targets (skipped without it)")
+    run.add_argument("--out", "--output_path", dest="out", metavar="DIR",
+                     help="directory for writeFile targets (skipped without it); --output_path as in DxDispatch")
+    run.add_argument("--input_path", metavar="DIR",
+                     help="directory where sourcePath files are looked for first (default: the model's)")
     args = parser.parse_args(argv)
     if args.command == "run":
-        return run_model(args.model, args.out)
+        return run_model(args.model, args.out, args.input_path)
     return demo()
 
 

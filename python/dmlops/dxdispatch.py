@@ -18,29 +18,47 @@ How DxDispatch's rules map onto numpy:
   rounded up to 4). ``initialValuesDataType`` types only the initial values, ``print`` and
   ``writeFile``; a dispatch views the bytes with the bound tensor desc's own DataType, Sizes and
   Strides (in elements), so a FLOAT32 buffer may be bound as UINT32 or as a strided tensor.
-- A binding is a resource name or ``{"name": ..., "elementOffset": k, "elementCount": n,
-  "elementSizeInBytes": s}``: the view starts ``k * s`` bytes in, ``s`` defaulting to the size
-  of the buffer's ``initialValuesDataType``, and may use ``n * s`` bytes. As in DirectML, the
-  bound range must hold ``DMLCalcBufferTensorSize`` bytes.
+- A binding is a resource name, ``{"name": ..., "elementOffset": k, "elementCount": n,
+  "elementSizeInBytes": s}``, or either in a one-element array (``["A"]``): the view starts
+  ``k * s`` bytes in, ``s`` defaulting to the size of the buffer's ``initialValuesDataType``, and
+  may use ``n * s`` bytes. As in DirectML, the bound range must hold ``DMLCalcBufferTensorSize``
+  bytes.
 - The tensors an operator binds are its descriptor's tensor fields (``InputTensor``,
   ``FilterTensor``, ``BiasTensor``, ..., ``OutputTensor``); a dispatchable's own ``bindings``
   are defaults for its dispatches. Optional tensors (``BiasTensor``) are bound when the desc has them.
-- Files (``sourcePath``) resolve next to the model file, then from the current directory;
-  ``writeFile`` targets resolve in the output directory and are skipped when there is none.
-  ``.npy`` files carry their dtype and shape; any other extension is raw little-endian bytes.
-- Like DxDispatch's parser, the JSON may contain ``//`` and ``/* */`` comments and trailing commas.
+  The desc is the dispatchable's ``desc`` (or ``Desc``) object, or, without one, the fields
+  written beside ``type``.
+- ``print`` shows as many elements as the initial values had, from the buffer's start (not
+  ``sizeInBytes``' worth), floats with 6 significant digits, INT8 and UINT8 as characters (as a
+  C++ stream shows a char), and with ``"verbose": true`` one ``[index] value (0xBITS)`` line
+  per element, exactly as DxDispatch prints them.
+- Files (``sourcePath``) resolve in the base directory (the model file's, or ``--input_path``),
+  then from the current directory; they must be regular files (not FIFOs or devices) no larger
+  than the buffer. ``writeFile`` targets are relative paths that must stay inside the output
+  directory, symbolic links included (skipped when there is none). ``.npy`` files carry their
+  dtype and shape; any other extension is raw little-endian bytes.
+- Like DxDispatch's parser, the JSON may contain ``//`` and ``/* */`` comments, trailing commas
+  and a UTF-8 byte-order mark; command types are matched in any case. Fields dmlops does not
+  know are ignored, as DxDispatch ignores them, with a :class:`ModelWarning` naming them.
+- Hostile files are refused with a ModelError, never a crash or a hang: arrays and objects nest
+  at most 64 deep, and every buffer together fits in half the machine's memory.
 
-Not supported (reported by name): HLSL, ONNX and serialized-graph dispatchables, operators other
-than those in :data:`OPERATORS`, image files, "deferred" buffers and mixed-type initial value lists.
+Not supported (a ModelError says so): HLSL, ONNX and serialized-graph dispatchables, operators
+other than those in :data:`OPERATORS`, image files, "deferred" buffers and mixed-type initial
+value lists (``[{"type": "UINT32", "value": 1}, ...]``).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import os
 import re
+import stat
+import warnings
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
@@ -69,38 +87,109 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
 class ModelError(ValueError):
     """A model file that cannot be run. ``path`` is the JSON path of the problem
-    (``commands[2].bindings.InputTensor``), ``str(error)`` is ``"<path>: <what is wrong>"``;
-    ``source`` is the model file the path is in (None for a dict, or a file that cannot be read)."""
+    (``commands[2].bindings.InputTensor``), ``message`` what is wrong, ``str(error)`` is
+    ``"<path>: <message>"``; ``source`` is the model file the path is in (None for a dict, or a
+    file that cannot be read)."""
 
     def __init__(self, path: str, message: str):
         super().__init__(f"{path}: {message}")
         self.path = path
+        self.message = message
         self.source: Optional[Path] = None  # the model file, when the model came from one
+
+
+class ModelWarning(UserWarning):
+    """Something in a model that dmlops ignores, as DxDispatch does (an unknown field):
+    ``str(warning)`` is ``"<path>: <message>"``."""
 
 
 # ---------------------------------------------------------------------------------------------
 # JSON values
 
 
+_MAX_DEPTH = 64  # nesting of arrays and objects; DirectML models nest about 6 deep
+_STRING_BODY = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S)  # after the opening quote; never fails
+_PLAIN = re.compile(r'[^"/\[\]{}]*')  # up to the next character the scan looks at
+
+
+def _position(text: str, offset: int) -> str:
+    line = text.count("\n", 0, offset) + 1
+    return f"{line}:{offset - (text.rfind(chr(10), 0, offset) + 1) + 1}"
+
+
 def _strip_json_extensions(text: str) -> str:
     """Remove comments and trailing commas (both accepted by DxDispatch's parser), leaving
-    string literals alone."""
-    keep_strings = lambda m: m.group(1) or ""  # noqa: E731
-    text = re.sub(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', keep_strings, text, flags=re.S)
-    return re.sub(r'("(?:\\.|[^"\\])*")|,(?=\s*[\]}])', keep_strings, text)
+    string literals alone; one pass, linear in the text. Nesting deeper than ``_MAX_DEPTH``
+    raises ModelError (path ``line:column``) before a recursive parser can overflow."""
+    out: list[str] = []
+    depth, i, n = 0, 0, len(text)
+
+    def drop_trailing_comma() -> None:
+        j = len(out) - 1
+        while j >= 0 and (not out[j] or out[j].isspace()):  # each whitespace piece is passed once
+            j -= 1
+        if j >= 0 and out[j].rstrip().endswith(","):
+            kept = out[j].rstrip()
+            out[j] = kept[:-1] + out[j][len(kept):]
+
+    while i < n:
+        end = _PLAIN.match(text, i).end()
+        if end > i:
+            out.append(text[i:end])
+            i = end
+            continue
+        c = text[i]
+        if c == '"':
+            end = _STRING_BODY.match(text, i + 1).end() + 1  # past the closing quote (or the end)
+            out.append(text[i:end])
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out.append(" ")
+        elif text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            if close < 0:  # unterminated: left for the JSON parser to report
+                out.append(text[i:])
+                break
+            end = close + 2
+            out.append(" ")
+        elif c in "[{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                raise ModelError(_position(text, i), f"not valid JSON: nested deeper than {_MAX_DEPTH} arrays and objects")
+            end = i + 1
+            out.append(c)
+        else:  # "]", "}" or a "/" that starts no comment
+            if c != "/":
+                depth -= 1
+                drop_trailing_comma()
+            end = i + 1
+            out.append(c)
+        i = end
+    return "".join(out)
+
+
+def _show(value: Any) -> str:
+    """A JSON value for a message, cut short: a file may hold megabytes where a name belongs."""
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _expect(value: Any, kind: Union[type, tuple[type, ...]], path: str, what: str) -> Any:
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        raise ModelError(path, f"expected {what}, got {json.dumps(value)}")
+        raise ModelError(path, f"expected {what}, got {_show(value)}")
     return value
 
 
 def _object(value: Any, path: str, known: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``value`` as a JSON object with the ``required`` keys. Other keys than ``known`` are
+    ignored, as DxDispatch ignores them, with a :class:`ModelWarning` (a misspelt optional field
+    is otherwise silently absent)."""
     obj: dict[str, Any] = _expect(value, dict, path, "an object")
     for key in obj:
         if key not in known:
-            raise ModelError(f"{path}.{key}", f"unknown field; expected one of {', '.join(known)}")
+            warnings.warn(ModelWarning(f"{path}.{key}: unknown field, ignored (known: {', '.join(known)})"),
+                          stacklevel=2)
     for key in required:
         if key not in obj:
             raise ModelError(f"{path}.{key}", "missing")
@@ -145,26 +234,102 @@ def _element(value: Any, dtype: np.dtype, path: str) -> Any:
     return value
 
 
-def _npy_or_raw(path: Path, dtype: Optional[str], where: str) -> tuple[bytes, str]:
-    """The bytes and data type of a ``sourcePath`` file."""
-    if path.suffix.lower() in _IMAGE_SUFFIXES:
-        raise ModelError(where, f"image files are not supported ({path.name})")
+def _memory_bytes() -> int:
+    """The memory this process may use: physical memory, or less under an address-space limit
+    (``ulimit -v``). No model may ask for more: a bound for every size in it."""
     try:
-        if path.suffix.lower() != ".npy":
-            if dtype is None:
-                raise ModelError(where, f"raw file {path.name} needs an initialValuesDataType")
-            return path.read_bytes(), dtype
-        array = np.load(path, allow_pickle=False)
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): a terabyte
+        memory = 1 << 40
+    try:
+        import resource  # POSIX only
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit != resource.RLIM_INFINITY:
+            memory = min(memory, limit)
+    except (ImportError, AttributeError, ValueError, OSError):
+        pass
+    return memory
+
+
+def _read_regular_file(path: Union[str, Path], limit: int, where: str, name: str = "") -> bytes:
+    """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes (``name``
+    is what messages call it, default the path).
+
+    Opened without blocking (a FIFO with no writer would block forever) and checked with
+    ``fstat`` on the opened descriptor, so what is read is what was checked: a FIFO, a device
+    (``/dev/zero`` never ends) or a directory raises ModelError at ``where``, as does a file
+    larger than ``limit``, before anything is read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    name = name or str(path)
+    try:
+        fd = os.open(path, flags)
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the name
+        raise ModelError(where, f"cannot read {name}: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ModelError(where, f"{name} is not a regular file")
+        if info.st_size > limit:
+            raise ModelError(where, f"{name} has {info.st_size} bytes, more than the {limit} it may have here")
+        chunks, left = [], info.st_size
+        while left > 0:  # a file that shrinks meanwhile ends the loop; one that grows is read to st_size
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
     except OSError as e:
-        raise ModelError(where, f"cannot read {path}: {e.strerror or e}") from None
-    except ValueError as e:
-        raise ModelError(where, f"{path.name} is not a valid .npy file: {e}") from None
+        raise ModelError(where, f"cannot read {name}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+_NPY_HEADER_MAX = 12 + (1 << 16)  # magic, version, length, and a header longer than any numpy writes
+
+
+def _npy_values(data: bytes, name: str, where: str) -> np.ndarray:
+    """The array of a .npy file's bytes, its header checked against the data it describes
+    (so a header cannot make numpy allocate what the file does not hold)."""
+    stream = io.BytesIO(data)
+    try:
+        read_header = _NPY_HEADERS.get(np.lib.format.read_magic(stream))
+        if read_header is None:
+            raise ValueError("only .npy format versions 1.0 and 2.0 are read")
+        shape, fortran_order, dtype = read_header(stream)
+    except (ValueError, TypeError, SyntaxError, EOFError) as e:
+        raise ModelError(where, f"{name} is not a valid .npy file: {e}") from None
+    if dtype.hasobject:
+        raise ModelError(where, f"{name} holds Python objects, not a DirectML data type")
+    count = math.prod(shape)
+    if len(data) - stream.tell() != count * dtype.itemsize:
+        raise ModelError(where, f"{name} has {len(data) - stream.tell()} bytes of data; its header "
+                                f"({dtype}, shape {shape}) needs {count * dtype.itemsize}")
+    values = np.frombuffer(data, dtype, count, offset=stream.tell())
+    return values.reshape(shape[::-1]).T if fortran_order else values.reshape(shape)
+
+
+def _npy_or_raw(path: Path, dtype: Optional[str], where: str, room: _Room) -> tuple[bytes, str]:
+    """The bytes and data type of a ``sourcePath`` file whose values must fit in ``room``."""
+    if path.suffix.lower() in _IMAGE_SUFFIXES:
+        raise ModelError(where, f"image files are not supported by dmlops ({path.name}); convert the image "
+                                f"to a .npy file of the tensor the model expects")
+    if path.suffix.lower() != ".npy":
+        if dtype is None:
+            raise ModelError(where, f"raw file {path.name} needs an initialValuesDataType")
+        data = _read_regular_file(path, room.limit, where)
+        room.check(len(data))
+        return data, dtype
+    array = _npy_values(_read_regular_file(path, room.limit + _NPY_HEADER_MAX, where), path.name, where)
     try:
         file_dtype = "uint8" if array.dtype == np.bool_ else dtype_name(array.dtype)
     except TypeError:
         raise ModelError(where, f"{path.name} holds {array.dtype}, not a DirectML data type") from None
     if dtype is not None and dtype != file_dtype:
         raise ModelError(where, f"{path.name} holds {file_dtype.upper()} but initialValuesDataType is {dtype.upper()}")
+    room.check(array.nbytes)
     return np.ascontiguousarray(array, np.dtype(file_dtype).newbyteorder("<")).tobytes(), file_dtype
 
 
@@ -199,11 +364,33 @@ class Buffer:
         return np.frombuffer(storage, self.dtype, count=self.length)
 
 
-def _initial_values(spec: Any, dtype: Optional[str], path: str, base_dir: Path) -> tuple[bytes, str]:
+_MIXED = ("mixed-type initial values (a list of {\"type\", \"value\"} objects, written for HLSL dispatchables) "
+          "are not supported by dmlops: give the buffer an initialValuesDataType and a list of numbers")
+
+
+@dataclass
+class _Room:
+    """The bytes a buffer's initial values may take: ``limit``, set by the field at ``path``
+    (sizeInBytes, or the machine's memory), checked before anything is allocated or read."""
+
+    limit: int
+    path: str
+    what: str  # the limit in words
+
+    def check(self, nbytes: int) -> None:
+        if nbytes > self.limit:
+            raise ModelError(self.path, f"{nbytes} bytes of initial values do not fit in {self.what}")
+
+
+def _initial_values(spec: Any, dtype: Optional[str], path: str, base_dir: Path, room: _Room) -> tuple[bytes, str]:
+    """The initial values' bytes (as many as ``room`` allows) and their data type."""
     if isinstance(spec, list):
+        if any(isinstance(v, dict) for v in spec):
+            raise ModelError(path, _MIXED)
         if dtype is None:
             raise ModelError(path, "an array of values needs an initialValuesDataType")
         dt = np.dtype(dtype)
+        room.check(len(spec) * dt.itemsize)
         elements = [_element(v, dt, f"{path}[{i}]") for i, v in enumerate(spec)]
         return np.array(elements, dtype=dt).astype(dt.newbyteorder("<")).tobytes(), dtype
     forms = (("value",), ("valueStart", "valueDelta"), ("sourcePath",))
@@ -216,8 +403,8 @@ def _initial_values(spec: Any, dtype: Optional[str], path: str, base_dir: Path) 
         if "valueCount" in spec:
             raise ModelError(f"{path}.valueCount", "not allowed with sourcePath")
         source = _expect(spec["sourcePath"], str, f"{path}.sourcePath", "a file path")
-        file = base_dir / source if (base_dir / source).exists() else Path(source)
-        return _npy_or_raw(file, dtype, f"{path}.sourcePath")
+        file = base_dir / source if os.path.exists(base_dir / source) else Path(source)
+        return _npy_or_raw(file, dtype, f"{path}.sourcePath", room)
     if dtype is None:
         raise ModelError(path, "generated values need an initialValuesDataType")
     dt = np.dtype(dtype)
@@ -225,6 +412,7 @@ def _initial_values(spec: Any, dtype: Optional[str], path: str, base_dir: Path) 
         if key not in spec:
             raise ModelError(f"{path}.{key}", "missing")
     count = _uint(spec["valueCount"], f"{path}.valueCount")
+    room.check(count * dt.itemsize)
     if form == ("value",):
         values = np.full(count, _element(spec["value"], dt, f"{path}.value"), dtype=dt)
     else:
@@ -239,30 +427,39 @@ def _initial_values(spec: Any, dtype: Optional[str], path: str, base_dir: Path) 
     return values.astype(dt.newbyteorder("<")).tobytes(), dtype
 
 
-def _buffer(name: str, spec: Any, base_dir: Path) -> Buffer:
+def _buffer(name: str, spec: Any, base_dir: Path, memory: int) -> Buffer:
+    """A resource whose bytes (all of them, ``sizeInBytes`` included) fit in ``memory``."""
     path = f"resources.{name}"
+    # resampleSize and resampleMode belong to image sourcePaths, which are refused by name
     _object(spec, path, ("type", "initialValuesDataType", "initialValues", "initialValuesOffsetInBytes",
-                         "sizeInBytes"), required=("initialValues",))
+                         "sizeInBytes", "resampleSize", "resampleMode"), required=("initialValues",))
     if spec.get("type", "buffer") != "buffer":
-        raise ModelError(f"{path}.type", f'only "buffer" resources exist, not {json.dumps(spec["type"])}')
+        raise ModelError(f"{path}.type", f'only "buffer" resources exist, not {_show(spec["type"])}')
+    values = spec["initialValues"]
     dtype = None
+    if isinstance(spec.get("initialValuesDataType"), str) and \
+            spec["initialValuesDataType"].upper().removeprefix("DML_TENSOR_DATA_TYPE_") == "UNKNOWN":
+        raise ModelError(f"{path}.initialValuesDataType", _MIXED)
     if "initialValuesDataType" in spec:
         dtype = _data_type(spec["initialValuesDataType"], f"{path}.initialValuesDataType")
-    values = spec["initialValues"]
     if isinstance(values, str):
-        raise ModelError(f"{path}.initialValues", f"{json.dumps(values)} buffers (ONNX deferred binding) are not supported")
-    if isinstance(values, list) and dtype is None:
-        raise ModelError(f"{path}.initialValuesDataType", "missing (mixed-type value lists are not supported)")
-    initial, dtype = _initial_values(values, dtype, f"{path}.initialValues", base_dir)
-    if not initial:
-        raise ModelError(f"{path}.initialValues", "no values")
+        raise ModelError(f"{path}.initialValues", f"{_show(values)} buffers (ONNX deferred binding) are not "
+                                                  f"supported by dmlops")
     offset = _uint(spec.get("initialValuesOffsetInBytes", 0), f"{path}.initialValuesOffsetInBytes")
-    end = offset + len(initial)
     if "sizeInBytes" in spec:
         size = _uint(spec["sizeInBytes"], f"{path}.sizeInBytes")
-        if end > size:
-            raise ModelError(f"{path}.sizeInBytes", f"{size} bytes cannot hold the {len(initial)} bytes of "
-                                                    f"initial values at offset {offset}")
+        if size > memory:
+            raise ModelError(f"{path}.sizeInBytes", f"{size} bytes is more than the {memory} bytes of memory left")
+        room = _Room(size - offset, f"{path}.sizeInBytes", f"sizeInBytes {size} from offset {offset}")
+    else:
+        room = _Room(memory - 4 - offset, f"{path}.initialValues", f"the {memory} bytes of memory left")
+    if room.limit < 0:
+        raise ModelError(f"{path}.initialValuesOffsetInBytes", f"{offset} is past the buffer's end")
+    initial, dtype = _initial_values(values, dtype, f"{path}.initialValues", base_dir, room)
+    if not initial:
+        raise ModelError(f"{path}.initialValues", "no values")
+    end = offset + len(initial)
+    if "sizeInBytes" in spec:
         shown = size
     else:
         size, shown = (end + 3) // 4 * 4, end  # DirectML buffers are multiples of 4 bytes
@@ -278,7 +475,7 @@ def _tensor_desc(value: Any, path: str) -> TensorDesc:
     if "Desc" in value:  # DML_TENSOR_DESC form: {"Type": "DML_TENSOR_TYPE_BUFFER", "Desc": {...}}
         _object(value, path, ("Type", "Desc"))
         if value.get("Type", "DML_TENSOR_TYPE_BUFFER") not in ("DML_TENSOR_TYPE_BUFFER", "BUFFER"):
-            raise ModelError(f"{path}.Type", f"only buffer tensors exist, not {json.dumps(value['Type'])}")
+            raise ModelError(f"{path}.Type", f"only buffer tensors exist, not {_show(value['Type'])}")
         return _tensor_desc(value["Desc"], f"{path}.Desc")
     _object(value, path, ("DataType", "Sizes", "Strides", "DimensionCount", "Flags", "TotalTensorSizeInBytes",
                           "GuaranteedBaseOffsetAlignment"), required=("DataType", "Sizes"))
@@ -297,16 +494,17 @@ def _tensor_desc(value: Any, path: str) -> TensorDesc:
             raise ModelError(f"{path}.Strides", f"expected {len(sizes)} entries (one per size), got {len(strides)}")
     try:
         return TensorDesc(dtype, sizes, strides)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise ModelError(path, str(e)) from None
 
 
-def _check_field(f: Field, value: Any, path: str) -> None:
+def _check_field(f: Field, value: Any, path: str) -> Any:
     """The JSON shape each kind of descriptor field must have (the values' rules are the
-    descriptor's to check)."""
+    descriptor's to check); returns the value for ``from_dict``, a tensor desc without the
+    fields that were warned about and ignored."""
     if f.kind == "tensor":
-        _tensor_desc(value, path)
-    elif f.kind == "enum":
+        return _tensor_desc(value, path).to_dict()
+    if f.kind == "enum":
         assert f.enum is not None, f"{f.name}: an enum field declares its Enum"
         _expect(value, str, path, f"a DML_{f.enum.prefix}_* name")
     elif f.kind in ("dims", "floats"):
@@ -320,7 +518,7 @@ def _check_field(f: Field, value: Any, path: str) -> None:
         _uint(value, path)
     elif f.kind == "bool":
         if not (isinstance(value, bool) or value in (0, 1)):
-            raise ModelError(path, f"expected true, false, 0 or 1, got {json.dumps(value)}")
+            raise ModelError(path, f"expected true, false, 0 or 1, got {_show(value)}")
     elif f.kind == "size_2d":
         _object(value, path, ("Width", "Height"), required=("Width", "Height"))
         _uint(value["Width"], f"{path}.Width")
@@ -331,21 +529,31 @@ def _check_field(f: Field, value: Any, path: str) -> None:
             raise ModelError(f"{path}.Type", "missing")
         try:
             Activation.from_dict(value)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise ModelError(path, str(e)) from None
     elif not (isinstance(value, str) and value.lower() in _NON_FINITE):  # scalar, float
         kinds = (int, float, dict) if f.kind == "scalar" else (int, float)
         _expect(value, kinds, path, "a number")
+    return value
 
 
-def _check_desc(cls: type[Descriptor], desc: dict[str, Any], path: str) -> None:
+def _desc_keys(cls: type[Descriptor]) -> tuple[str, ...]:
+    """The JSON keys of a desc: its fields, their count members and scalar DataTypes."""
     counted = [f for f in cls.FIELDS if f.kind in ("dims", "floats")]
     known = [f.dml for f in cls.FIELDS] + sorted({f.count for f in counted})
-    known += [f.dml + "DataType" for f in cls.FIELDS if f.kind == "scalar"]
-    _object(desc, path, tuple(known))
+    return tuple(known + [f.dml + "DataType" for f in cls.FIELDS if f.kind == "scalar"])
+
+
+def _check_desc(cls: type[Descriptor], desc: dict[str, Any], path: str) -> dict[str, Any]:
+    """The desc's JSON checked field by field, as ``from_dict`` takes it: the fields dmlops
+    does not know left out (each warned about)."""
+    counted = [f for f in cls.FIELDS if f.kind in ("dims", "floats")]
+    known = _desc_keys(cls)
+    _object(desc, path, known)
+    checked = {key: value for key, value in desc.items() if key in known}
     for f in cls.FIELDS:
         if f.dml in desc and not (f.optional and desc[f.dml] is None):
-            _check_field(f, desc[f.dml], f"{path}.{f.dml}")
+            checked[f.dml] = _check_field(f, desc[f.dml], f"{path}.{f.dml}")
         elif not f.optional and not (f.dml == "OutputTensor" and cls.INFERRED_OUTPUT):
             raise ModelError(f"{path}.{f.dml}", f"missing (DML_OPERATOR_{cls.OPERATOR} requires it)")
     for f in cls.FIELDS:
@@ -363,6 +571,7 @@ def _check_desc(cls: type[Descriptor], desc: dict[str, Any], path: str) -> None:
         for name in arrays:
             if len(desc[name]) != expected:
                 raise ModelError(f"{path}.{name}", f"expected {expected} entries ({source}), got {len(desc[name])}")
+    return checked
 
 
 def _field_path(cls: type[Descriptor], message: str, path: str) -> str:
@@ -391,25 +600,40 @@ class Dispatchable:
         return sorted(fields, key=lambda f: f.dml == "OutputTensor")
 
 
+#: Dispatchable types other than DirectML operators, as DxDispatch names them (any case).
+_OTHER_DISPATCHABLES = {
+    "hlsl": "HLSL compute shaders",
+    "onnx": "ONNX models",
+    "dmlserializedgraph": "serialized DirectML graphs",
+}
+_DISPATCHABLE_KEYS = ("type", "bindings", "executionFlags", "dmlCompileType")
+
+
 def _dispatchable(name: str, spec: Any) -> Dispatchable:
     path = f"dispatchables.{name}"
     _expect(spec, dict, path, "an object")
     if "type" not in spec:
         raise ModelError(f"{path}.type", "missing")
     type_name = _expect(spec["type"], str, f"{path}.type", "an operator type name")
+    if type_name.lower() in _OTHER_DISPATCHABLES:
+        raise ModelError(f"{path}.type", f"{_OTHER_DISPATCHABLES[type_name.lower()]} ({type_name!r} dispatchables) "
+                                         f"are not supported by dmlops, which runs DirectML operators only")
     key = type_name.upper()
     key = key[len(_OPERATOR_PREFIX):] if key.startswith(_OPERATOR_PREFIX) else key
     cls = OPERATORS.get(key)
     if cls is None:
         supported = ", ".join(f"{_OPERATOR_PREFIX}{k}" for k in OPERATORS)
         raise ModelError(f"{path}.type", f"{type_name} is not supported by dmlops; supported: {supported}")
-    desc_key = "Desc" if "Desc" in spec else "desc"
-    _object(spec, path, ("type", desc_key, "bindings", "executionFlags", "dmlCompileType"), required=(desc_key,))
-    desc_path = f"{path}.{desc_key}"
-    _check_desc(cls, spec[desc_key], desc_path)
+    desc_key = "Desc" if "Desc" in spec else "desc" if "desc" in spec else None
+    if desc_key is None:  # DxDispatch also reads the desc's fields written beside "type"
+        desc_json, desc_path = {k: v for k, v in spec.items() if k not in _DISPATCHABLE_KEYS}, path
+    else:
+        _object(spec, path, _DISPATCHABLE_KEYS + (desc_key,))
+        desc_json, desc_path = spec[desc_key], f"{path}.{desc_key}"
+    desc_json = _check_desc(cls, desc_json, desc_path)
     try:
-        desc = cls.from_dict(spec[desc_key])
-    except (TypeError, ValueError) as e:
+        desc = cls.from_dict(desc_json)
+    except (TypeError, ValueError, OverflowError) as e:
         raise ModelError(_field_path(cls, str(e), desc_path), str(e)) from None
     bindings = _object(spec.get("bindings", {}), f"{path}.bindings", tuple(f.dml for f in cls.FIELDS
                                                                             if f.kind == "tensor"))
@@ -445,6 +669,10 @@ def _packed_strides(sizes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _bind(binding: Any, desc: TensorDesc, f: Field, resources: dict[str, Buffer], path: str) -> BoundTensor:
+    if isinstance(binding, list):  # DxDispatch's form for operators that bind arrays of tensors
+        if len(binding) != 1:
+            raise ModelError(path, f"{f.dml} binds one resource, not {len(binding)}")
+        binding, path = binding[0], f"{path}[0]"
     if isinstance(binding, str):
         binding = {"name": binding}
     _object(binding, path, ("name", "elementOffset", "elementCount", "elementSizeInBytes", "format"),
@@ -505,10 +733,33 @@ def _resource_name(spec: dict[str, Any], resources: dict[str, Buffer], path: str
     return name
 
 
+_NPY_MAX_DIMS = 64  # numpy's limit
+
+
+def _target_path(value: Any, path: str) -> str:
+    """A writeFile ``targetPath``: a relative path to a file that stays inside the output
+    directory whatever the platform's separator (symbolic links are checked when writing)."""
+    target = _expect(value, str, path, "a file path")
+    parts = re.split(r"[/\\]", target)
+    if not target or "\0" in target:
+        raise ModelError(path, f"{_show(target)} is not a file name")
+    if target.startswith(("/", "\\")) or PureWindowsPath(target).drive:
+        raise ModelError(path, f"{_show(target)} is absolute; targets are relative to the output directory")
+    if ".." in parts:
+        raise ModelError(path, f"{_show(target)} leaves the output directory")
+    if parts[-1] in ("", "."):
+        raise ModelError(path, f"{_show(target)} names a directory, not a file")
+    if Path(target).suffix.lower() in _IMAGE_SUFFIXES:
+        raise ModelError(path, f"image files are not supported by dmlops ({target})")
+    return target
+
+
 def _command(i: int, spec: Any, resources: dict[str, Buffer], dispatchables: dict[str, Dispatchable]) -> Command:
     path = f"commands[{i}]"
     _expect(spec, dict, path, "a command object")
-    kind = spec.get("type")
+    if "type" not in spec:
+        raise ModelError(f"{path}.type", "missing")
+    kind = _expect(spec["type"], str, f"{path}.type", 'a command type ("dispatch", "print" or "writeFile")').lower()
     if kind == "dispatch":
         _object(spec, path, ("type", "dispatchable", "bindings", "threadGroupCount"),
                 required=("dispatchable", "bindings"))
@@ -519,8 +770,9 @@ def _command(i: int, spec: Any, resources: dict[str, Buffer], dispatchables: dic
         expected = [f.dml for f in target.tensor_fields]
         given = {**target.bindings, **_expect(spec["bindings"], dict, f"{path}.bindings", "an object")}
         for key in given:
-            if key not in expected:
-                raise ModelError(f"{path}.bindings.{key}", f"{name} binds {', '.join(expected)}")
+            if key not in expected:  # DxDispatch binds by bind point name and never looks at others
+                warnings.warn(ModelWarning(f"{path}.bindings.{key}: not a tensor {name} binds, ignored "
+                                           f"({name} binds {', '.join(expected)})"), stacklevel=2)
         tensors = []
         for f in target.tensor_fields:
             if f.dml not in given:
@@ -531,22 +783,22 @@ def _command(i: int, spec: Any, resources: dict[str, Buffer], dispatchables: dic
         _object(spec, path, ("type", "resource", "verbose"), required=("resource",))
         verbose = _expect(spec.get("verbose", False), bool, f"{path}.verbose", "true or false")
         return Print(path, _resource_name(spec, resources, path), verbose)
-    if kind == "writeFile":
+    if kind == "writefile":
         _object(spec, path, ("type", "resource", "targetPath", "dimensions"), required=("resource", "targetPath"))
         name = _resource_name(spec, resources, path)
-        target = _expect(spec["targetPath"], str, f"{path}.targetPath", "a file path")
-        if Path(target).suffix.lower() in _IMAGE_SUFFIXES:
-            raise ModelError(f"{path}.targetPath", f"image files are not supported ({target})")
+        target = _target_path(spec["targetPath"], f"{path}.targetPath")
         dims = None
         if "dimensions" in spec:
             dims = tuple(_uint(v, f"{path}.dimensions[{k}]") for k, v in
                          enumerate(_expect(spec["dimensions"], list, f"{path}.dimensions", "an array of sizes")))
+            if len(dims) > _NPY_MAX_DIMS:
+                raise ModelError(f"{path}.dimensions", f"{len(dims)} dimensions; a .npy file has at most {_NPY_MAX_DIMS}")
             count = resources[name].length
             if math.prod(dims) != count:
                 raise ModelError(f"{path}.dimensions", f"{list(dims)} holds {math.prod(dims)} elements but resource "
                                                        f"{name!r} has {count}")
         return WriteFile(path, name, target, dims)
-    raise ModelError(f"{path}.type", f'expected "dispatch", "print" or "writeFile", got {json.dumps(kind)}')
+    raise ModelError(f"{path}.type", f'expected "dispatch", "print" or "writeFile" (any case), got {_show(spec["type"])}')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -554,8 +806,37 @@ def _command(i: int, spec: Any, resources: dict[str, Buffer], dispatchables: dic
 
 
 def _format(value: Any) -> str:
-    # C++ iostream's default float format (6 significant digits), as DxDispatch prints
-    return f"{float(value):g}" if isinstance(value, np.floating) else str(value)
+    """One element as DxDispatch's ``std::ostream << value`` shows it: floats in the default
+    format (6 significant digits), INT8 and UINT8 as the character of their byte (C++ streams
+    print (un)signed chars as characters; bytes past ASCII come as surrogate escapes:
+    ``line.encode("utf-8", "surrogateescape")`` gives DxDispatch's bytes)."""
+    if isinstance(value, np.floating):
+        return f"{float(value):g}"
+    if value.dtype.itemsize == 1:
+        return bytes([int(value) & 0xFF]).decode("utf-8", "surrogateescape")
+    return str(value)
+
+
+def _write_inside(out_dir: Path, target: str, data: bytes, where: str) -> None:
+    """Write ``data`` to ``out_dir/target``: its directory, symbolic links resolved, must be
+    inside ``out_dir``; the file is opened without following a final symbolic link, without
+    blocking (a FIFO with no reader), and must be a regular file."""
+    try:
+        root = os.path.realpath(out_dir)
+        file = Path(root, target)
+        parent = os.path.realpath(file.parent)
+        if os.path.commonpath([root, parent]) != root:
+            raise ModelError(where, f"{target!r} leads outside the output directory {out_dir} (a symbolic link)")
+        os.makedirs(parent, exist_ok=True)
+        flags = (os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(os.path.join(parent, file.name), flags, 0o666)
+    except (OSError, ValueError) as e:  # ValueError: os.path.commonpath across drives
+        raise ModelError(where, f"cannot write {target!r} in {out_dir}: {getattr(e, 'strerror', None) or e}") from None
+    with os.fdopen(fd, "wb") as stream:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ModelError(where, f"cannot write {target!r} in {out_dir}: not a regular file")
+        stream.write(data)
 
 
 @dataclass
@@ -591,7 +872,10 @@ class Model:
             An operator rejects its bound tensors at dispatch time; the message names the
             command.
         """
-        storage = {name: buffer.storage() for name, buffer in self.resources.items()}
+        try:
+            storage = {name: buffer.storage() for name, buffer in self.resources.items()}
+        except MemoryError:
+            raise ModelError("resources", "out of memory for the buffers") from None
         arrays = {name: buffer.typed(storage[name]) for name, buffer in self.resources.items()}
         emit = log or (lambda line: None)
         for command in self.commands:
@@ -599,10 +883,10 @@ class Model:
                 views = [t.view(storage[t.resource]) for t in command.tensors]
                 try:
                     command.dispatchable.desc(*views[:-1], out=views[-1])
-                except (TypeError, ValueError) as e:
-                    raise ModelError(command.path, f"{command.dispatchable.name}: {e}") from None
+                except (TypeError, ValueError, OverflowError, MemoryError) as e:
+                    raise ModelError(command.path, f"{command.dispatchable.name}: {e or 'out of memory'}") from None
             elif isinstance(command, Print):
-                emit(self._printed(command, arrays[command.resource]))
+                emit(self._printed(command, self.resources[command.resource], storage[command.resource]))
             elif out_dir is None:
                 emit(f"writeFile {command.target!r}: skipped (no output directory)")
             else:
@@ -610,23 +894,27 @@ class Model:
         return {name: array.copy() for name, array in arrays.items()}
 
     @staticmethod
-    def _printed(command: Print, values: np.ndarray) -> str:
+    def _printed(command: Print, buffer: Buffer, storage: bytearray) -> str:
+        """What DxDispatch prints: the elements its initial values had (from the buffer's
+        start, whatever sizeInBytes or initialValuesOffsetInBytes say), verbose with the index
+        right-aligned to the count's width and the bits in hex padded with spaces."""
+        values = np.frombuffer(storage, buffer.dtype, count=len(buffer.initial) // buffer.itemsize)
         if not command.verbose:
             return f"Resource '{command.resource}': " + ", ".join(_format(v) for v in values)
-        width = len(str(max(len(values) - 1, 0)))
+        width, digits = len(str(len(values))), 2 * values.itemsize
         raw = values.view(f"u{values.itemsize}")
-        lines = [f"[{i:>{width}}] {_format(v)} (0x{int(r):0{2 * values.itemsize}X})"
-                 for i, (v, r) in enumerate(zip(values, raw))]
-        return f"Resource '{command.resource}':\n" + "\n".join(lines)
+        return f"Resource '{command.resource}':\n" + "".join(
+            f"[{i:>{width}}] {_format(v)} (0x{int(r):>{digits}X})\n" for i, (v, r) in enumerate(zip(values, raw)))
 
     @staticmethod
     def _write(command: WriteFile, values: np.ndarray, storage: bytearray, out_dir: Path) -> None:
-        target = out_dir / command.target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.suffix.lower() == ".npy":
-            np.save(target, values.reshape(command.dimensions or values.shape), allow_pickle=False)
+        if command.target.lower().endswith(".npy"):
+            stream = io.BytesIO()
+            np.save(stream, values.reshape(command.dimensions or values.shape), allow_pickle=False)
+            data = stream.getvalue()
         else:
-            target.write_bytes(bytes(storage))
+            data = bytes(storage)
+        _write_inside(out_dir, command.target, data, f"{command.path}.targetPath")
 
 
 def load(model: Union[str, Path, dict[str, Any]], base_dir: Union[str, Path, None] = None) -> Model:
@@ -649,8 +937,14 @@ def load(model: Union[str, Path, dict[str, Any]], base_dir: Union[str, Path, Non
     Raises
     ------
     ModelError
-        The file cannot be read, is not valid JSON, or anything in it is unsupported or
-        breaks a rule; ``str(error)`` starts with the JSON path of the problem.
+        The file cannot be read (or is not a regular file), is not UTF-8 JSON, or anything in
+        it is unsupported or breaks a rule; ``str(error)`` starts with the JSON path of the
+        problem. Nothing else is raised, whatever the file holds.
+
+    Warns
+    -----
+    ModelWarning
+        A field dmlops does not know, ignored as DxDispatch ignores it.
 
     Examples
     --------
@@ -664,14 +958,7 @@ def load(model: Union[str, Path, dict[str, Any]], base_dir: Union[str, Path, Non
     source = None
     if isinstance(model, (str, Path)):
         source = Path(model)
-        try:
-            text = source.read_text(encoding="utf-8")
-        except OSError as e:
-            raise ModelError(str(source), f"cannot read the model: {e.strerror or e}") from None
-        try:
-            model = json.loads(_strip_json_extensions(text))
-        except json.JSONDecodeError as e:
-            raise ModelError(f"{source}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}") from None
+        model = _parse(source, _read_regular_file(source, _memory_bytes() // 2, str(source), "the model"))
         base = Path(base_dir) if base_dir is not None else source.parent
     else:
         base = Path(base_dir) if base_dir is not None else Path(".")
@@ -680,13 +967,35 @@ def load(model: Union[str, Path, dict[str, Any]], base_dir: Union[str, Path, Non
     except ModelError as e:
         e.source = source
         raise
+    except RecursionError:  # only a dict built in Python can nest this deep: files are limited
+        raise ModelError("model", "nested too deeply") from None
+
+
+def _parse(source: Path, data: bytes) -> Any:
+    """A model file's JSON, as DxDispatch reads it: UTF-8 (a byte-order mark is skipped),
+    comments and trailing commas allowed."""
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        raise ModelError(str(source), f"not UTF-8 text (byte {e.start} is 0x{data[e.start]:02X})") from None
+    try:
+        return json.loads(_strip_json_extensions(text))
+    except ModelError as e:
+        raise ModelError(f"{source}:{e.path}", e.message) from None
+    except json.JSONDecodeError as e:
+        raise ModelError(f"{source}:{e.lineno}:{e.colno}", f"not valid JSON: {e.msg}") from None
+    except (ValueError, RecursionError) as e:  # ValueError: an integer of more digits than Python converts
+        raise ModelError(str(source), f"not valid JSON: {e}") from None
 
 
 def _checked(model: Any, base: Path, source: Optional[Path]) -> Model:
     _object(model, "model", ("$schema", "resources", "dispatchables", "commands"),
             required=("resources", "dispatchables", "commands"))
-    resources = {name: _buffer(name, spec, base)
-                 for name, spec in _expect(model["resources"], dict, "resources", "an object").items()}
+    memory = _memory_bytes() // 2  # the buffers, their initial values and run()'s results fit in memory
+    resources = {}
+    for name, spec in _expect(model["resources"], dict, "resources", "an object").items():
+        resources[name] = _buffer(name, spec, base, memory)
+        memory -= resources[name].size
     dispatchables = {name: _dispatchable(name, spec)
                      for name, spec in _expect(model["dispatchables"], dict, "dispatchables", "an object").items()}
     commands = [_command(i, spec, resources, dispatchables)
