@@ -120,7 +120,7 @@ def _read(name: str, bounds: list, ranges: Ranges) -> Any:
     return (concatenate3, nest(0, (), ()))
 
 
-def _task_threads() -> int:
+def _task_threads(*_: Any) -> int:
     """The dmlops threads one task may use (see the module docstring)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
@@ -186,7 +186,8 @@ class _Window:
         # outputs [a, b) have windows overlapping the input; every chunk keeps one of them
         a = max(0, (p - self.extent) // s + 1)
         b = min(self.out, (p + self.n - 1) // s + 1)
-        cuts = [-(-(c + p) // s) for c in _bounds(in_chunks)[1:-1]]
+        # cut where the window's centre crosses an input chunk's start
+        cuts = [-(-(2 * (c + p) - self.extent + 1) // (2 * s)) for c in _bounds(in_chunks)[1:-1]]
         return _split(cuts, self.out, max(1, -(-(max(in_chunks) + p + self.extent) // s)), a + 1, b - 1)
 
     def local(self, o0: int, o1: int) -> tuple[int, int, int, int]:
@@ -310,7 +311,7 @@ def convolution(x: Any, filter: Any, bias: Any = None, *, strides: Optional[Sequ
     ...                             end_padding=(1, 1), fused_activation="relu")
     >>> y.chunks[2:], np.array_equal(y.compute(), dmlops.convolution(x, w, start_padding=(1, 1),
     ...                                                              end_padding=(1, 1), fused_activation="relu"))
-    (((5, 7), (7, 5)), True)
+    (((5, 5, 2), (7, 5)), True)
     """
     op = "Convolution"
     x = _as_dask(x, f"{op}: input")
@@ -418,7 +419,7 @@ def pad(x: Any, start_padding: Sequence[int], end_padding: Sequence[int], mode: 
     >>> x = np.arange(5)
     >>> y = dmlops.dask.pad(da.from_array(x, chunks=2), (7,), (9,), "reflection")
     >>> y.chunks, np.array_equal(y.compute(), dmlops.pad(x, (7,), (9,), "reflection"))
-    (((2, 2, 2, 1, 2, 2, 1, 2, 2, 2, 2, 1),), True)
+    (((1, 2, 2, 2, 2, 2, 1, 1, 2, 2, 2, 2),), True)
     """
     op = "Padding1"
     x = _as_dask(x, f"{op}: input")
@@ -598,13 +599,14 @@ def _resample_graph(x: da.Array, out_sizes: Sequence[int], scales: Sequence[floa
         return x.map_blocks(np.copy)
     order = _pass_order(x.shape, out_sizes, axes)
     # float16 runs its passes in float32 and is rounded once, at the end (as in memory)
-    work = np.float32 if mode == "linear" and x.dtype == np.float16 else None
+    final = x.dtype
+    work = np.dtype(np.float32) if mode == "linear" and final == np.float16 else None
     for step, a in enumerate(order):
         ax = axes[a]
-        cast = (work if step == 0 else None, x.dtype if work is not None and step == len(order) - 1 else None)
+        cast = (work if step == 0 else None, final if work is not None and step == len(order) - 1 else None)
         chunks = x.chunks[:a] + (ax.chunks(x.chunks[a]),) + x.chunks[a + 1:]
         spans = [_offsets(c) for c in chunks]
-        dtype = x.dtype if cast[1] is not None or work is None else work
+        dtype = final if work is None or cast[1] is not None else work
 
         def plan(index: tuple, a: int = a, ax: _Axis = ax, cast: tuple = cast, spans: list = spans) -> tuple:
             lo, hi, i_off, o_off, size, crop = ax.local(*spans[a][index[a]])
