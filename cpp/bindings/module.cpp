@@ -1,6 +1,9 @@
 // dmlops._core: the pybind11 module. One bind_<op>() per operator file; this file holds the
 // exception mapping and the library-wide functions (threads, dtypes, buffer sizes).
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
 
 #include "convert.hpp"
 #include "dmlops/core/error.hpp"
@@ -8,6 +11,15 @@
 #include "dmlops/core/parallel.hpp"
 
 namespace py = pybind11;
+
+// For threadpoolctl (dmlops/_threads.py registers a controller that finds this module by these
+// symbols): the process-wide count, as BLAS libraries expose theirs.
+extern "C" {
+__attribute__((visibility("default"))) int dmlops_get_num_threads() { return dmlops::global_num_threads(); }
+__attribute__((visibility("default"))) void dmlops_set_num_threads(int n) {
+  if (n >= 1) dmlops::set_num_threads(std::min(n, dmlops::kMaxThreads));
+}
+}
 
 namespace dmlops::bindings {
 void bind_padding(py::module_& m);
@@ -35,10 +47,12 @@ PYBIND11_MODULE(_core, m) {
     }
   });
 
-  // Without the GIL: it waits for a running kernel, which may be another Python thread's.
-  m.def("set_num_threads", &set_num_threads, py::arg("n"), py::call_guard<py::gil_scoped_release>());
+  m.def("set_num_threads", &set_num_threads, py::arg("n"));
   m.def("get_num_threads", &num_threads);
+  m.def("global_num_threads", &global_num_threads);
+  m.def("set_local_num_threads", &set_local_num_threads, py::arg("n"));
   m.def("default_num_threads", &default_num_threads);
+  m.def("parse_num_threads", [](const std::string& text) { return parse_num_threads(text); }, py::arg("text"));
   m.def("f16c_enabled", &f16c_enabled);
   m.def(
       "calc_buffer_tensor_size",

@@ -72,6 +72,7 @@ constexpr std::int64_t kSlabBytes = 64 * 1024;  // a depthwise task's interleave
 constexpr std::int64_t kLaneChunkBytes = 16 * 1024;  // depthwise results computed at once: stay in L1
 constexpr std::int64_t kDirectFilterBytes = 32 * 1024;   // a direct pass's packed filter: stays in L1
 constexpr std::int64_t kDirectBandBytes = 128 * 1024;    // a direct task's sums: stay in L2
+constexpr std::int64_t kDirectMinBand = 24;             // positions: four 6-position tiles
 constexpr std::int64_t kDirectPointwiseChannels = 128;   // input channels a 1x1 layer needs to run direct
 constexpr std::int64_t kDirectPackColumns = 64;          // filter columns packed per task
 constexpr std::int64_t kCacheLine = 64;                  // bytes
@@ -1029,11 +1030,14 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
     }
   };
 
-  // Bands of consecutive output positions, about kDirectBandBytes of sums each, as many as
-  // spread the tasks evenly over the threads.
+  // Bands of consecutive output positions, about kDirectBandBytes of sums each, but at least two
+  // tasks per thread (a small layer on many threads: 3x3 64@56 has 7 bands of that size, for 16
+  // threads) while bands keep kDirectMinBand positions, as many as spread the tasks evenly over
+  // the threads.
   const std::int64_t positions = g.out_spatial.product(), threads = num_threads();
   const std::int64_t max_width = most * L, per_band = g.batch * g.groups * block_count;
   std::int64_t bands = ceil_div(positions * max_width * std::int64_t{sizeof(Acc)}, kDirectBandBytes);
+  bands = std::max(bands, std::min(ceil_div(2 * threads, per_band), positions / kDirectMinBand));
   bands = std::clamp<std::int64_t>(balanced_count(per_band, bands, threads), 1, positions);
   const auto band_start = [&](std::int64_t b) { return positions * b / bands; };
   const std::int64_t band_max = ceil_div(positions, bands);

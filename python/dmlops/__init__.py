@@ -7,7 +7,7 @@ operator has a function (``dmlops.pad``) and a descriptor class mirroring its Di
 
 from ._activation import Activation
 from ._tensor import DTYPES, TensorDesc, calc_buffer_tensor_size
-from ._threads import _check_environment, get_num_threads, set_num_threads
+from ._threads import _check_environment, _register_threadpoolctl, get_num_threads, set_num_threads, threads
 from .convolution import ConvolutionDesc, convolution
 from .lp_pooling import LpPooling1Desc, LpPoolingDesc, lp_pooling
 from .padding import Padding1Desc, PaddingDesc, pad
@@ -43,8 +43,10 @@ __all__ = [
     "pad",
     "resample",
     "set_num_threads",
+    "threads",
     "unfold",
     "upsample_2d",
 ]
 
 _check_environment()
+_register_threadpoolctl()

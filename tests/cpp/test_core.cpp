@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -857,11 +858,112 @@ TEST_F(ParallelFor, NestedCallsRunInline) {
   EXPECT_EQ(partial_inner.load(), 0);
 }
 
-TEST_F(ParallelFor, SetNumThreadsInsideAChunkIsRejected) {
+TEST_F(ParallelFor, SetNumThreadsInsideAChunkTakesEffectAtTheNextCall) {
   set_num_threads(2);
-  // Waiting for the running job from inside it would deadlock; it must throw instead.
-  EXPECT_THROW(parallel_for(0, 100, 1, [](std::int64_t, std::int64_t) { set_num_threads(1); }), InvalidArgument);
+  std::atomic<int> seen_inside{0};
+  parallel_for(0, 100, 1, [&](std::int64_t, std::int64_t) {
+    set_num_threads(3);
+    seen_inside = num_threads();
+  });
+  EXPECT_EQ(seen_inside.load(), 3);
+  EXPECT_EQ(num_threads(), 3);
+}
+
+TEST_F(ParallelFor, NoMoreThreadsThanTheCountOrTheChunks) {
+  for (int threads : {1, 2, 3, 5}) {
+    set_num_threads(threads);
+    for (std::int64_t length : {1, 2, 3, 10, 1000}) {
+      std::mutex m;
+      std::set<std::thread::id> runners;
+      parallel_for(0, length, 1, [&](std::int64_t, std::int64_t) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // so that helpers do get chunks
+        std::lock_guard lock(m);
+        runners.insert(std::this_thread::get_id());
+      });
+      EXPECT_LE(static_cast<std::int64_t>(runners.size()), std::min<std::int64_t>(threads, length))
+          << threads << " threads, length " << length;
+    }
+  }
+}
+
+TEST_F(ParallelFor, OthersTakeOverTheShareOfADescheduledThread) {
+  // The first chunk a worker runs stalls (as if its thread lost the CPU): the caller and the
+  // other workers must run every other chunk meanwhile, so the stalled thread ends with one.
+  set_num_threads(4);
+  std::mutex m;
+  std::map<std::thread::id, int> chunks_by_thread;
+  std::atomic<bool> stalled{false};
+  const auto caller = std::this_thread::get_id();
+  std::thread::id straggler;
+  parallel_for(0, 64, 1, [&](std::int64_t, std::int64_t) {
+    const auto me = std::this_thread::get_id();
+    bool expected = false;
+    if (me != caller && stalled.compare_exchange_strong(expected, true)) {
+      {
+        std::lock_guard lock(m);
+        straggler = me;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // long enough for the workers to wake
+    }
+    std::lock_guard lock(m);
+    ++chunks_by_thread[me];
+  });
+  int total = 0;
+  for (const auto& [id, n] : chunks_by_thread) total += n;
+  EXPECT_EQ(total, 4 * kParallelChunksPerThread);
+  ASSERT_TRUE(stalled.load());
+  EXPECT_EQ(chunks_by_thread[straggler], 1);
+}
+
+TEST_F(ParallelFor, ChunksOfRangesNearTheInt64Limits) {
+  set_num_threads(3);
+  const std::int64_t top = std::numeric_limits<std::int64_t>::max();
+  for (const auto& [begin, end] : {std::pair{top - 100003, top}, std::pair{std::numeric_limits<std::int64_t>::min(),
+                                                                             std::numeric_limits<std::int64_t>::min() + 777}}) {
+    std::atomic<std::int64_t> covered{0};
+    std::atomic<int> outside{0};
+    parallel_for(begin, end, 1, [&](std::int64_t b, std::int64_t e) {
+      if (b < begin || e > end || b >= e) ++outside;
+      covered += e - b;
+    });
+    EXPECT_EQ(outside.load(), 0);
+    EXPECT_EQ(covered.load(), end - begin);
+  }
+}
+
+TEST_F(ParallelFor, ALocalCountBelongsToItsThread) {
+  set_num_threads(2);
+  std::thread other([] {
+    EXPECT_EQ(set_local_num_threads(5), 0);
+    EXPECT_EQ(num_threads(), 5);
+    EXPECT_EQ(global_num_threads(), 2);
+    std::mutex m;
+    std::set<std::thread::id> runners;
+    parallel_for(0, 1000, 1, [&](std::int64_t, std::int64_t) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      std::lock_guard lock(m);
+      runners.insert(std::this_thread::get_id());
+    });
+    EXPECT_LE(runners.size(), 5u);
+    EXPECT_EQ(set_local_num_threads(0), 5);
+    EXPECT_EQ(num_threads(), 2);
+  });
+  other.join();
   EXPECT_EQ(num_threads(), 2);
+  EXPECT_THROW(set_local_num_threads(kMaxThreads + 1), InvalidArgument);
+  EXPECT_THROW(set_local_num_threads(-1), InvalidArgument);
+}
+
+TEST(ParseNumThreads, AcceptsDecimalCountsWithBlanksOnly) {
+  EXPECT_EQ(parse_num_threads("1"), 1);
+  EXPECT_EQ(parse_num_threads("1 "), 1);
+  EXPECT_EQ(parse_num_threads(" \t16\n"), 16);
+  EXPECT_EQ(parse_num_threads("1024"), 1024);
+  EXPECT_EQ(parse_num_threads("0012"), 12);
+  for (const char* bad : {"", " ", "0", "1025", "-1", "+2", "2x", "x2", "1 2", "2.0", "99999", "0x10", "\xef\xbc\x91"})
+    EXPECT_EQ(parse_num_threads(bad), std::nullopt) << '"' << bad << '"';
 }
 
 TEST_F(ParallelFor, ConcurrentCallersAllGetCorrectResults) {

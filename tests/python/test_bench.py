@@ -67,7 +67,9 @@ def _pads(detail: str) -> tuple:
 
 def test_smoke_report_with_the_installed_peers(tmp_path, capsys):
     out_json, out_png = tmp_path / "report.json", tmp_path / "report.png"
-    code = bench.main(["--smoke", "--threads", "1,2", "--json", str(out_json), "--plot", str(out_png)])
+    out_scaling = tmp_path / "scaling.png"
+    code = bench.main(["--smoke", "--threads", "1,2", "--json", str(out_json), "--plot", str(out_png),
+                       "--scaling-plot", str(out_scaling)])
     text = capsys.readouterr()
     assert code == 0, text.out + text.err
     assert "All correctness checks passed." in text.out and "FAILED" not in text.out
@@ -81,9 +83,19 @@ def test_smoke_report_with_the_installed_peers(tmp_path, capsys):
             assert peer not in data["environment"]["skipped_peers"]
         else:
             assert f"{peer}: skipped" in text.out
-    assert out_png.exists() == installed("matplotlib")
+    assert out_png.exists() == out_scaling.exists() == installed("matplotlib")
     if installed("matplotlib"):
-        assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert out_png.read_bytes()[:8] == out_scaling.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The scaling table: a line per case, its times at 1 and 2 threads as in the rows above it.
+    scaling = text.out.split("Scaling: ")[1].split("\n\n")[0].splitlines()[3:]
+    cases = {(r["op"], r["case"]) for r in rows if r["status"] == "ok"}
+    assert len(scaling) == len(cases)
+    by_key = {(r["op"], r["case"][:28], r["threads"]): r["ms"]["dmlops"] for r in rows}
+    for line in scaling:
+        op = line.split()[0]
+        case = line[12:40].strip()
+        times = [float(v) for v in line.split("|")[1].split()]
+        assert times == [round(by_key[(op, case, t)], 3) for t in (1, 2)], line
 
 
 def test_smoke_report_without_the_optional_libraries(tmp_path, capsys, monkeypatch):
@@ -95,7 +107,8 @@ def test_smoke_report_without_the_optional_libraries(tmp_path, capsys, monkeypat
     assert code == 0, text
     for peer in ("torch", "onnxruntime"):
         assert sum(line.startswith(f"{peer}: skipped") for line in text.splitlines()) == 1
-    assert "matplotlib is not installed: --plot skipped" in text and not out_png.exists()
+    assert f"matplotlib is not installed: {out_png} not drawn" in text and not out_png.exists()
+    assert "Scaling:" not in text  # one thread count
     data = json.loads(out_json.read_text())
     check_report_json(data, [2])
     assert all(set(r["ms"]) | {"numpy"} == {"dmlops", "numpy"} for r in data["results"])
@@ -188,3 +201,15 @@ def test_progress_writes_lines_to_a_log_and_a_bar_to_a_terminal():
     quiet.tick("case")
     quiet.close()
     assert silent.getvalue() == ""
+
+
+def test_sharing_report_runs_every_scenario(capsys):
+    from dmlops.bench import sharing
+
+    rows = sharing.run(threads=2, calls=2)
+    text = capsys.readouterr().out
+    assert [r["case"] for r in rows] == list(sharing.cases())
+    for r in rows:
+        assert r["alone"] > 0 and r["busy process"] > 0
+        assert ("after torch" in r) == installed("torch")
+        assert r["case"] in text

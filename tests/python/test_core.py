@@ -100,6 +100,104 @@ def test_invalid_environment_variable_warns_and_uses_the_cpus():
     assert "DMLOPS_NUM_THREADS='lots' is not an integer" in result.stderr
 
 
+@pytest.mark.parametrize("value", ["1 ", " 3", "2\n", "\t4\t", "", " ", "0", "1025", "-1", "+2", "2x", "1 2", "2.0",
+                                   "99999", "0x10"])
+def test_one_parser_for_the_environment_variable(value):
+    """Python's warning and C++'s choice come from one parser: a value is either used (no
+    warning) or reported and replaced by the CPU count; never used silently in one and not the
+    other."""
+    code = "import dmlops, os; print(dmlops.get_num_threads(), len(os.sched_getaffinity(0)))"
+    result = run_python(code, DMLOPS_NUM_THREADS=value)
+    assert result.returncode == 0, result.stderr
+    used, cpus = map(int, result.stdout.split())
+    stripped = value.strip()
+    valid = stripped.isdigit() and 1 <= int(stripped) <= 1024
+    assert used == (int(stripped) if valid else cpus)
+    assert ("is not an integer from 1 to 1024" in result.stderr) == (not valid)
+
+
+def test_threads_context_is_per_thread_and_nests():
+    dmlops.set_num_threads(3)
+    seen = {}
+
+    def other() -> None:
+        seen["other"] = dmlops.get_num_threads()
+
+    with dmlops.threads(1) as outer:
+        assert dmlops.get_num_threads() == 1
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        with dmlops.threads(5):
+            assert dmlops.get_num_threads() == 5
+            dmlops.set_num_threads(2)  # process-wide: does not touch this thread's own count
+            assert dmlops.get_num_threads() == 5
+            with outer:  # the same object entered again
+                assert dmlops.get_num_threads() == 1
+            assert dmlops.get_num_threads() == 5
+        assert dmlops.get_num_threads() == 1
+    assert seen["other"] == 3
+    assert dmlops.get_num_threads() == 2
+    with pytest.raises(KeyError):
+        with dmlops.threads(4):
+            raise KeyError("inside")
+    assert dmlops.get_num_threads() == 2
+    for bad, error in ((0, ValueError), (1025, ValueError), (2**70, ValueError), (2.0, TypeError),
+                       (True, TypeError), ("2", TypeError)):
+        with pytest.raises(error, match="threads"):
+            dmlops.threads(bad)
+    assert repr(dmlops.threads(3)) == "dmlops.threads(3)"
+
+
+@pytest.mark.parametrize("threads", [2, 5, 17])
+def test_every_operator_gives_the_same_bits_inside_threads(threads):
+    calls = every_operator_call()
+    with dmlops.threads(1):
+        expected = {name: bits_of(call()) for name, call in calls.items()}
+    dmlops.set_num_threads(1)
+    with dmlops.threads(threads):
+        for name, call in calls.items():
+            assert bits_of(call()) == expected[name], f"{name}: threads({threads}) differs from 1"
+
+
+def test_threadpoolctl_sees_and_limits_dmlops():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    dmlops.set_num_threads(3)
+    [info] = [lib for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "dmlops"]
+    assert info["num_threads"] == 3 and info["version"] == dmlops.__version__
+    assert info["filepath"] == os.path.realpath(dmlops._core.__file__)
+    with threadpoolctl.threadpool_limits(1):
+        assert dmlops.get_num_threads() == 1
+    assert dmlops.get_num_threads() == 3
+    with threadpoolctl.threadpool_limits(limits={"dmlops": 2}):
+        assert dmlops.get_num_threads() == 2
+    assert dmlops.get_num_threads() == 3
+
+
+def test_threads_the_os_refuses_do_not_hang_or_fail():
+    """Under an address-space limit that leaves room for a few thread stacks only, asking for
+    1024 threads runs with the threads that could be made, correctly, and stays usable."""
+    code = """
+import resource, numpy as np, dmlops
+x = np.arange(16 * 256 * 256, dtype=np.float32).reshape(16, 256, 256)
+expected = dmlops.pad(x, (0, 3, 3), (0, 3, 3), mode="reflection")
+y = np.empty_like(expected)  # before the limit: the limit is for the threads
+with open("/proc/self/statm") as f:
+    used = int(f.read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (used + (96 << 20), resource.RLIM_INFINITY))
+dmlops.set_num_threads(1024)
+for _ in range(3):
+    y[...] = 0
+    dmlops.pad(x, (0, 3, 3), (0, 3, 3), mode="reflection", out=y)
+    assert np.array_equal(y, expected)
+with open("/proc/self/status") as f:
+    print(next(int(line.split()[1]) for line in f if line.startswith("Threads:")))
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert 2 < int(result.stdout) < 200  # some workers were made, most were refused
+
+
 def _pad_in_child(queue):
     x = np.arange(400_000, dtype=np.float32).reshape(400, 1000)
     y = dmlops.pad(x, (3, 3), (3, 3), mode="reflection")

@@ -5,15 +5,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <new>
-#include <string>
+#include <system_error>
 #include <thread>
-#include <vector>
 
 #include "dmlops/core/error.hpp"
 
@@ -25,16 +25,21 @@ namespace dmlops {
 namespace {
 
 // How long a thread polls before it blocks, when it waits for the next job (a worker) or for
-// the workers to finish (the caller). Waking a blocked thread costs tens of microseconds on
-// virtual machines (the idle vCPU must be woken too): as long as a whole small kernel, so a
-// second thread would not pay off for sub-millisecond calls. A brief poll catches the next
-// call of a loop, or a worker finishing, while awake; it is bounded so that an idle process
-// stops using CPU at once.
-constexpr auto kSpinTime = std::chrono::microseconds(200);
+// the last chunks (the caller). Waking a blocked thread costs tens of microseconds on virtual
+// machines (the idle vCPU must be woken too), as long as a small kernel: a brief poll catches
+// the next call of a loop, or the next parallel_for of the same operator, while awake. It is
+// short so that a process sharing the CPUs (another library's threads, another program) gets
+// them back soon.
+constexpr auto kSpinTime = std::chrono::microseconds(100);
 
-// Polls `ready` for up to kSpinTime; returns whether it became true. Pauses between polls, and
-// yields now and then so that a spinning thread does not hold back the others when there are
-// more threads than CPUs.
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Polls `ready` for up to kSpinTime; returns whether it became true. Yields now and then so
+// that a spinning thread does not hold back the others when there are more threads than CPUs.
 template <class Ready>
 bool spin_until(Ready ready) {
   const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
@@ -44,135 +49,209 @@ bool spin_until(Ready ready) {
       if (std::chrono::steady_clock::now() > deadline) return ready();
       std::this_thread::yield();
     } else {
-#if defined(__x86_64__) || defined(__i386__)
-      _mm_pause();
-#endif
+      cpu_relax();
     }
   }
 }
 
 // True on a thread while it runs a chunk: a nested parallel_for then runs inline.
 thread_local bool t_inside_chunk = false;
+// The calling thread's own count; 0: the process-wide one.
+thread_local int t_local_threads = 0;
+
+// The claim word of a job: its id in the high 32 bits, its chunk count in bits 16-31 and the
+// next unclaimed chunk in bits 0-15. One word, so a worker that wakes late (its job already
+// done, or replaced) can never claim a chunk of a job it did not read.
+constexpr int kChunkBits = 16;
+constexpr std::uint64_t kChunkMask = (std::uint64_t{1} << kChunkBits) - 1;
+static_assert(kParallelChunksPerThread * kMaxThreads <= static_cast<int>(kChunkMask));
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads) {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
-  }
-  ~ThreadPool() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_.store(true);
-    }
-    wake_.notify_all();
-    for (auto& w : workers_) w.join();
-  }
-  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  ThreadPool() : slots_(new Slot[kMaxThreads]) {}
 
-  // Runs fn over `chunks` equal parts of [begin, end) on every thread including the caller,
-  // each thread taking the next part until none is left.
-  void run(std::int64_t begin, std::int64_t end, std::int64_t chunks, const RangeFn& fn) {
-    {
-      std::lock_guard lock(mutex_);
-      fn_ = &fn;
-      begin_ = begin;
-      end_ = end;
-      chunks_ = chunks;
-      next_chunk_.store(0);
-      failed_.store(false);
-      error_ = nullptr;
-      checked_in_.store(0);
-      generation_.fetch_add(1);  // publishes the job to workers polling without the mutex
+  // Held by the one caller that runs jobs on this pool.
+  std::mutex& owner() { return owner_; }
+  int workers() const { return workers_.load(std::memory_order_relaxed); }
+
+  // Adds workers until there are n, or the OS refuses a thread (then this pool stops trying);
+  // returns how many there are. Only the owner calls it.
+  int grow(int n) {
+    n = std::min(n, refused_at_);
+    while (workers() < n) {
+      const int index = workers();
+      try {
+        std::thread([this, index] { worker_loop(index); }).detach();
+      } catch (const std::system_error&) {
+        refused_at_ = index;
+        break;
+      }
+      workers_.store(index + 1, std::memory_order_relaxed);
     }
-    wake_.notify_all();
-    run_chunks();
-    const int workers = static_cast<int>(workers_.size());
-    if (!spin_until([&] { return checked_in_.load() == workers; })) {
-      std::unique_lock lock(mutex_);
-      done_.wait(lock, [&] { return checked_in_.load() == workers; });
+    return workers();
+  }
+
+  // Runs fn over `chunks` parts of [begin, end) on the caller and `helpers` workers. Only the
+  // owner calls it.
+  void run(std::int64_t begin, std::int64_t end, int chunks, int helpers, const RangeFn& fn) {
+    if (++job_ == 0) ++job_;  // 0: the signal a worker has before its first job
+    fn_.store(&fn, std::memory_order_relaxed);
+    begin_.store(begin, std::memory_order_relaxed);
+    length_.store(end - begin, std::memory_order_relaxed);
+    helpers_.store(helpers, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    failed_.store(false, std::memory_order_relaxed);
+    error_ = nullptr;
+    // Publishes the fields above to every thread that reads this word.
+    claim_.store((std::uint64_t{job_} << 32) | (static_cast<std::uint64_t>(chunks) << kChunkBits),
+                 std::memory_order_release);
+    wake_children(0, job_);
+    run_chunks(job_);
+    int done = 0;
+    const auto finished = [&] { return (done = done_.load(std::memory_order_acquire)) == chunks; };
+    if (!spin_until(finished)) {
+      while (!finished()) done_.wait(done, std::memory_order_acquire);
     }
-    std::lock_guard lock(mutex_);  // orders the workers' last writes (error_) before reading them
-    fn_ = nullptr;
+    fn_.store(nullptr, std::memory_order_relaxed);
     if (error_) std::rethrow_exception(error_);
   }
 
  private:
-  void worker_loop() {
-    std::uint64_t seen = 0;
-    const auto job_or_stop = [&] { return stop_.load() || generation_.load() != seen; };
-    for (;;) {
-      if (!spin_until(job_or_stop)) {
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, job_or_stop);
-      }
-      if (stop_.load()) return;
-      seen = generation_.load();
-      run_chunks();
-      {
-        std::lock_guard lock(mutex_);
-        checked_in_.fetch_add(1);
-      }
-      done_.notify_one();
+  // One cache line per worker: its wake-up word, the id of the last job it was asked to join.
+  struct alignas(64) Slot {
+    std::atomic<std::uint32_t> signal{0};
+  };
+
+  // The caller is node 0 of a binary tree and worker w is node w + 1: each node wakes its two
+  // children, so waking 15 workers costs the caller two notifications, not 15.
+  void wake_children(int node, std::uint32_t job) {
+    const int helpers = helpers_.load(std::memory_order_relaxed);
+    for (int child = 2 * node + 1; child <= 2 * node + 2; ++child) {
+      const int worker = child - 1;
+      if (worker >= helpers || worker >= workers()) return;
+      slots_[worker].signal.store(job, std::memory_order_release);
+      slots_[worker].signal.notify_one();
     }
   }
 
-  void run_chunks() {
-    t_inside_chunk = true;
-    const std::int64_t length = end_ - begin_;
-    for (std::int64_t c = next_chunk_.fetch_add(1); c < chunks_; c = next_chunk_.fetch_add(1)) {
-      if (failed_.load(std::memory_order_relaxed)) continue;  // skip the rest after a failure
-      try {
-        (*fn_)(begin_ + length * c / chunks_, begin_ + length * (c + 1) / chunks_);
-      } catch (...) {
-        std::lock_guard lock(mutex_);
-        if (!error_) error_ = std::current_exception();
-        failed_.store(true);
+  void worker_loop(int index) {
+    std::atomic<std::uint32_t>& signal = slots_[index].signal;
+    std::uint32_t seen = 0, job = 0;
+    const auto asked = [&] { return (job = signal.load(std::memory_order_acquire)) != seen; };
+    for (;;) {
+      if (!spin_until(asked)) {
+        while (!asked()) signal.wait(seen, std::memory_order_acquire);
       }
+      seen = job;
+      wake_children(index + 1, job);
+      run_chunks(job);
+    }
+  }
+
+  // Claims and runs chunks of `job` until none is left (or another job has replaced it).
+  void run_chunks(std::uint32_t job) {
+    t_inside_chunk = true;
+    std::uint64_t claim = claim_.load(std::memory_order_acquire);
+    for (;;) {
+      const auto chunks = static_cast<std::int64_t>((claim >> kChunkBits) & kChunkMask);
+      const auto chunk = static_cast<std::int64_t>(claim & kChunkMask);
+      if ((claim >> 32) != job || chunk >= chunks) break;
+      if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      // The chunk is ours, so its job is not finished and the fields below are still its own.
+      if (!failed_.load(std::memory_order_relaxed)) {
+        const std::int64_t begin = begin_.load(std::memory_order_relaxed), length = length_.load(std::memory_order_relaxed);
+        const std::int64_t part = length / chunks, rest = length % chunks;
+        const std::int64_t first = begin + chunk * part + std::min(chunk, rest);
+        try {
+          (*fn_.load(std::memory_order_relaxed))(first, first + part + (chunk < rest ? 1 : 0));
+        } catch (...) {
+          std::lock_guard lock(error_mutex_);
+          if (!error_) error_ = std::current_exception();
+          failed_.store(true, std::memory_order_relaxed);
+        }
+      }
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done_.notify_one();
+      claim = claim_.load(std::memory_order_acquire);
     }
     t_inside_chunk = false;
   }
 
-  std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  // Written under mutex_ (so that blocking waits cannot miss a change), read with or without it
-  // (by polling threads): atomics, sequentially consistent.
-  std::atomic<std::uint64_t> generation_{0};
-  std::atomic<bool> stop_{false};
-  std::atomic<int> checked_in_{0};
-  // The current job; written under mutex_ before generation_ changes, read by the workers after.
-  const RangeFn* fn_ = nullptr;
-  std::int64_t begin_ = 0, end_ = 0, chunks_ = 0;
-  std::atomic<std::int64_t> next_chunk_{0};
+  std::unique_ptr<Slot[]> slots_;
+  std::atomic<int> workers_{0};
+  int refused_at_ = kMaxThreads;
+  std::mutex owner_;
+  std::uint32_t job_ = 0;  // the owner's
+
+  alignas(64) std::atomic<std::uint64_t> claim_{0};
+  // The current job, written before claim_ publishes it: atomics, so that a worker that reads
+  // them late (its job over) reads a stale value, not a torn one; it then fails its claim.
+  alignas(64) std::atomic<const RangeFn*> fn_{nullptr};
+  std::atomic<std::int64_t> begin_{0}, length_{0};
+  std::atomic<int> helpers_{0};
   std::atomic<bool> failed_{false};
+  alignas(64) std::atomic<int> done_{0};
+  std::mutex error_mutex_;
   std::exception_ptr error_;
 };
 
-// Process-wide state. The mutexes live in raw storage so the fork handler can re-create them
-// in the child, where a thread of the parent may have held them at the time of the fork.
-alignas(std::mutex) unsigned char g_run_storage[sizeof(std::mutex)];     // one job on the pool at a time
-alignas(std::mutex) unsigned char g_config_storage[sizeof(std::mutex)];  // guards g_pool, g_threads
-ThreadPool* g_pool = nullptr;
-int g_threads = 0;  // 0: not chosen yet, use default_num_threads()
+// Process-wide state. The pools are never destroyed (their detached workers may still be
+// polling at exit). The mutex lives in raw storage so that the fork handler can re-create it
+// in the child, where a thread of the parent may have held it at the time of the fork.
+constexpr int kMaxPools = 64;
+alignas(std::mutex) unsigned char g_registry_storage[sizeof(std::mutex)];
+ThreadPool* g_pools[kMaxPools] = {};
+int g_pool_count = 0;
+std::atomic<int> g_threads{0};  // 0: not chosen yet, use default_num_threads()
 
-std::mutex& run_mutex() { return *std::launder(reinterpret_cast<std::mutex*>(g_run_storage)); }
-std::mutex& config_mutex() { return *std::launder(reinterpret_cast<std::mutex*>(g_config_storage)); }
+std::mutex& registry_mutex() { return *std::launder(reinterpret_cast<std::mutex*>(g_registry_storage)); }
 
 void after_fork_in_child() {
-  // The parent's worker threads do not exist here: forget the pool (leaking it, since its
-  // destructor would join threads that are gone) and start with unlocked mutexes.
-  new (g_run_storage) std::mutex;
-  new (g_config_storage) std::mutex;
-  g_pool = nullptr;
+  // The parent's workers do not exist here: forget its pools (leaking them: their owners'
+  // mutexes may be held by threads that are gone) and start with an unlocked registry.
+  new (g_registry_storage) std::mutex;
+  std::fill(std::begin(g_pools), std::end(g_pools), nullptr);
+  g_pool_count = 0;
 }
 
 struct Init {
   Init() {
-    new (g_run_storage) std::mutex;
-    new (g_config_storage) std::mutex;
+    new (g_registry_storage) std::mutex;
     pthread_atfork(nullptr, nullptr, after_fork_in_child);
   }
 } g_init;
+
+// A free pool for a caller that wants `threads` threads, owned (locked) on return; nullptr
+// when every pool is busy and another would put more threads than CPUs to work.
+ThreadPool* acquire_pool(int threads) {
+  std::lock_guard lock(registry_mutex());
+  int running = 0;
+  for (int i = 0; i < g_pool_count; ++i) {
+    if (g_pools[i]->owner().try_lock()) return g_pools[i];
+    running += g_pools[i]->workers() + 1;
+  }
+  const int capacity = std::max(usable_cpus(), g_threads.load(std::memory_order_relaxed));
+  if (g_pool_count == kMaxPools || (g_pool_count > 0 && running + threads > capacity)) return nullptr;
+  ThreadPool* pool = new ThreadPool;
+  pool->owner().lock();
+  g_pools[g_pool_count++] = pool;
+  return pool;
+}
+
+}  // namespace
+
+std::optional<int> parse_num_threads(std::string_view text) {
+  const auto blank = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!text.empty() && blank(text.front())) text.remove_prefix(1);
+  while (!text.empty() && blank(text.back())) text.remove_suffix(1);
+  if (text.empty() || text.size() > 4) return std::nullopt;
+  int n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = 10 * n + (c - '0');
+  }
+  if (n < 1 || n > kMaxThreads) return std::nullopt;
+  return n;
+}
 
 int usable_cpus() {
   cpu_set_t set;
@@ -180,52 +259,56 @@ int usable_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-}  // namespace
-
 int default_num_threads() {
   if (const char* env = std::getenv("DMLOPS_NUM_THREADS")) {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n >= 1 && n <= 1024) return static_cast<int>(n);
+    if (const auto n = parse_num_threads(env)) return *n;
   }
   return usable_cpus();
 }
 
-int num_threads() {
-  std::lock_guard lock(config_mutex());
-  if (g_threads == 0) g_threads = default_num_threads();
-  return g_threads;
+int global_num_threads() {
+  int n = g_threads.load(std::memory_order_relaxed);
+  if (n == 0) {
+    // Racing first calls compute the same default.
+    n = default_num_threads();
+    int unset = 0;
+    g_threads.compare_exchange_strong(unset, n, std::memory_order_relaxed);
+    n = g_threads.load(std::memory_order_relaxed);
+  }
+  return n;
 }
 
+int num_threads() { return t_local_threads != 0 ? t_local_threads : global_num_threads(); }
+
 void set_num_threads(int n) {
-  if (n < 1) fail("set_num_threads: n is ", n, "; it must be >= 1");
-  if (n > 1024) fail("set_num_threads: n is ", n, "; at most 1024 threads");
-  if (t_inside_chunk) fail("set_num_threads: cannot be called from inside a parallel_for chunk");
-  std::lock_guard run(run_mutex());  // wait for a running job
-  std::lock_guard lock(config_mutex());
-  g_threads = n;
-  if (g_pool && g_pool->size() != n) {
-    delete g_pool;
-    g_pool = nullptr;
-  }
+  if (n < 1 || n > kMaxThreads) fail("set_num_threads: n is ", n, "; it must be from 1 to ", kMaxThreads);
+  g_threads.store(n, std::memory_order_relaxed);
+}
+
+int set_local_num_threads(int n) {
+  if (n < 0 || n > kMaxThreads) fail("threads: n is ", n, "; it must be from 1 to ", kMaxThreads);
+  const int previous = t_local_threads;
+  t_local_threads = n;
+  return previous;
 }
 
 void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, const RangeFn& fn) {
   const std::int64_t length = end - begin;
   if (length <= 0) return;
   grain = std::max<std::int64_t>(grain, 1);
-  // floor(length / grain) chunks at most, so each has at least `grain` indices.
   const int threads = num_threads();
-  if (threads == 1 || length / grain <= 1 || t_inside_chunk) return fn(begin, end);
-  std::unique_lock run(run_mutex(), std::try_to_lock);
-  if (!run.owns_lock()) return fn(begin, end);  // another caller has the pool: work inline
-  ThreadPool* pool;
-  {
-    std::lock_guard lock(config_mutex());
-    if (g_pool == nullptr) g_pool = new ThreadPool(g_threads);
-    pool = g_pool;
-  }
-  pool->run(begin, end, std::min<std::int64_t>(length / grain, std::int64_t{kParallelChunksPerThread} * pool->size()), fn);
+  // floor(length / grain) chunks at most, so each has at least `grain` indices.
+  const std::int64_t most = std::min<std::int64_t>(length / grain, std::int64_t{kParallelChunksPerThread} * threads);
+  if (threads == 1 || most <= 1 || t_inside_chunk) return fn(begin, end);
+  ThreadPool* pool = acquire_pool(threads);
+  if (pool == nullptr) return fn(begin, end);
+  std::unique_lock owner(pool->owner(), std::adopt_lock);
+  // One thread per chunk at most: the caller, and the workers the pool has (or can make).
+  const int wanted = static_cast<int>(std::min<std::int64_t>(threads, most)) - 1;
+  const int helpers = std::min(wanted, pool->grow(wanted));
+  if (helpers == 0) return fn(begin, end);
+  const auto chunks = static_cast<int>(std::min<std::int64_t>(most, std::int64_t{kParallelChunksPerThread} * (helpers + 1)));
+  pool->run(begin, end, chunks, helpers, fn);
 }
 
 }  // namespace dmlops

@@ -219,8 +219,89 @@ class Report:
         lines += [f"  {r['op']} {r['case']} threads={r['threads']}: {r['error']}" for r in self.failures]
         return "\n".join(lines)
 
+    def scaling(self) -> list:
+        """Per case: dmlops' time at each thread count, its speed-up over the smallest count, the
+        faster peer's time at each count, and whether a count was slower than the one before it
+        (beyond 10% noise). Empty for a run of one thread count."""
+        counts = sorted(set(self.environment["threads"]))
+        if len(counts) < 2:
+            return []
+        cases: dict = {}
+        for r in self.rows:
+            if r["status"] == "ok":
+                cases.setdefault((r["op"], r["case"]), {})[r["threads"]] = r
+        result = []
+        for (op, case), by_threads in cases.items():
+            if not all(t in by_threads for t in counts):
+                continue
+            ms = [by_threads[t]["ms"]["dmlops"] for t in counts]
+            peers = [min((v for k, v in by_threads[t]["ms"].items() if k in ("torch", "onnxruntime")), default=None)
+                     for t in counts]
+            slower = [counts[i + 1] for i in range(len(counts) - 1) if ms[i + 1] > 1.1 * ms[i]]
+            result.append({"op": op, "case": case, "threads": counts, "ms": ms, "speedup": [ms[0] / m for m in ms],
+                           "best_peer_ms": peers, "slower_at": slower})
+        return result
+
+    def scaling_text(self) -> str:
+        rows = self.scaling()
+        if not rows:
+            return ""
+        counts = rows[0]["threads"]
+        head = (f"{'op':<11} {'case':<28} | " + "".join(f"{'t' + str(t) + ' ms':>9} " for t in counts) + "| "
+                + "".join(f"{'x t' + str(t):>7} " for t in counts[1:]) + "| "
+                + "".join(f"{'vs peer' + str(t):>10} " for t in counts) + "| more threads")
+        lines = [f"Scaling: dmlops' median time per thread count, its speed-up over {counts[0]} thread(s), and the "
+                 "faster of torch and ONNX Runtime over dmlops at each count (above 1x: dmlops is faster)", head,
+                 "-" * len(head)]
+        for r in rows:
+            ratios = [fmt(p / m, "9.2f") + "x" if p is not None else "-" for p, m in zip(r["best_peer_ms"], r["ms"])]
+            lines.append(f"{r['op']:<11} {r['case'][:28]:<28} | " + "".join(f"{m:9.3f} " for m in r["ms"]) + "| "
+                         + "".join(f"{x:6.2f}x " for x in r["speedup"][1:]) + "| "
+                         + "".join(f"{q:>10} " for q in ratios) + "| "
+                         + ("ok" if not r["slower_at"] else "SLOWER at " + ",".join(map(str, r["slower_at"]))))
+        return "\n".join(lines)
+
+    def plot_scaling(self, path: Optional[str] = None):
+        """Speed (calls per second) against threads, one panel per case: dmlops and each peer, with
+        dmlops' ideal linear scaling dotted. Needs matplotlib and a run of several thread counts.
+        Saved to `path`; returns the figure."""
+        from matplotlib.figure import Figure
+
+        rows = self.scaling()
+        if not rows:
+            raise ValueError("dmlops.bench: a scaling plot needs a run of at least two thread counts")
+        columns = min(5, len(rows))
+        lines = -(-len(rows) // columns)
+        fig = Figure(figsize=(3.2 * columns, 2.6 * lines), layout="constrained")
+        for i, r in enumerate(rows):
+            ax = fig.add_subplot(lines, columns, i + 1)
+            counts = r["threads"]
+            for name in ["dmlops"] + [p for p in self.peers if p != "dmlops"]:
+                found = [row for row in self.rows if (row["op"], row["case"]) == (r["op"], r["case"])
+                         and name in row["ms"]]
+                found.sort(key=lambda row: row["threads"])
+                if found:
+                    ax.plot([row["threads"] for row in found], [1e3 / row["ms"][name] for row in found], marker="o",
+                            markersize=3, linewidth=2 if name == "dmlops" else 1, label=name)
+            ax.plot(counts, [1e3 / r["ms"][0] * t / counts[0] for t in counts], ":", color="gray", label="linear")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xticks(counts, [str(t) for t in counts])
+            ax.set_title(f"{r['op']} {r['case']}", fontsize=8)
+            ax.tick_params(labelsize=7)
+            if i % columns == 0:
+                ax.set_ylabel("calls / s", fontsize=8)
+            if i == 0:
+                ax.legend(fontsize=6)
+        fig.suptitle(f"speed against threads ({self.environment['cpu']}, {self.environment['tier']} run)", fontsize=9)
+        if path:
+            fig.savefig(path, dpi=110)
+        return fig
+
     def text(self) -> str:
         parts = [self.header(), "", self.table(), self.notes()]
+        if self.scaling():
+            parts += ["", self.scaling_text()]
         if self.targets:
             parts += ["", self.targets_text()]
         parts += ["", self.failures_text()]
@@ -433,6 +514,8 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--repeat", type=int, default=None, help="timed calls per figure at most")
     parser.add_argument("--json", metavar="PATH", help="write everything to this JSON file")
     parser.add_argument("--plot", metavar="PATH", help="bar chart of the speed-ups (needs matplotlib)")
+    parser.add_argument("--scaling-plot", metavar="PATH",
+                        help="speed against threads, a panel per case (needs matplotlib and several --threads)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--list", action="store_true", help="list the cases the options select and exit")
     args = parser.parse_args(argv)
@@ -450,12 +533,17 @@ def main(argv: Optional[list] = None) -> int:
     if args.json:
         report.save_json(args.json)
         print(f"wrote {args.json}")
-    if args.plot:
+    for path, draw in ((args.plot, report.plot), (args.scaling_plot, report.plot_scaling)):
+        if not path:
+            continue
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            print("matplotlib is not installed: --plot skipped (pip install matplotlib)")
-        else:
-            report.plot(args.plot)
-            print(f"wrote {args.plot}")
+            print(f"matplotlib is not installed: {path} not drawn (pip install matplotlib)")
+            continue
+        if draw == report.plot_scaling and not report.scaling():
+            print(f"{path} not drawn: a scaling plot needs at least two --threads counts")
+            continue
+        draw(path)
+        print(f"wrote {path}")
     return 1 if report.failures else 0

@@ -1,37 +1,57 @@
-// One process-wide pool of std::threads and parallel_for over an index range.
+// The parallel runtime: pools of std::threads and parallel_for over an index range.
 //
-// - The pool is created lazily at the first parallel_for that needs more than one thread.
-// - Its size comes from set_num_threads(n), else DMLOPS_NUM_THREADS, else the CPUs this
-//   process may run on (sched_getaffinity).
-// - parallel_for splits [begin, end) into chunks of at least `grain` indices (so small work
-//   stays on the calling thread), a few per thread, which the threads, the caller included,
-//   take in turn until none is left.
-// - The first exception thrown by any chunk is rethrown on the caller once every chunk has
-//   finished or been skipped; chunks not yet started are skipped.
-// - Calls from several threads at once are safe: one of them gets the pool, the others run
-//   their range inline on their own thread. A parallel_for inside a chunk runs inline.
-// - After fork() the child drops the parent's pool and makes its own on first use.
-// - Threads waiting for work poll for up to 200 microseconds before they block (see
-//   kSpinTime in parallel.cpp): calls in a loop find the workers awake.
+// - parallel_for cuts [begin, end) into chunks of at least `grain` indices (the grain is the
+//   kernel's cost model: a chunk must pay for waking a thread), at most a few per thread. The
+//   caller and as many workers as there are chunks beyond its own claim chunks one by one from
+//   a shared word (one compare-and-swap each), so a thread that is descheduled, or runs slower,
+//   holds back only the chunk it is running: the others finish its share.
+// - The caller waits for the work, never for the workers: it returns once every chunk has run,
+//   whether or not every worker it woke has even started. No mutex on the hot path; workers are
+//   woken in a tree (each wakes two more), poll briefly for the next job, then block on a futex
+//   (std::atomic::wait).
+// - Thread counts: num_threads() is the calling thread's count: its own (set_local_num_threads,
+//   Python's `with dmlops.threads(n)`) if it set one, else the process-wide one
+//   (set_num_threads, else DMLOPS_NUM_THREADS, else the CPUs this process may run on).
+// - Concurrent callers each get a pool of their own while the threads of all pools fit the
+//   usable CPUs (or the process-wide count, if larger); beyond that a call runs on its calling
+//   thread alone. A parallel_for inside a chunk runs inline.
+// - A thread the OS refuses to create (process or memory limits) is not an error: the pool runs
+//   with the workers it has.
+// - The first exception thrown by any chunk is rethrown on the caller once every chunk has run
+//   or been skipped; chunks not yet started are skipped.
+// - After fork() the child forgets the parent's pools and makes its own on first use.
+// - Results never depend on how a range is cut: kernels split their outputs, never a sum.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string_view>
 
 namespace dmlops {
 
-// A job is cut into up to this many chunks per thread, taken from a shared counter: when a
-// thread is descheduled (another process wants the CPU) or a chunk runs slower (its data was
-// in another core's cache), the others take over its remaining chunks instead of waiting for
-// it. More would only add calls. Results never depend on the cut: kernels split their output,
-// never a reduction.
+// A job is cut into up to this many chunks per thread: enough that the others can take over
+// the remaining chunks of a thread that is descheduled, few enough that claiming them costs
+// nothing next to running them.
 inline constexpr int kParallelChunksPerThread = 4;
+inline constexpr int kMaxThreads = 1024;
 
+// The calling thread's count (see above).
 int num_threads();
-// n >= 1; throws InvalidArgument otherwise. Waits for a running parallel_for to finish.
+// The process-wide count: 1 <= n <= kMaxThreads, else InvalidArgument. Takes effect at the
+// next call; running calls keep the count they started with.
 void set_num_threads(int n);
-// The default: DMLOPS_NUM_THREADS if set to a positive integer, else the usable CPUs.
+// The process-wide count (ignoring the calling thread's own).
+int global_num_threads();
+// The calling thread's own count (0: none, follow the process-wide one); returns the previous.
+int set_local_num_threads(int n);
+// DMLOPS_NUM_THREADS if set to a valid count, else the usable CPUs.
 int default_num_threads();
+// The one parser of DMLOPS_NUM_THREADS: a decimal integer from 1 to kMaxThreads, optionally
+// surrounded by blanks (as Python's int() accepts it); nullopt for anything else.
+std::optional<int> parse_num_threads(std::string_view text);
+// The CPUs this process may run on (its affinity mask).
+int usable_cpus();
 
 using RangeFn = std::function<void(std::int64_t begin, std::int64_t end)>;
 void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, const RangeFn& fn);

@@ -1,0 +1,125 @@
+"""dmlops on a CPU it shares: python -m dmlops.bench.sharing [--threads 2] [--calls 60]
+
+The everyday case of a notebook that cross-checks against PyTorch: dmlops runs right after a
+torch call whose OpenMP workers still spin (torch's default settings, several milliseconds), or
+while another process keeps a core busy. For a few cases this times a dmlops call at the given
+thread count (default: the usable CPUs)
+
+- alone: back to back, nothing else running;
+- after torch: each dmlops call right after a torch convolution with torch's default OpenMP
+  settings (run this module without GOMP_SPINCOUNT or OMP_WAIT_POLICY set; it says so otherwise);
+- beside a busy process: another process spins on one core throughout;
+
+and prints the medians and each one over the time alone. Three runnable threads (two of
+dmlops', the busy one) on two CPUs get two thirds of a CPU each, so a 2-thread call's fair share
+is 1.5x its time alone; the goal is at most 1.7x on 2 CPUs.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+from typing import Callable, Optional
+
+import numpy as np
+
+import dmlops
+
+from ._harness import usable_cpus
+
+GOAL = 1.7
+
+
+def _spin(stop) -> None:  # the busy process
+    while not stop.is_set():
+        for _ in range(100_000):
+            pass
+
+
+def cases() -> dict:
+    rng = np.random.default_rng(12345)
+    x64 = rng.standard_normal((1, 64, 56, 56)).astype(np.float32)
+    w64 = rng.standard_normal((64, 64, 3, 3)).astype(np.float32)
+    x256 = rng.standard_normal((1, 256, 56, 56)).astype(np.float32)
+    w1x1 = rng.standard_normal((64, 256, 1, 1)).astype(np.float32)
+    image = rng.standard_normal((1, 64, 256, 256)).astype(np.float32)
+    return {
+        "conv 3x3 64@56": lambda: dmlops.convolution(x64, w64, start_padding=(1, 1), end_padding=(1, 1)),
+        "conv 1x1 256>64@56": lambda: dmlops.convolution(x256, w1x1),
+        "pad reflection 1x64x256x256": lambda: dmlops.pad(image, (0, 0, 2, 2), (0, 0, 2, 2), mode="reflection"),
+    }
+
+
+def median_ms(call: Callable, calls: int, before: Optional[Callable] = None) -> float:
+    for _ in range(3):
+        call()
+    times = []
+    for _ in range(calls):
+        if before is not None:
+            before()
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times)
+
+
+def run(threads: int, calls: int, out=sys.stdout) -> list:
+    """Times every case alone, after torch and beside a busy process; returns rows of dicts."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    dmlops.set_num_threads(threads)
+    rows = []
+    torch_call = None
+    if torch is not None:
+        torch.set_num_threads(threads)
+        tx = torch.randn(1, 64, 56, 56)
+        tw = torch.randn(64, 64, 3, 3)
+        torch_call = lambda: torch.nn.functional.conv2d(tx, tw, padding=1)  # noqa: E731
+    context = multiprocessing.get_context("spawn")
+    for name, call in cases().items():
+        row = {"case": name, "threads": threads, "alone": median_ms(call, calls)}
+        if torch_call is not None:
+            row["after torch"] = median_ms(call, calls, before=torch_call)
+        stop = context.Event()
+        busy = context.Process(target=_spin, args=(stop,), daemon=True)
+        busy.start()
+        try:
+            time.sleep(0.2)  # let it start spinning
+            row["busy process"] = median_ms(call, calls)
+        finally:
+            stop.set()
+            busy.join(5)
+        rows.append(row)
+    if out is not None:
+        cpus = usable_cpus()
+        print(f"dmlops {dmlops.__version__} on {cpus} usable CPUs, {threads} threads; median of {calls} calls; "
+              f"torch {torch.__version__ if torch is not None else 'not installed'}", file=out)
+        settings = {k: os.environ[k] for k in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY") if k in os.environ}
+        print("torch's OpenMP: " + (f"{settings} (not its default)" if settings else "its default wait policy"),
+              file=out)
+        print(f"{'case':<30} {'alone ms':>9} {'after torch':>18} {'busy process':>18}", file=out)
+        for r in rows:
+            cells = [f"{r[k]:8.3f} ({r[k] / r['alone']:.2f}x)" if k in r else "-" for k in ("after torch", "busy process")]
+            print(f"{r['case']:<30} {r['alone']:9.3f} {cells[0]:>18} {cells[1]:>18}", file=out)
+        print(f"goal on 2 CPUs: each at most {GOAL}x the time alone (fair share 1.5x)", file=out)
+    return rows
+
+
+def main(argv: Optional[list] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dmlops.bench.sharing", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=usable_cpus(), help="dmlops' (and torch's) thread count")
+    parser.add_argument("--calls", type=int, default=60, help="timed calls per figure")
+    args = parser.parse_args(argv)
+    if args.threads < 1 or args.calls < 1:
+        parser.error("--threads and --calls must be >= 1")
+    run(args.threads, args.calls)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
