@@ -56,13 +56,14 @@ from . import _core
 from .convolution import DIRECTION, MODE, _activation_spec, _arrays, _group_count
 from .convolution import convolution as _convolution
 from ._activation import Activation
-from ._args import check_bool_value, flag, float_tuple, int_tuple, integer, number
+from ._args import check_bool_value, int_tuple, integer, number
 from ._tensor import array_dtype_name
+from ._threads import threads
 from .lp_pooling import _per_axis
 from .lp_pooling import lp_pooling as _lp_pooling
 from .padding import PADDING_MODE
 from .padding import pad as _pad
-from .resample import AXIS_DIRECTION, INTERPOLATION_MODE, _scale_size
+from .resample import INTERPOLATION_MODE, _scale_size, resample_args
 from .resample import resample as _resample
 
 __all__ = ["convolution", "lp_pooling", "pad", "resample", "upsample_2d"]
@@ -120,7 +121,7 @@ def _read(name: str, bounds: list, ranges: Ranges) -> Any:
     return (concatenate3, nest(0, (), ()))
 
 
-def _task_threads(*_: Any) -> int:
+def _task_threads() -> int:
     """The dmlops threads one task may use (see the module docstring)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
@@ -134,14 +135,18 @@ def _task_threads(*_: Any) -> int:
 
 
 def _run(fn: Callable, region: np.ndarray, operands: tuple, kwargs: dict) -> np.ndarray:
-    return fn(region, *operands, **kwargs)
+    """One task: the in-memory function on its region, on the threads the scheduler leaves it."""
+    with threads(_task_threads()):
+        return fn(region, *operands, **kwargs)
 
 
-def _graph(op: str, x: da.Array, chunks: tuple, dtype: Any, plan: Callable, operands: Sequence[Any] = ()) -> da.Array:
+def _graph(op: str, x: da.Array, chunks: tuple, dtype: Any, plan: Callable, key: Any,
+           operands: Sequence[Any] = ()) -> da.Array:
     """A lazy array of ``chunks`` whose block ``index`` is ``fn(region, *operands, **kwargs)``,
-    where ``plan(index)`` gives ``(ranges, fn, kwargs)`` and region is x's rows ``ranges``."""
+    where ``plan(index)`` gives ``(ranges, fn, kwargs)`` and region is x's rows ``ranges``;
+    ``key`` holds every argument the plan depends on (it names the graph's layer)."""
     deps = [x] + [o for o in operands if o is not None]
-    name = f"dmlops-{op}-{tokenize(x, chunks, dtype, *[o.name for o in deps[1:]], plan.__qualname__, plan.key)}"
+    name = f"dmlops-{op}-{tokenize(x, chunks, dtype, *[o.name for o in deps[1:]], key)}"
     bounds = [_bounds(c) for c in x.chunks]
     keys = tuple(None if o is None else (o.name,) + (0,) * o.ndim for o in operands)
     layer = {}
@@ -150,6 +155,37 @@ def _graph(op: str, x: da.Array, chunks: tuple, dtype: Any, plan: Callable, oper
         layer[(name,) + index] = (_run, fn, _read(x.name, bounds, ranges), (tuple, list(keys)), kwargs)
     graph = HighLevelGraph.from_collections(name, layer, dependencies=deps)
     return da.Array(graph, name, chunks, meta=np.empty((0,) * len(chunks), dtype))
+
+
+_SECTIONS = """
+    Parameters
+    ----------
+    x : dask.array.Array or numpy.ndarray
+        The input, any chunking (a numpy array becomes one chunk).{extra}
+    *args, **kwargs
+        As for :func:`dmlops.{name}`, without ``out``.
+
+    Returns
+    -------
+    dask.array.Array
+        Lazy; computing it gives the in-memory result's bits.
+
+    Raises
+    ------
+    TypeError, ValueError
+        The in-memory function's, for the same arguments, raised by this call (before any task
+        runs).
+
+"""
+
+
+def _documented(name: str, extra: str = "") -> Callable[[Callable], Callable]:
+    """Adds the sections every function here shares to its docstring, before its Examples."""
+    def add(fn: Callable) -> Callable:
+        head, examples = (fn.__doc__ or "").split("\n    Examples\n", 1)
+        fn.__doc__ = head.rstrip() + "\n" + _SECTIONS.format(name=name, extra=extra) + "    Examples\n" + examples
+        return fn
+    return add
 
 
 def _split(cuts: Sequence[int], size: int, limit: int, first: int = 1, last: Optional[int] = None) -> tuple[int, ...]:
@@ -206,6 +242,7 @@ def _spatial_plans(x: da.Array, out_sizes: Sequence[int], window: Sequence[int],
             for n, k, s, d, p, e, m in zip(x.shape[2:], window, strides, dilations, start, end, out_sizes[2:])]
 
 
+@_documented("lp_pooling")
 def lp_pooling(x: Any, window_size: Sequence[int], *, strides: Optional[Sequence[int]] = None,
                start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
                dilations: Optional[Sequence[int]] = None, p: int = 2) -> da.Array:
@@ -215,6 +252,7 @@ def lp_pooling(x: Any, window_size: Sequence[int], *, strides: Optional[Sequence
     Output chunks: N and C follow x's chunks; each spatial axis cuts where x's chunks start,
     divided by the stride. A chunk reads its windows' input rows plus the halo
     ``(window - 1) * dilation + 1 - stride``.
+
 
     Examples
     --------
@@ -251,8 +289,7 @@ def lp_pooling(x: Any, window_size: Sequence[int], *, strides: Optional[Sequence
         return ranges, _lp_pooling, dict(window_size=window, strides=strides, start_padding=tuple(s),
                                           end_padding=tuple(e), dilations=dil, p=p)
 
-    plan.key = (window, strides, start, end, dil, p)  # type: ignore[attr-defined]
-    return _graph("lp_pooling", x, chunks, x.dtype, plan)
+    return _graph("lp_pooling", x, chunks, x.dtype, plan, (window, strides, start, end, dil, p))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,6 +325,7 @@ def _conv_chunk(region: np.ndarray, filter: np.ndarray, bias: Optional[np.ndarra
     return _convolution(region, filter, bias, group_count=g1 - g0, **kwargs)
 
 
+@_documented("convolution", "\n    filter, bias : numpy.ndarray or dask.array.Array\n        Read whole, as one block.")
 def convolution(x: Any, filter: Any, bias: Any = None, *, strides: Optional[Sequence[int]] = None,
                 dilations: Optional[Sequence[int]] = None, start_padding: Optional[Sequence[int]] = None,
                 end_padding: Optional[Sequence[int]] = None, output_padding: Optional[Sequence[int]] = None,
@@ -300,6 +338,7 @@ def convolution(x: Any, filter: Any, bias: Any = None, *, strides: Optional[Sequ
     Output chunks: N follows x's chunks; the output channels are split into whole groups (one
     chunk when ``group_count`` is 1: every output channel reads every input channel); each
     spatial axis cuts where x's chunks start, mapped through the stride and the padding.
+
 
     Examples
     --------
@@ -371,8 +410,8 @@ def convolution(x: Any, filter: Any, bias: Any = None, *, strides: Optional[Sequ
             kwargs["output_sizes"] = tuple(sizes)
         return ranges, _conv_chunk, kwargs
 
-    plan.key = (mode, direction, arrays, groups, activation and activation._spec(), out_sizes)  # type: ignore
-    return _graph("convolution", x, chunks, x.dtype, plan, (filter, bias))
+    key = (mode, direction, arrays, groups, activation and activation._spec(), out_sizes)
+    return _graph("convolution", x, chunks, x.dtype, plan, key, (filter, bias))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,6 +442,7 @@ def _pad_chunk(region: np.ndarray, *, takes: tuple, crops: tuple, **kwargs: Any)
     return _pad(region, **kwargs)[crops]
 
 
+@_documented("pad")
 def pad(x: Any, start_padding: Sequence[int], end_padding: Sequence[int], mode: str = "constant",
         value: Any = 0) -> da.Array:
     """:func:`dmlops.pad` on a Dask array: the same arguments (no ``out``), the same errors
@@ -412,6 +452,7 @@ def pad(x: Any, start_padding: Sequence[int], end_padding: Sequence[int], mode: 
     chunks no larger than x's largest. Constant and edge chunks read one input range and pad it;
     reflection, symmetric and wrap chunks gather exactly the input indices they read (a chunk
     far out in a large reflection reads at most its own size per axis, never the whole axis).
+
 
     Examples
     --------
@@ -470,8 +511,7 @@ def pad(x: Any, start_padding: Sequence[int], end_padding: Sequence[int], mode: 
         return ranges, _pad_chunk, dict(takes=tuple(takes), crops=tuple(crops), start_padding=tuple(s),
                                         end_padding=tuple(e), mode=mode, value=value)
 
-    plan.key = (start, end, mode, value)  # type: ignore[attr-defined]
-    return _graph("pad", x, chunks, x.dtype, plan)
+    return _graph("pad", x, chunks, x.dtype, plan, (start, end, mode, value))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,11 +656,12 @@ def _resample_graph(x: da.Array, out_sizes: Sequence[int], scales: Sequence[floa
                                                  crop=crop, cast=cast, interpolation_mode=mode,
                                                  rounding_direction=rounding, antialiased=antialiased)
 
-        plan.key = (a, ax.n, ax.out, ax.scale, ax.io, ax.oo, mode, rounding, antialiased, cast)  # type: ignore
-        x = _graph("resample", x, chunks, dtype, plan)
+        key = (a, ax.n, ax.out, ax.scale, ax.io, ax.oo, mode, rounding, antialiased, cast)
+        x = _graph("resample", x, chunks, dtype, plan, key)
     return x
 
 
+@_documented("resample")
 def resample(x: Any, scales: Sequence[float], interpolation_mode: str = "nearest_neighbor", *,
              input_pixel_offsets: Optional[Sequence[float]] = None,
              output_pixel_offsets: Optional[Sequence[float]] = None, rounding_direction: Optional[str] = None,
@@ -631,6 +672,7 @@ def resample(x: Any, scales: Sequence[float], interpolation_mode: str = "nearest
     Output chunks: along each resampled axis, x's chunk starts times the scale. The axes run one
     after the other, in the in-memory kernel's pass order (see the module docstring), so a
     chunk of each pass reads only the input rows its taps touch along that axis.
+
 
     Examples
     --------
@@ -643,33 +685,27 @@ def resample(x: Any, scales: Sequence[float], interpolation_mode: str = "nearest
     op = "Resample"
     x = _as_dask(x, f"{op}: input")
     meta = _meta(x)
-    mode = INTERPOLATION_MODE.parse(interpolation_mode, f"{op}: interpolation_mode")
-    rounding = None if rounding_direction is None else AXIS_DIRECTION.parse(rounding_direction,
-                                                                            f"{op}: rounding_direction")
-    scales = float_tuple(scales, f"{op}: scales")
-    if input_pixel_offsets is not None:
-        input_pixel_offsets = float_tuple(input_pixel_offsets, f"{op}: input_pixel_offsets")
-    if output_pixel_offsets is not None:
-        output_pixel_offsets = float_tuple(output_pixel_offsets, f"{op}: output_pixel_offsets")
-    antialiased = flag(antialiased, f"{op}: antialiased")
-    out_spec = None
-    dtype = array_dtype_name(meta, f"{op}: input dtype") if x.dtype != np.bool_ else "uint8"
-    if output_sizes is not None:
-        out_spec = (dtype, int_tuple(output_sizes, f"{op}: output_sizes"), None)
+    mode, rounding, scales, io, oo, antialiased, output_sizes = resample_args(
+        scales, interpolation_mode, input_pixel_offsets, output_pixel_offsets, rounding_direction, antialiased,
+        output_sizes)
+    dtype = array_dtype_name(meta, f"{op}: input dtype")
     if mode == "linear" and x.dtype == np.bool_:  # the in-memory call's own message
         _resample(meta, scales, mode)
-    sizes, scales32, io, oo = _core.resample_infer(op, (dtype, x.shape, None), out_spec, mode, rounding, scales,
-                                                   input_pixel_offsets, output_pixel_offsets, antialiased)
+    out_spec = None if output_sizes is None else (dtype, output_sizes, None)
+    sizes, scales32, io, oo = _core.resample_infer(op, (dtype, x.shape, None), out_spec, mode, rounding, scales, io,
+                                                   oo, antialiased)
     io = io or [0.5] * x.ndim
     oo = oo or [-0.5] * x.ndim
     return _resample_graph(x, sizes, scales32, io, oo, mode, rounding, antialiased)
 
 
+@_documented("upsample_2d")
 def upsample_2d(x: Any, scale_size: Any = (2, 2), interpolation_mode: str = "nearest_neighbor") -> da.Array:
     """:func:`dmlops.upsample_2d` on a Dask array (4-D NCHW or 5-D NCDHW): the same arguments
     (no ``out``), the same errors raised here, the in-memory result bit for bit. It runs as
     :func:`resample` with scales ``(1, ..., sh, sw)`` and pixel-centred offsets, which is what
     the in-memory kernel runs too.
+
 
     Examples
     --------

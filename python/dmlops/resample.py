@@ -521,8 +521,19 @@ def resample(x: np.ndarray, scales: Sequence[float], interpolation_mode: str = "
     ...                 input_pixel_offsets=(0,), output_pixel_offsets=(0,))
     array([0, 1, 1, 2, 2, 3, 3, 3])
     """
+    x = as_array(x, "Resample: input")
+    args = resample_args(scales, interpolation_mode, input_pixel_offsets, output_pixel_offsets, rounding_direction,
+                         antialiased, output_sizes)
+    check_out(out, x.dtype, "Resample: out")
+    mode, rounding, scales, input_pixel_offsets, output_pixel_offsets, antialiased, output_sizes = args
+    return _core.resample("Resample", x, out, output_sizes, mode, rounding, scales, input_pixel_offsets,
+                          output_pixel_offsets, antialiased)
+
+
+def resample_args(scales: Any, interpolation_mode: Any, input_pixel_offsets: Any, output_pixel_offsets: Any,
+                  rounding_direction: Any, antialiased: Any, output_sizes: Any) -> tuple:
+    """:func:`resample`'s arguments checked and normalised (also for dmlops.dask.resample)."""
     op = "Resample"
-    x = as_array(x, f"{op}: input")
     mode = INTERPOLATION_MODE.parse(interpolation_mode, f"{op}: interpolation_mode")
     rounding = None if rounding_direction is None else AXIS_DIRECTION.parse(rounding_direction,
                                                                             f"{op}: rounding_direction")
@@ -534,6 +545,4 @@ def resample(x: np.ndarray, scales: Sequence[float], interpolation_mode: str = "
     antialiased = flag(antialiased, f"{op}: antialiased")
     if output_sizes is not None:
         output_sizes = int_tuple(output_sizes, f"{op}: output_sizes")
-    check_out(out, x.dtype, f"{op}: out")
-    return _core.resample(op, x, out, output_sizes, mode, rounding, scales, input_pixel_offsets, output_pixel_offsets,
-                          antialiased)
+    return mode, rounding, scales, input_pixel_offsets, output_pixel_offsets, antialiased, output_sizes

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -294,6 +295,8 @@ def test_local_schedulers(scheduler):
 @pytest.fixture(scope="module")
 def cluster_client():
     distributed = pytest.importorskip("distributed")
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this file
     with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None,
                                   memory_limit="1GiB") as cluster, distributed.Client(cluster) as client:
         yield client
@@ -304,15 +307,25 @@ def test_distributed_cluster(cluster_client):
     same_bits(lazy.compute(), EXPECTED)
     # each worker runs one task at a time, so a task may use every CPU of its process
     cpus = len(os.sched_getaffinity(0))
-    assert {cluster_client.submit(dd._task_threads, i).result() for i in range(4)} == {cpus}
+    assert {int(cluster_client.submit(dd._run, kernel_threads, np.zeros(1), (), {}, pure=False).result()[0])
+            for _ in range(4)} == {cpus}
+
+
+def kernel_threads(region):
+    """What a task's kernels see: dmlops' thread count inside the task."""
+    return np.full(region.shape, dmlops.get_num_threads())
 
 
 def test_task_threads_follow_the_local_scheduler():
     cpus = len(os.sched_getaffinity(0))
-    assert dd._task_threads() == cpus  # the main thread: the synchronous scheduler
-    x = da.zeros((4,), chunks=1).map_blocks(lambda b: np.full(b.shape, dd._task_threads()))
-    with dask.config.set(num_workers=2):
-        assert set(x.compute(scheduler="threads")) == {max(1, cpus // 2)}
+    dmlops.set_num_threads(3)
+    assert dd._run(kernel_threads, np.zeros(1), (), {}) == cpus  # the main thread: the synchronous scheduler
+    assert dmlops.get_num_threads() == 3  # the task's count stays inside it
+    x = da.zeros((4,), chunks=1).map_blocks(lambda b: dd._run(kernel_threads, b, (), {}))
+    with dask.config.set(num_workers=2 * cpus):
+        assert set(x.compute(scheduler="threads")) == {1}
+    with dask.config.set(num_workers=1):
+        assert set(x.compute(scheduler="threads")) == {cpus}
 
 
 def test_zarr_on_disk(tmp_path):
@@ -322,7 +335,11 @@ def test_zarr_on_disk(tmp_path):
     same_bits(da.from_zarr(str(tmp_path / "out.zarr")).compute(), EXPECTED)
 
 
-def test_docstring_examples():
-    import doctest
-    result = doctest.testmod(dd, optionflags=doctest.ELLIPSIS)
-    assert result.attempted >= 5 and result.failed == 0
+
+def test_benchmark_smoke(capsys):
+    """python -m dmlops.bench.dask --smoke: every case is checked bit for bit, then timed."""
+    from dmlops.bench import dask as bench
+
+    assert bench.main(["--smoke"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" True ") == len(bench.cases(True, 64)) and "overhead" in out

@@ -8,9 +8,9 @@ array, dmlops' outputs included). The Dask result is stored into a preallocated 
 
 Columns: ``in-memory ms``, ``dask ms``, ``overhead`` (dask / in-memory; the target is <= 1.3x on
 2 cores with chunks of a few MB), ``peak in-memory`` and ``peak dask`` (MiB), and ``peak /
-chunk``: the Dask peak over the largest output chunk plus its input region, which stays
-around the number of tasks in flight (the threaded scheduler with one worker per CPU) whatever
-the array's size.
+chunk``: the Dask peak over the largest output chunk's bytes. It is bounded by the tasks in
+flight (the threaded scheduler runs one per CPU), each holding its output chunk, its input
+region and the kernel's own arrays, whatever the array's size; the in-memory peak grows with it.
 
 Requires the dask extra (``pip install "dmlops[dask]"``).
 """
@@ -88,12 +88,12 @@ def run_case(case: Case, quick: bool) -> dict:
     exact = bool(np.array_equal(target.view(np.uint8), expected.view(np.uint8)))
     ms = median_ms(time_calls({"memory": lambda: case.memory(x), "dask": via_dask}, warmup=2,
                               repeat=5 if quick else 20, time_budget=0.5 if quick else 3.0))
-    region = max(np.prod([max(c) for c in lazy.chunks]) * lazy.dtype.itemsize, 1)
+    chunk = max(int(np.prod([max(c) for c in lazy.chunks])) * lazy.dtype.itemsize, 1)
     peak_memory, peak_dask = peak_mib(lambda: case.memory(x)), peak_mib(via_dask)
     return dict(case=case.name, shape=case.shape, chunks=case.chunks, exact=exact, ms=ms,
                 overhead=ms["dask"] / ms["memory"], peak_mib={"memory": peak_memory, "dask": peak_dask},
-                output_mib=expected.nbytes / 2**20, largest_output_chunk_mib=float(region) / 2**20,
-                peak_per_chunk=peak_dask * 2**20 / float(region))
+                output_mib=expected.nbytes / 2**20, largest_output_chunk_mib=chunk / 2**20,
+                peak_per_chunk=peak_dask * 2**20 / chunk)
 
 
 def main(argv: Any = None) -> int:
