@@ -11,9 +11,10 @@ result bit for bit, for any input chunking.
   windows, ``o * scale`` for resampling, shifted by the padding), so no output is computed twice.
 - Windowed operators (convolution, Lp pooling): an output chunk ``[o0, o1)`` reads the padded
   input ``[o0 * stride, (o1 - 1) * stride + (window - 1) * dilation + 1)``; the part outside
-  the input becomes the chunk's own start / end padding. Transposed convolution reads the
-  inputs whose taps land in the chunk. Channels stay whole per group (a group reads all its
-  input channels).
+  the input becomes the chunk's own start / end padding. Channels stay whole per group (a
+  group reads all its input channels). Transposed convolution is chunked along N and groups
+  only: its kernel adds each sum's terms in an order set by how it cuts the flattened input
+  into blocks, so a spatial chunk would give other bits.
 - Padding: an output chunk reads the set of input indices its outputs map to. Constant and edge
   modes read one contiguous range and pad it locally; reflection, symmetric and wrap may fold
   far from the border, so a chunk gathers just the runs of indices it reads and moves them.
@@ -296,26 +297,6 @@ def lp_pooling(x: Any, window_size: Sequence[int], *, strides: Optional[Sequence
 # Convolution
 
 
-class _Transposed:
-    """One spatial axis of a transposed convolution: input i, tap k land on output
-    ``i * stride + k * dilation - start``."""
-
-    def __init__(self, n: int, extent: int, stride: int, start: int, out: int):
-        self.n, self.extent, self.stride, self.start, self.out = n, extent, stride, start, out
-
-    def chunks(self, in_chunks: Sequence[int]) -> tuple[int, ...]:
-        cuts = [c * self.stride - self.start for c in _bounds(in_chunks)[1:-1]]
-        return _split(cuts, self.out, max(1, max(in_chunks) * self.stride))
-
-    def local(self, o0: int, o1: int) -> tuple[int, int, int]:
-        """The inputs [lo, hi) whose taps reach outputs [o0, o1), and the chunk's start padding."""
-        s, p = self.stride, self.start
-        lo = min(-(-(o0 + p - self.extent + 1) // s), (o0 + p) // s, self.n - 1)  # local padding >= 0
-        lo = max(0, lo)
-        hi = max(lo + 1, min(self.n, (o1 - 1 + p) // s + 1))
-        return lo, hi, p + o0 - lo * s
-
-
 def _conv_chunk(region: np.ndarray, filter: np.ndarray, bias: Optional[np.ndarray], *, groups: tuple[int, int],
                 group_size: int, filter_rows: int, **kwargs: Any) -> np.ndarray:
     g0, g1 = groups
@@ -336,8 +317,11 @@ def convolution(x: Any, filter: Any, bias: Any = None, *, strides: Optional[Sequ
     errors raised here, the in-memory result bit for bit.
 
     Output chunks: N follows x's chunks; the output channels are split into whole groups (one
-    chunk when ``group_count`` is 1: every output channel reads every input channel); each
-    spatial axis cuts where x's chunks start, mapped through the stride and the padding.
+    chunk when ``group_count`` is 1: every output channel reads every input channel); forward,
+    each spatial axis cuts where x's chunks start, mapped through the stride and the padding.
+    Backward (transposed), the spatial axes stay whole: the kernel adds a sum's terms in an
+    order that depends on how it cuts the flattened input into blocks, which a spatial chunk
+    would change.
 
 
     Examples
@@ -373,42 +357,34 @@ def convolution(x: Any, filter: Any, bias: Any = None, *, strides: Optional[Sequ
     out_sizes = _core.convolution_infer(spec(x), spec(filter), spec(bias), out_spec, mode, direction, *arrays,
                                         groups, _activation_spec(activation))
     strides_, dil, start, end, _ = arrays
-    kernel = filter.shape[2:]
-    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
     forward = direction == "forward"
-    if forward:
-        axes: list = _spatial_plans(x, out_sizes, kernel, strides_, dil, start, end)
-    else:
-        axes = [_Transposed(n, e, s, p, m) for n, e, s, p, m in zip(x.shape[2:], extents, strides_, start,
-                                                                     out_sizes[2:])]
+    # A transposed convolution keeps its spatial axes whole: its kernel adds a sum's terms in
+    # the order (block of input positions, tap), and the blocks are cut from the flattened
+    # input, so a spatial chunk would add them in another order (other bits).
+    axes = _spatial_plans(x, out_sizes, filter.shape[2:], strides_, dil, start, end) if forward else []
     in_group, out_group = x.shape[1] // groups, out_sizes[1] // groups
     per_chunk = max(1, x.chunks[1][0] // in_group) if groups > 1 else 1
     group_chunks = _split([], groups, per_chunk)
-    chunks = (x.chunks[0], tuple(g * out_group for g in group_chunks)) + tuple(
-        a.chunks(c) for a, c in zip(axes, x.chunks[2:]))
+    spatial = tuple(a.chunks(c) for a, c in zip(axes, x.chunks[2:])) if forward else tuple((m,) for m in out_sizes[2:])
+    chunks = (x.chunks[0], tuple(g * out_group for g in group_chunks)) + spatial
     spans = [_offsets(c) for c in (chunks[0], group_chunks) + chunks[2:]]
     common = dict(mode=mode, direction=direction, strides=strides_, dilations=dil, fused_activation=activation,
                   group_size=out_group, filter_rows=out_group if forward else in_group)
+    if not forward:
+        common.update(start_padding=start, end_padding=end, output_sizes=tuple(out_sizes[2:]))
 
     def plan(index: tuple) -> tuple:
         g0, g1 = spans[1][index[1]]
         ranges: Ranges = [[spans[0][index[0]]], [(g0 * in_group, g1 * in_group)]]
-        s, e, sizes = [], [], []
+        if not forward:
+            return ranges + [[(0, n)] for n in x.shape[2:]], _conv_chunk, dict(common, groups=(g0, g1))
+        s, e = [], []
         for a, ax in enumerate(axes):
-            o0, o1 = spans[a + 2][index[a + 2]]
-            if forward:
-                lo, hi, ls, le = ax.local(o0, o1)
-            else:
-                lo, hi, ls = ax.local(o0, o1)
-                le = 0
+            lo, hi, ls, le = ax.local(*spans[a + 2][index[a + 2]])
             ranges.append([(lo, hi)])
             s.append(ls)
             e.append(le)
-            sizes.append(o1 - o0)
-        kwargs = dict(common, groups=(g0, g1), start_padding=tuple(s), end_padding=tuple(e))
-        if not forward:
-            kwargs["output_sizes"] = tuple(sizes)
-        return ranges, _conv_chunk, kwargs
+        return ranges, _conv_chunk, dict(common, groups=(g0, g1), start_padding=tuple(s), end_padding=tuple(e))
 
     key = (mode, direction, arrays, groups, activation and activation._spec(), out_sizes)
     return _graph("convolution", x, chunks, x.dtype, plan, key, (filter, bias))
