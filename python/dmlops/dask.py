@@ -43,6 +43,7 @@ import itertools
 import math
 import multiprocessing
 import os
+import sys
 import threading
 from typing import Any, Callable, Optional, Sequence
 
@@ -125,11 +126,12 @@ def _read(name: str, bounds: list, ranges: Ranges) -> Any:
 def _task_threads() -> int:
     """The dmlops threads one task may use (see the module docstring)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        from distributed import get_worker
-        return max(1, cpus // get_worker().state.nthreads)
-    except (ImportError, ValueError):
-        pass
+    distributed = sys.modules.get("distributed")  # a worker has imported it
+    if distributed is not None:
+        try:
+            return max(1, cpus // distributed.get_worker().state.nthreads)
+        except ValueError:  # not inside a worker
+            pass
     if threading.current_thread() is threading.main_thread() and multiprocessing.parent_process() is None:
         return cpus  # the synchronous scheduler: one task at a time
     return max(1, cpus // (dask.config.get("num_workers", None) or cpus))
