@@ -245,6 +245,12 @@ def _spatial_plans(x: da.Array, out_sizes: Sequence[int], window: Sequence[int],
             for n, k, s, d, p, e, m in zip(x.shape[2:], window, strides, dilations, start, end, out_sizes[2:])]
 
 
+def _window_regions(axes: list, spans: list, index: tuple) -> tuple[Ranges, tuple, tuple]:
+    """The spatial input ranges of output block ``index`` and its local start / end paddings."""
+    local = [ax.local(*spans[a + 2][index[a + 2]]) for a, ax in enumerate(axes)]
+    return [[(lo, hi)] for lo, hi, _, _ in local], tuple(w[2] for w in local), tuple(w[3] for w in local)
+
+
 @_documented("lp_pooling")
 def lp_pooling(x: Any, window_size: Sequence[int], *, strides: Optional[Sequence[int]] = None,
                start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
@@ -282,15 +288,9 @@ def lp_pooling(x: Any, window_size: Sequence[int], *, strides: Optional[Sequence
     spans = [_offsets(c) for c in chunks]
 
     def plan(index: tuple) -> tuple:
-        ranges: Ranges = [[spans[0][index[0]]], [spans[1][index[1]]]]
-        s, e = [], []
-        for a, ax in enumerate(axes):
-            lo, hi, ls, le = ax.local(*spans[a + 2][index[a + 2]])
-            ranges.append([(lo, hi)])
-            s.append(ls)
-            e.append(le)
-        return ranges, _lp_pooling, dict(window_size=window, strides=strides, start_padding=tuple(s),
-                                          end_padding=tuple(e), dilations=dil, p=p)
+        ranges, s, e = _window_regions(axes, spans, index)
+        return [[spans[0][index[0]]], [spans[1][index[1]]]] + ranges, _lp_pooling, dict(
+            window_size=window, strides=strides, start_padding=s, end_padding=e, dilations=dil, p=p)
 
     return _graph("lp_pooling", x, chunks, x.dtype, plan, (window, strides, start, end, dil, p))
 
@@ -380,13 +380,8 @@ def convolution(x: Any, filter: Any, bias: Any = None, *, strides: Optional[Sequ
         ranges: Ranges = [[spans[0][index[0]]], [(g0 * in_group, g1 * in_group)]]
         if not forward:
             return ranges + [[(0, n)] for n in x.shape[2:]], _conv_chunk, dict(common, groups=(g0, g1))
-        s, e = [], []
-        for a, ax in enumerate(axes):
-            lo, hi, ls, le = ax.local(*spans[a + 2][index[a + 2]])
-            ranges.append([(lo, hi)])
-            s.append(ls)
-            e.append(le)
-        return ranges, _conv_chunk, dict(common, groups=(g0, g1), start_padding=tuple(s), end_padding=tuple(e))
+        spatial, s, e = _window_regions(axes, spans, index)
+        return ranges + spatial, _conv_chunk, dict(common, groups=(g0, g1), start_padding=s, end_padding=e)
 
     key = (mode, direction, arrays, groups, activation and activation._spec(), out_sizes)
     return _graph("convolution", x, chunks, x.dtype, plan, key, (filter, bias))
