@@ -260,6 +260,18 @@ A integer_power(A x, std::uint64_t p) {
   return result;
 }
 
+// q^p (p >= 1) by left-to-right binary powering: add_powers' products for one element, so that
+// an output repaired alone gets the bits the vectorised scaled method gives it.
+template <class A>
+A power_like_add_powers(A q, std::uint64_t p) {
+  A power = q;
+  for (int bit = std::bit_width(p) - 2; bit >= 0; --bit) {
+    power *= power;
+    if ((p >> bit) & 1) power *= q;
+  }
+  return power;
+}
+
 // s^(1/p) for p >= 3. The exponent 1/p that pow takes is itself rounded, which costs up to
 // ln(s) * ulp(1/p) relative: some 15 ulps for s near either end of the range. One Newton step on
 // y^p = s removes that: for y = root * (1 + e), r = s / y^p = 1 - p*e + O(e^2), and
@@ -370,6 +382,7 @@ class LpPoolingKernel {
           inverse(k.p_ > 1 ? static_cast<std::size_t>(k.block_) : 0),
           quotient(k.p_ > 1 ? static_cast<std::size_t>(k.block_) : 0),
           power(k.p_ > 1 ? static_cast<std::size_t>(k.block_) : 0),
+          scaled(k.p_ > 1 ? static_cast<std::size_t>(k.block_) : 0),
           result(kReadsInPlace ? 0 : static_cast<std::size_t>(k.block_)) {
       row_offsets.reserve(static_cast<std::size_t>(k.outer_taps_));
       repairs.reserve(static_cast<std::size_t>(k.block_));
@@ -379,8 +392,9 @@ class LpPoolingKernel {
     std::vector<T> packed;    // kRowsPerPass input rows packed contiguously (strided or misaligned inputs)
     std::vector<Acc> powered;  // p >= 3: kRowsPerPass input rows raised to p
     std::vector<Acc> acc;      // per output of the block: p = 1 sums; the scaled path's max |x|
-    std::vector<Acc> sum, inverse, quotient, power;  // p >= 2, per output: the fast path's sums;
-                                                     // the scaled path's 1/m, |x|/m and power
+    std::vector<Acc> sum, inverse, quotient, power, scaled;  // p >= 2, per output: the fast path's
+                                                             // sums; the scaled path's 1/m, |x|/m,
+                                                             // power and results
     std::vector<std::int64_t> repairs;               // outputs of the block to recompute
     std::vector<T> result;    // the block's outputs rounded to float16
     // The current output row: where its (n, c) input plane and its output start, and the byte
@@ -529,8 +543,12 @@ class LpPoolingKernel {
       for (std::int64_t k = 0; k < count; ++k) y[k] = nth_root(y[k], p_, inverse_p);
     }
     // A few repairs one by one; many (a block of huge values for this p, say) vectorised.
+    // Either way a repaired output gets the same bits, and the others keep the fast path's, so
+    // an output's value never depends on its neighbours (nor on the block or the array's shape).
     if (static_cast<std::int64_t>(s.repairs.size()) * 4 > count) {
-      scaled_block(s, b, y);
+      Acc* scaled = s.scaled.data();
+      scaled_block(s, b, scaled);
+      for (const std::int64_t k : s.repairs) y[k] = scaled[k];
     } else {
       for (const std::int64_t k : s.repairs) y[k] = exact_norm(s, b.o0 + k);
     }
@@ -552,7 +570,7 @@ class LpPoolingKernel {
       for (const BorderOutput& e : b.border) {
         const std::int64_t k = e.o - b.o0;
         for (std::int64_t t = e.t0; t < e.t1; ++t)
-          y[k] += integer_power(scaled_magnitude(x[row_.input_index(e.o, t)], m[k], inverse_m[k]), p_);
+          y[k] += power_like_add_powers(scaled_magnitude(x[row_.input_index(e.o, t)], m[k], inverse_m[k]), p_);
       }
       for (std::int64_t t = 0; t < row_.window && b.i0 < b.i1; ++t) {
         const std::int64_t k0 = b.i0 - b.o0, n = b.i1 - b.i0;
@@ -586,7 +604,12 @@ class LpPoolingKernel {
     if (nan) return std::numeric_limits<Acc>::quiet_NaN();
     if (m == 0 || std::isinf(m)) return m;
     Acc sum = 0;
-    for_each_tap([&](Acc a) { sum += integer_power(a / m, p_); });
+    if (m >= std::numeric_limits<Acc>::min()) {  // as scaled_block computes it
+      const Acc inverse_m = Acc(1) / m;
+      for_each_tap([&](Acc a) { sum += power_like_add_powers(scaled_magnitude(a, m, inverse_m), p_); });
+    } else {  // a subnormal m: 1/m would overflow
+      for_each_tap([&](Acc a) { sum += integer_power(a / m, p_); });
+    }
     return m * (p_ == 2 ? std::sqrt(sum) : std::pow(sum, Acc(1) / static_cast<Acc>(p_)));
   }
 

@@ -596,18 +596,32 @@ def resample(x: npt.ArrayLike, scales: Optional[_Reals] = None, interpolation_mo
     >>> dmlops.resample(image, output_sizes=(5, 5)).shape
     (1, 3, 5, 5)
     """
+    array = as_array(x, "Resample: input")
+    mode, rounding, factors, in_offsets, out_offsets, antialiased, sizes = resample_args(
+        array.shape, scales, interpolation_mode, input_pixel_offsets, output_pixel_offsets, rounding_direction,
+        antialiased, output_sizes)
+    result = check_out(out, array.dtype, "Resample: out")
+    return _core.resample("Resample", array, result, sizes, mode, rounding, factors, in_offsets, out_offsets,
+                          antialiased)
+
+
+def resample_args(shape: tuple, scales: Any, interpolation_mode: Any, input_pixel_offsets: Any,
+                  output_pixel_offsets: Any, rounding_direction: Any, antialiased: Any, output_sizes: Any) -> tuple:
+    """:func:`resample`'s arguments for an input of this shape, checked and given one entry per
+    axis (offsets may stay None: the defaults); also for dmlops.dask.resample.
+
+    Returns (mode, rounding, scales, input offsets, output offsets, antialiased, output sizes)."""
     op = "Resample"
-    array = as_array(x, f"{op}: input")
-    rank = array.ndim
+    rank = len(shape)
     mode = INTERPOLATION_MODE.parse(interpolation_mode, f"{op}: interpolation_mode")
     rounding = None if rounding_direction is None else AXIS_DIRECTION.parse(rounding_direction,
                                                                             f"{op}: rounding_direction")
     sizes = None if output_sizes is None else _axes(output_sizes, rank, f"{op}: output_sizes", integer, int_tuple,
-                                                    (array.shape[0], array.shape[1]) if rank >= 2 else (1, 1))
+                                                    (shape[0], shape[1]) if rank >= 2 else (1, 1))
     if scales is None:
         if sizes is None:
             raise TypeError(f"{op}: give scales or output_sizes (scales are then output / input per axis)")
-        factors = tuple(o / i if i else 1.0 for o, i in zip(sizes, array.shape))
+        factors = tuple(o / i if i else 1.0 for o, i in zip(sizes, shape))
     else:
         factors = _axes(scales, rank, f"{op}: scales", real, float_tuple, (1.0, 1.0))
     in_offsets, out_offsets = (
@@ -615,5 +629,4 @@ def resample(x: npt.ArrayLike, scales: Optional[_Reals] = None, interpolation_mo
         for offsets, name, default in ((input_pixel_offsets, "input_pixel_offsets", 0.5),
                                        (output_pixel_offsets, "output_pixel_offsets", -0.5)))
     antialiased = flag(antialiased, f"{op}: antialiased")
-    result = check_out(out, array.dtype, f"{op}: out")
-    return _core.resample(op, array, result, sizes, mode, rounding, factors, in_offsets, out_offsets, antialiased)
+    return mode, rounding, factors, in_offsets, out_offsets, antialiased, sizes
