@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -25,9 +26,38 @@
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/tensor.hpp"
 
 namespace dmlops::testing {
+
+// The compiler's own x86 feature detection (libgcc's cpuid), independent of the library's
+// platform::cpu_features(); false for every x86 feature on other processors.
+#if DMLOPS_X86 && (defined(__GNUC__) || defined(__clang__))
+#define DMLOPS_TEST_CPU_SUPPORTS(feature) (__builtin_cpu_supports(feature) != 0)
+#else
+#define DMLOPS_TEST_CPU_SUPPORTS(feature) (static_cast<void>(feature), false)
+#endif
+inline bool cpu_supports(const char* feature) {
+  const std::string f = feature;
+  if (f == "avx") return DMLOPS_TEST_CPU_SUPPORTS("avx");
+  if (f == "avx2") return DMLOPS_TEST_CPU_SUPPORTS("avx2");
+  if (f == "fma") return DMLOPS_TEST_CPU_SUPPORTS("fma");
+  if (f == "f16c") return DMLOPS_TEST_CPU_SUPPORTS("f16c");
+  if (f == "avx512f") return DMLOPS_TEST_CPU_SUPPORTS("avx512f");
+  ADD_FAILURE() << "cpu_supports: unknown feature " << f;
+  return false;
+}
+
+// Sets an environment variable of this process, or removes it (value null).
+inline void set_env(const char* name, const char* value) {
+#if defined(_WIN32)
+  _putenv_s(name, value ? value : "");  // "" removes it on Windows
+#else
+  if (value) ::setenv(name, value, 1);
+  else ::unsetenv(name);
+#endif
+}
 
 // SplitMix64: a tiny, seedable generator of well-mixed 64-bit patterns.
 inline std::uint64_t splitmix64(std::uint64_t& state) {

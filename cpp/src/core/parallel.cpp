@@ -1,8 +1,5 @@
 #include "dmlops/core/parallel.hpp"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,10 +13,7 @@
 #include <vector>
 
 #include "dmlops/core/error.hpp"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+#include "dmlops/core/platform.hpp"
 
 namespace dmlops {
 namespace {
@@ -44,9 +38,7 @@ bool spin_until(Ready ready) {
       if (std::chrono::steady_clock::now() > deadline) return ready();
       std::this_thread::yield();
     } else {
-#if defined(__x86_64__) || defined(__i386__)
-      _mm_pause();
-#endif
+      platform::cpu_relax();
     }
   }
 }
@@ -170,15 +162,9 @@ struct Init {
   Init() {
     new (g_run_storage) std::mutex;
     new (g_config_storage) std::mutex;
-    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+    platform::on_fork_in_child(after_fork_in_child);
   }
 } g_init;
-
-int usable_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 }  // namespace
 
@@ -188,7 +174,7 @@ int default_num_threads() {
     const long n = std::strtol(env, &end, 10);
     if (end != env && *end == '\0' && n >= 1 && n <= 1024) return static_cast<int>(n);
   }
-  return usable_cpus();
+  return platform::usable_cpu_count();
 }
 
 int num_threads() {

@@ -2,7 +2,7 @@
 //
 // - The pool is created lazily at the first parallel_for that needs more than one thread.
 // - Its size comes from set_num_threads(n), else DMLOPS_NUM_THREADS, else the CPUs this
-//   process may run on (sched_getaffinity).
+//   process may run on (platform::usable_cpu_count).
 // - parallel_for splits [begin, end) into chunks of at least `grain` indices (so small work
 //   stays on the calling thread), a few per thread, which the threads, the caller included,
 //   take in turn until none is left.
