@@ -40,7 +40,9 @@ DMLOPS_TARGET("avx,f16c") void float_to_half_f16c(const float* src, Half* dst, s
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
   }
-  for (; i < n; ++i) dst[i].bits = _cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
+  // _mm_cvtps_ph, not _cvtss_sh: Clang's _cvtss_sh is a macro with a compound literal (C99).
+  for (; i < n; ++i)
+    dst[i].bits = static_cast<std::uint16_t>(_mm_cvtsi128_si32(_mm_cvtps_ph(_mm_set_ss(src[i]), _MM_FROUND_TO_NEAREST_INT)));
 }
 #endif
 

@@ -22,10 +22,13 @@
 #include <immintrin.h>
 #endif
 
-// Kernel bodies written over these types pass AVX registers between inlined functions of a
-// baseline-compiled template; GCC warns that such a call would change the ABI. They are always
-// inlined into SimdKernel's variant for that ISA, so no such call exists. (Only the sources
-// that instantiate SimdKernel include this header.)
+// Kernel bodies written over these types pass vectors between inlined functions of a
+// baseline-compiled template. They are always inlined into SimdKernel's variant for that ISA, so
+// no such call exists, but compilers check each call as written: Clang refuses a bare AVX
+// register passed from a baseline function to one compiled for AVX (an error), so the AVX types'
+// V is a struct holding the register (r), which it does not check and which inlining dissolves;
+// GCC warns (-Wpsabi) about such calls: silenced. (Only the sources that instantiate SimdKernel
+// include this header.)
 DMLOPS_IGNORE_PSABI
 
 namespace dmlops {
@@ -97,14 +100,16 @@ struct SimdPortable {
 template <>
 struct SimdAvx2<float> {
   using Acc = float;
-  using V = __m256;
+  struct V {  // a struct, not the bare register type: see the top of this file
+    __m256 r;
+  };
   static constexpr std::int64_t kLanes = 8;
-  DMLOPS_TARGET("avx2,fma") static V load(const float* p) { return _mm256_loadu_ps(p); }
-  DMLOPS_TARGET("avx2,fma") static void store(float* p, V a) { _mm256_storeu_ps(p, a); }
-  DMLOPS_TARGET("avx2,fma") static V zero() { return _mm256_setzero_ps(); }
-  DMLOPS_TARGET("avx2,fma") static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
-  DMLOPS_TARGET("avx2,fma") static V madd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  DMLOPS_TARGET("avx2,fma") static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  DMLOPS_TARGET("avx2,fma") static V load(const float* p) { return {_mm256_loadu_ps(p)}; }
+  DMLOPS_TARGET("avx2,fma") static void store(float* p, V a) { _mm256_storeu_ps(p, a.r); }
+  DMLOPS_TARGET("avx2,fma") static V zero() { return {_mm256_setzero_ps()}; }
+  DMLOPS_TARGET("avx2,fma") static V broadcast(const float* p) { return {_mm256_broadcast_ss(p)}; }
+  DMLOPS_TARGET("avx2,fma") static V madd(V a, V b, V c) { return {_mm256_fmadd_ps(a.r, b.r, c.r)}; }
+  DMLOPS_TARGET("avx2,fma") static V add(V a, V b) { return {_mm256_add_ps(a.r, b.r)}; }
   DMLOPS_TARGET("avx2,fma") static void transpose8(const float* src, std::int64_t ss, float* dst,
                                                              std::int64_t ds) {
     transpose8_avx(src, ss, dst, ds);
@@ -114,14 +119,16 @@ struct SimdAvx2<float> {
 template <>
 struct SimdAvx2<double> {
   using Acc = double;
-  using V = __m256d;
+  struct V {  // a struct, not the bare register type: see the top of this file
+    __m256d r;
+  };
   static constexpr std::int64_t kLanes = 4;
-  DMLOPS_TARGET("avx2,fma") static V load(const double* p) { return _mm256_loadu_pd(p); }
-  DMLOPS_TARGET("avx2,fma") static void store(double* p, V a) { _mm256_storeu_pd(p, a); }
-  DMLOPS_TARGET("avx2,fma") static V zero() { return _mm256_setzero_pd(); }
-  DMLOPS_TARGET("avx2,fma") static V broadcast(const double* p) { return _mm256_broadcast_sd(p); }
-  DMLOPS_TARGET("avx2,fma") static V madd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
-  DMLOPS_TARGET("avx2,fma") static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  DMLOPS_TARGET("avx2,fma") static V load(const double* p) { return {_mm256_loadu_pd(p)}; }
+  DMLOPS_TARGET("avx2,fma") static void store(double* p, V a) { _mm256_storeu_pd(p, a.r); }
+  DMLOPS_TARGET("avx2,fma") static V zero() { return {_mm256_setzero_pd()}; }
+  DMLOPS_TARGET("avx2,fma") static V broadcast(const double* p) { return {_mm256_broadcast_sd(p)}; }
+  DMLOPS_TARGET("avx2,fma") static V madd(V a, V b, V c) { return {_mm256_fmadd_pd(a.r, b.r, c.r)}; }
+  DMLOPS_TARGET("avx2,fma") static V add(V a, V b) { return {_mm256_add_pd(a.r, b.r)}; }
   static void transpose8(const double* src, std::int64_t ss, double* dst, std::int64_t ds) {
     transpose8_scalar(src, ss, dst, ds);
   }
@@ -130,15 +137,17 @@ struct SimdAvx2<double> {
 template <>
 struct SimdAvx512<float> {
   using Acc = float;
-  using V = __m512;
+  struct V {  // a struct, not the bare register type: see the top of this file
+    __m512 r;
+  };
   static constexpr std::int64_t kLanes = 16;
-  DMLOPS_TARGET("avx512f") static V load(const float* p) { return _mm512_loadu_ps(p); }
-  DMLOPS_TARGET("avx512f") static void store(float* p, V a) { _mm512_storeu_ps(p, a); }
-  DMLOPS_TARGET("avx512f") static V zero() { return _mm512_setzero_ps(); }
+  DMLOPS_TARGET("avx512f") static V load(const float* p) { return {_mm512_loadu_ps(p)}; }
+  DMLOPS_TARGET("avx512f") static void store(float* p, V a) { _mm512_storeu_ps(p, a.r); }
+  DMLOPS_TARGET("avx512f") static V zero() { return {_mm512_setzero_ps()}; }
   // A memory operand of the FMA that reads it ({1to16}): no register, no separate load.
-  DMLOPS_TARGET("avx512f") static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
-  DMLOPS_TARGET("avx512f") static V madd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  DMLOPS_TARGET("avx512f") static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  DMLOPS_TARGET("avx512f") static V broadcast(const float* p) { return {_mm512_set1_ps(*p)}; }
+  DMLOPS_TARGET("avx512f") static V madd(V a, V b, V c) { return {_mm512_fmadd_ps(a.r, b.r, c.r)}; }
+  DMLOPS_TARGET("avx512f") static V add(V a, V b) { return {_mm512_add_ps(a.r, b.r)}; }
   DMLOPS_TARGET("avx512f") static void transpose8(const float* src, std::int64_t ss, float* dst,
                                                             std::int64_t ds) {
     transpose8_avx(src, ss, dst, ds);
@@ -148,14 +157,16 @@ struct SimdAvx512<float> {
 template <>
 struct SimdAvx512<double> {
   using Acc = double;
-  using V = __m512d;
+  struct V {  // a struct, not the bare register type: see the top of this file
+    __m512d r;
+  };
   static constexpr std::int64_t kLanes = 8;
-  DMLOPS_TARGET("avx512f") static V load(const double* p) { return _mm512_loadu_pd(p); }
-  DMLOPS_TARGET("avx512f") static void store(double* p, V a) { _mm512_storeu_pd(p, a); }
-  DMLOPS_TARGET("avx512f") static V zero() { return _mm512_setzero_pd(); }
-  DMLOPS_TARGET("avx512f") static V broadcast(const double* p) { return _mm512_set1_pd(*p); }
-  DMLOPS_TARGET("avx512f") static V madd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
-  DMLOPS_TARGET("avx512f") static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  DMLOPS_TARGET("avx512f") static V load(const double* p) { return {_mm512_loadu_pd(p)}; }
+  DMLOPS_TARGET("avx512f") static void store(double* p, V a) { _mm512_storeu_pd(p, a.r); }
+  DMLOPS_TARGET("avx512f") static V zero() { return {_mm512_setzero_pd()}; }
+  DMLOPS_TARGET("avx512f") static V broadcast(const double* p) { return {_mm512_set1_pd(*p)}; }
+  DMLOPS_TARGET("avx512f") static V madd(V a, V b, V c) { return {_mm512_fmadd_pd(a.r, b.r, c.r)}; }
+  DMLOPS_TARGET("avx512f") static V add(V a, V b) { return {_mm512_add_pd(a.r, b.r)}; }
   static void transpose8(const double* src, std::int64_t ss, double* dst, std::int64_t ds) {
     transpose8_scalar(src, ss, dst, ds);
   }
