@@ -45,6 +45,7 @@
 #include <limits>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dmlops/core/cpu.hpp"
@@ -571,7 +572,9 @@ class LpPoolingKernel {
   // The norm of output column o of the current row, tap by tap from the input: m = max |x|,
   // then m * (sum (|x|/m)^p)^(1/p). NaN if any tap is NaN; m itself when m is 0 or inf.
   Acc exact_norm(const Scratch& s, std::int64_t o) const {
-    const auto [first, last] = row_.valid_taps(o);
+    // Named variables, not a structured binding: Clang before 16 cannot capture those.
+    const std::pair<std::int64_t, std::int64_t> taps = row_.valid_taps(o);
+    const std::int64_t first = taps.first, last = taps.second;
     const auto for_each_tap = [&](auto fn) {
       for (const std::int64_t offset : s.row_offsets) {
         for (std::int64_t t = first; t < last; ++t)

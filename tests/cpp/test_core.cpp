@@ -803,7 +803,8 @@ TEST_F(ParallelFor, CoversEveryIndexExactlyOnce) {
   for (int threads : {1, 2, 3, 7}) {
     set_num_threads(threads);
     ASSERT_EQ(num_threads(), threads);
-    for (const auto& [begin, end] : ranges) {
+    for (const auto& range : ranges) {
+      const std::int64_t begin = range.first, end = range.second;  // captured below: no structured binding (Clang < 16)
       for (std::int64_t grain : grains) {
         SCOPED_TRACE("threads " + std::to_string(threads) + " range [" + std::to_string(begin) + ", " +
                      std::to_string(end) + ") grain " + std::to_string(grain));

@@ -29,6 +29,10 @@
 #include "dmlops/core/platform.hpp"
 #include "dmlops/core/tensor.hpp"
 
+#if DMLOPS_X86 && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace dmlops::testing {
 
 // The compiler's own x86 feature detection (libgcc's cpuid), independent of the library's
@@ -43,7 +47,14 @@ inline bool cpu_supports(const char* feature) {
   if (f == "avx") return DMLOPS_TEST_CPU_SUPPORTS("avx");
   if (f == "avx2") return DMLOPS_TEST_CPU_SUPPORTS("avx2");
   if (f == "fma") return DMLOPS_TEST_CPU_SUPPORTS("fma");
-  if (f == "f16c") return DMLOPS_TEST_CPU_SUPPORTS("f16c");
+  if (f == "f16c") {
+#if DMLOPS_X86 && defined(__clang__)  // Clang's builtin knows no "f16c": CPUID leaf 1, ECX bit 29
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && ((ecx >> 29) & 1) != 0;
+#else
+    return DMLOPS_TEST_CPU_SUPPORTS("f16c");
+#endif
+  }
   if (f == "avx512f") return DMLOPS_TEST_CPU_SUPPORTS("avx512f");
   ADD_FAILURE() << "cpu_supports: unknown feature " << f;
   return false;
