@@ -2138,7 +2138,7 @@ TEST(Direct, WindowProductMatchesDoubleSums) {
 }
 
 // The promise of direct.hpp: every output is one chain in increasing (c, t), from zero or from
-// out, so its bits are a plain loop's: std::fma per term with AVX2 or AVX-512 (the im2col
+// out, so its bits are a plain loop's: one fused multiply-add per term with AVX2 or AVX-512 (the im2col
 // GEMM's chain), a rounded product then a rounded sum on the portable kernel. Hence also
 // splitting the channels into passes (the later ones accumulating, as forward_direct does when
 // a layer's filter outgrows L1) changes no bit.
@@ -2168,7 +2168,7 @@ TEST(Direct, WindowProductIsOneChainPerOutput) {
                 for (std::int64_t t = 0; t < taps; ++t) {
                   const float x = dc.source(c, t, p), w = dc.weight(c, t, o);
                   if (fused) {
-                    chain = std::fma(x, w, chain);
+                    chain = testing::fma_float(x, w, chain);
                   } else {
                     const float product = x * w;
                     chain += product;
