@@ -29,8 +29,6 @@
 // scatter (see "BACKWARD of an undilated layer as stride^D forward convolutions" below).
 #include "dmlops/ops/convolution.hpp"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -49,9 +47,14 @@
 #include "dmlops/core/direct.hpp"
 #include "dmlops/core/lanes.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/rows.hpp"
 #include "dmlops/core/scratch.hpp"
 #include "dmlops/core/window.hpp"
+
+#if DMLOPS_X86
+#include <immintrin.h>
+#endif
 
 namespace dmlops {
 namespace {
@@ -496,9 +499,10 @@ BlockWalker forward_walker(const Geometry& g) {
   return BlockWalker(std::move(axes));
 }
 
+#if DMLOPS_X86
 // even[i] = src[2i], odd[i] = src[2i + 1] for i < pairs: float rows of a stride-2 layer, eight
 // pairs per step (two loads, two shuffles, two lane permutes).
-__attribute__((target("avx2"))) void split_pairs_avx2(const float* src, std::int64_t pairs, float* even, float* odd) {
+DMLOPS_TARGET("avx2") void split_pairs_avx2(const float* src, std::int64_t pairs, float* even, float* odd) {
   std::int64_t i = 0;
   for (; i + 8 <= pairs; i += 8) {
     const __m256 a = _mm256_loadu_ps(src + 2 * i), b = _mm256_loadu_ps(src + 2 * i + 8);
@@ -510,6 +514,7 @@ __attribute__((target("avx2"))) void split_pairs_avx2(const float* src, std::int
   }
   for (; i < pairs; ++i) even[i] = src[2 * i], odd[i] = src[2 * i + 1];
 }
+#endif
 
 // dst[q * phase_len + i] = row[i * phases + q]: a padded row split into its phases, where
 // row[x] = in[x - first] for x in [first, stop) and 0 elsewhere (so `in` may be the input row
@@ -519,11 +524,13 @@ void split_phases(const Acc* in, std::int64_t first, std::int64_t stop, std::int
                   Acc* dst) {
   std::int64_t lo = 0, hi = 0;  // entries [lo, hi) of every phase written by the vector kernel
   if constexpr (std::is_same_v<Acc, float>) {
+#if DMLOPS_X86
     if (phases == 2 && avx2_enabled()) {  // the pairs (2i, 2i + 1) inside [first, stop)
       lo = std::min((first + 1) / 2, phase_len);
       hi = std::clamp(stop / 2, lo, phase_len);
       if (hi > lo) split_pairs_avx2(in + (2 * lo - first), hi - lo, dst + lo, dst + phase_len + lo);
     }
+#endif
   }
   const auto write = [&](std::int64_t q, std::int64_t i) {
     const std::int64_t x = i * phases + q;
@@ -1033,7 +1040,7 @@ void forward_direct(const ConvolutionDesc& desc, const Geometry& g, const Views&
     const std::int64_t oc = grp * M + block.first, used = std::min(block.vectors * L, M - block.first);
     for (std::int64_t o = 0; o < used; ++o) {
       const Acc* row = matrix.dense_row(oc + o) + k0;
-      for (std::int64_t k = 0; k < depth; k += kCacheLine / std::int64_t{sizeof(Acc)}) __builtin_prefetch(row + k, 0, 2);
+      for (std::int64_t k = 0; k < depth; k += kCacheLine / std::int64_t{sizeof(Acc)}) DMLOPS_PREFETCH(row + k);
     }
   };
 
@@ -1406,9 +1413,10 @@ void forward_depthwise(const ConvolutionDesc& desc, const Geometry& g, const Vie
 // ---------------------------------------------------------------------------------------------
 // BACKWARD
 
+#if DMLOPS_X86
 // dst[2j] += even[j] and dst[2j + 1] += odd[j] for j < n: two neighbouring taps of a stride-2
 // layer interleaved into one contiguous run, sixteen sums per step.
-__attribute__((target("avx2"))) void add_interleaved_avx2(const float* even, const float* odd, std::int64_t n,
+DMLOPS_TARGET("avx2") void add_interleaved_avx2(const float* even, const float* odd, std::int64_t n,
                                                           float* dst) {
   std::int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
@@ -1424,12 +1432,15 @@ __attribute__((target("avx2"))) void add_interleaved_avx2(const float* even, con
     dst[2 * j + 1] += odd[j];
   }
 }
+#endif
 
 // add_row of two taps one apart on a stride-2 axis: dst[2j] += even[j], dst[2j + 1] += odd[j].
 template <class Acc>
 void scatter_add_pair(const Acc* even, const Acc* odd, std::int64_t n, Acc* dst) {
   if constexpr (std::is_same_v<Acc, float>) {
+#if DMLOPS_X86
     if (avx2_enabled()) return add_interleaved_avx2(even, odd, n, dst);
+#endif
   }
   for (std::int64_t j = 0; j < n; ++j) {
     dst[2 * j] += even[j];

@@ -45,6 +45,7 @@
 #include <limits>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dmlops/core/cpu.hpp"
@@ -52,6 +53,7 @@
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
 #include "dmlops/core/window.hpp"
@@ -134,7 +136,7 @@ struct Identity {
 // v[i] = fold(v[i], F(x0[i]), ..., F(x_{rows-1}[i])) for i < n and rows = 1, 2 or 3; with
 // kFirst, v[i] starts from 0 instead of its old value.
 template <class Fold, class F, bool kFirst, class A>
-[[gnu::always_inline]] inline void fold_rows(A* v, const A* x0, const A* x1, const A* x2, int rows, std::int64_t n) {
+DMLOPS_ALWAYS_INLINE inline void fold_rows(A* v, const A* x0, const A* x1, const A* x2, int rows, std::int64_t n) {
   if (rows == 1) {
     for (std::int64_t i = 0; i < n; ++i) v[i] = Fold::fold(kFirst ? A(0) : v[i], F::apply(x0[i]));
   } else if (rows == 2) {
@@ -151,7 +153,7 @@ template <class Fold, class F, bool kFirst, class A>
 // 2 and 3 taps (the common pooling shapes) are compile-time, so the loop vectorises with plain
 // or deinterleaving loads; other shapes sweep one tap at a time.
 template <class Fold, int kStride, int kTaps, class A>
-[[gnu::always_inline]] inline void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation,
+DMLOPS_ALWAYS_INLINE inline void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation,
                                              std::int64_t taps, A* acc, std::int64_t n) {
   const std::int64_t s = kStride ? kStride : stride;
   if constexpr (kTaps > 0) {
@@ -171,7 +173,7 @@ template <class Fold, int kStride, int kTaps, class A>
 
 // y[j] = |x[j]|^p for j < n (p >= 3) by left-to-right binary powering, one pass per step.
 template <class A>
-[[gnu::always_inline]] inline void abs_powers(const A* x, A* y, std::int64_t n, std::uint64_t p) {
+DMLOPS_ALWAYS_INLINE inline void abs_powers(const A* x, A* y, std::int64_t n, std::uint64_t p) {
   for (std::int64_t j = 0; j < n; ++j) y[j] = std::abs(x[j]);
   for (int bit = std::bit_width(p) - 2; bit >= 0; --bit) {
     for (std::int64_t j = 0; j < n; ++j) y[j] *= y[j];
@@ -184,7 +186,7 @@ template <class A>
 // Whether every y[k], k < n, is in [lo, hi] (NaN is not); with kSqrt, y[k] = sqrt(y[k]) too,
 // in the same pass.
 template <bool kSqrt, class A>
-[[gnu::always_inline]] inline bool all_within(A* y, std::int64_t n, A lo, A hi) {
+DMLOPS_ALWAYS_INLINE inline bool all_within(A* y, std::int64_t n, A lo, A hi) {
   unsigned outside = 0;
   for (std::int64_t k = 0; k < n; ++k) {
     outside |= !(y[k] >= lo) | !(y[k] <= hi);
@@ -206,7 +208,7 @@ A scaled_magnitude(A x, A m, A inverse_m) {
 
 // q[j] = scaled_magnitude(x[j*stride], m[j], inverse_m[j]), j < n.
 template <int kStride, class A>
-[[gnu::always_inline]] inline void scaled_magnitudes(A* q, const A* x, std::int64_t stride, const A* m,
+DMLOPS_ALWAYS_INLINE inline void scaled_magnitudes(A* q, const A* x, std::int64_t stride, const A* m,
                                                      const A* inverse_m, std::int64_t n) {
   const std::int64_t s = kStride ? kStride : stride;
   for (std::int64_t j = 0; j < n; ++j) q[j] = scaled_magnitude(x[j * s], m[j], inverse_m[j]);
@@ -215,7 +217,7 @@ template <int kStride, class A>
 // sum[j] += q[j]^p for j < n (p >= 2) by left-to-right binary powering, one pass over the
 // (L1-resident) row per squaring and per set bit of p; power is scratch.
 template <class A>
-[[gnu::always_inline]] inline void add_powers(const A* q, A* power, A* sum, std::int64_t n, std::uint64_t p) {
+DMLOPS_ALWAYS_INLINE inline void add_powers(const A* q, A* power, A* sum, std::int64_t n, std::uint64_t p) {
   for (std::int64_t j = 0; j < n; ++j) power[j] = q[j];
   for (int bit = std::bit_width(p) - 2; bit >= 0; --bit) {
     for (std::int64_t j = 0; j < n; ++j) power[j] *= power[j];
@@ -230,7 +232,7 @@ template <class A>
 
 // The dispatchers pick a compile-time variant; inlined, so that a call costs one IsaKernel call.
 template <class Fold, class A>
-[[gnu::always_inline]] inline void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation, std::int64_t taps,
+DMLOPS_ALWAYS_INLINE inline void fold_taps(const A* v, std::int64_t stride, std::int64_t dilation, std::int64_t taps,
                                              A* acc, std::int64_t n) {
   const auto with_stride = [&](auto fixed_stride) {
     constexpr int kStride = decltype(fixed_stride)::value;
@@ -244,7 +246,7 @@ template <class Fold, class A>
 }
 
 template <class A>
-[[gnu::always_inline]] inline void scaled_magnitudes(A* q, const A* x, std::int64_t stride, const A* m,
+DMLOPS_ALWAYS_INLINE inline void scaled_magnitudes(A* q, const A* x, std::int64_t stride, const A* m,
                                                      const A* inverse_m, std::int64_t n) {
   if (stride == 1) return IsaKernel<&scaled_magnitudes<1, A>>::run(q, x, stride, m, inverse_m, n);
   if (stride == 2) return IsaKernel<&scaled_magnitudes<2, A>>::run(q, x, stride, m, inverse_m, n);
@@ -588,7 +590,9 @@ class LpPoolingKernel {
   // The norm of output column o of the current row, tap by tap from the input: m = max |x|,
   // then m * (sum (|x|/m)^p)^(1/p). NaN if any tap is NaN; m itself when m is 0 or inf.
   Acc exact_norm(const Scratch& s, std::int64_t o) const {
-    const auto [first, last] = row_.valid_taps(o);
+    // Named variables, not a structured binding: Clang before 16 cannot capture those.
+    const std::pair<std::int64_t, std::int64_t> taps = row_.valid_taps(o);
+    const std::int64_t first = taps.first, last = taps.second;
     const auto for_each_tap = [&](auto fn) {
       for (const std::int64_t offset : s.row_offsets) {
         for (std::int64_t t = first; t < last; ++t)

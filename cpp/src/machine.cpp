@@ -8,6 +8,7 @@
 
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/simd.hpp"
 
 namespace dmlops {
@@ -68,7 +69,8 @@ double thread_flops(double seconds, float m, float a) {
 const char* fma_isa() {
   if (avx512_enabled()) return "avx512f";
   if (avx2_fma_enabled()) return "avx2+fma";
-  return "sse2";
+  if (DMLOPS_X86) return "sse2";
+  return DMLOPS_ARM64 ? "neon" : "portable";
 }
 
 double fma_peak_gflops(int threads, double milliseconds) {

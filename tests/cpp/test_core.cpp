@@ -2,8 +2,11 @@
 // TensorView overlap checks, StridedLayout / NdCounter, parallel_for and separable_gather.
 // Oracles are written here from the spec and IEEE 754, never by calling the function under test.
 #include <gtest/gtest.h>
+
+#if !defined(_WIN32)
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +33,7 @@
 #include "dmlops/core/activation.hpp"
 #include "dmlops/core/checked.hpp"
 #include "dmlops/core/cpu.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/direct.hpp"
 #include "dmlops/core/dtype.hpp"
@@ -426,12 +430,64 @@ TEST(Half, BulkEncodeMatchesScalarOnRandomFloats) {
 TEST(Cpu, Avx2SwitchFollowsEnvironment) {
   const char* env = std::getenv("DMLOPS_DISABLE_AVX2");
   const bool disabled = env != nullptr && env[0] != '\0' && env[0] != '0';
-  EXPECT_EQ(avx2_enabled(), __builtin_cpu_supports("avx2") && !disabled);
+  EXPECT_EQ(avx2_enabled(), testing::cpu_supports("avx2") && !disabled);
 }
+
+TEST(Platform, CpuFeaturesMatchTheCompilersDetection) {
+  const platform::CpuFeatures& f = platform::cpu_features();
+  EXPECT_EQ(f.avx, testing::cpu_supports("avx"));
+  EXPECT_EQ(f.avx2, testing::cpu_supports("avx2"));
+  EXPECT_EQ(f.fma, testing::cpu_supports("fma"));
+  EXPECT_EQ(f.f16c, testing::cpu_supports("f16c") && testing::cpu_supports("avx"));
+  EXPECT_EQ(f.avx512f, testing::cpu_supports("avx512f"));
+  EXPECT_EQ(f.neon, DMLOPS_ARM64 == 1);
+}
+
+TEST(Platform, UsableCpusAreBetweenOneAndTheMachines) {
+  const int cpus = platform::usable_cpu_count();
+  EXPECT_GE(cpus, 1);
+  if (std::thread::hardware_concurrency() > 0) {
+    EXPECT_LE(cpus, static_cast<int>(std::thread::hardware_concurrency()));
+  }
+}
+
+#if defined(__SIZEOF_INT128__)  // GCC and Clang on 64-bit targets: the exact reference
+__extension__ typedef __int128 Int128;
+
+// The portable overflow checks (the MSVC path) against exact 128-bit arithmetic, and the
+// compiler's checks (the GCC and Clang path) against them.
+TEST(Platform, OverflowChecksAreExact) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max(), kMin = std::numeric_limits<std::int64_t>::min();
+  std::vector<std::int64_t> values = {0, 1, -1, 2, -2, 3, 7, -7, kMax, kMin, kMax - 1, kMin + 1, kMax / 2, kMin / 2,
+                                      kMax / 2 + 1, kMin / 2 - 1, 3037000499, 3037000500, -3037000499, -3037000500,
+                                      std::int64_t{1} << 32, -(std::int64_t{1} << 32), std::int64_t{1} << 62};
+  std::uint64_t state = 5;
+  for (int i = 0; i < 200; ++i) values.push_back(static_cast<std::int64_t>(testing::splitmix64(state) >> (i % 64)));
+  for (std::int64_t a : values) {
+    for (std::int64_t b : values) {
+      const Int128 product = static_cast<Int128>(a) * b, sum = static_cast<Int128>(a) + b;
+      const bool mul_over = product > kMax || product < kMin, add_over = sum > kMax || sum < kMin;
+      std::int64_t r = 0, q = 0;
+      EXPECT_EQ(platform::mul_overflow_portable(a, b, &r), mul_over) << a << " * " << b;
+      EXPECT_EQ(platform::mul_overflow(a, b, &q), mul_over) << a << " * " << b;
+      if (!mul_over) {
+        EXPECT_EQ(r, static_cast<std::int64_t>(product)) << a << " * " << b;
+        EXPECT_EQ(q, r);
+      }
+      EXPECT_EQ(platform::add_overflow_portable(a, b, &r), add_over) << a << " + " << b;
+      EXPECT_EQ(platform::add_overflow(a, b, &q), add_over) << a << " + " << b;
+      if (!add_over) {
+        EXPECT_EQ(r, static_cast<std::int64_t>(sum)) << a << " + " << b;
+        EXPECT_EQ(q, r);
+      }
+    }
+  }
+}
+#endif
 
 // A loop body for IsaKernel: products, a sum, a square root and a division, over specials too.
 template <class A>
-[[gnu::always_inline]] inline void isa_test_body(const A* x, const A* y, A* out, std::int64_t n) {
+DMLOPS_ALWAYS_INLINE inline void isa_test_body(const A* x, const A* y, A* out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = std::sqrt(std::abs(x[i] * y[i] + x[i])) / (y[i] - A(0.5));
 }
 
@@ -461,7 +517,7 @@ TEST(Cpu, IsaKernelGivesTheBodysBits) {
 TEST(Half, F16cSwitchFollowsEnvironment) {
   const char* env = std::getenv("DMLOPS_DISABLE_F16C");
   const bool disabled = env != nullptr && env[0] != '\0' && env[0] != '0';
-  const bool cpu = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  const bool cpu = testing::cpu_supports("f16c") && testing::cpu_supports("avx");
   EXPECT_EQ(f16c_enabled(), cpu && !disabled);
 }
 
@@ -827,7 +883,8 @@ TEST_F(ParallelFor, CoversEveryIndexExactlyOnce) {
   for (int threads : {1, 2, 3, 7}) {
     set_num_threads(threads);
     ASSERT_EQ(num_threads(), threads);
-    for (const auto& [begin, end] : ranges) {
+    for (const auto& range : ranges) {
+      const std::int64_t begin = range.first, end = range.second;  // captured below: no structured binding (Clang < 16)
       for (std::int64_t grain : grains) {
         SCOPED_TRACE("threads " + std::to_string(threads) + " range [" + std::to_string(begin) + ", " +
                      std::to_string(end) + ") grain " + std::to_string(grain));
@@ -1097,6 +1154,7 @@ TEST_F(ParallelFor, SetNumThreadsWhileOthersRun) {
   EXPECT_GT(rounds.load(), 0);
 }
 
+#if !defined(_WIN32)  // no fork() on Windows
 TEST_F(ParallelFor, WorksInAForkedChild) {
   set_num_threads(2);
   // Keep the pool busy on another thread while forking, so the child may inherit the pool's
@@ -1125,6 +1183,7 @@ TEST_F(ParallelFor, WorksInAForkedChild) {
   stop = true;
   busy.join();
 }
+#endif
 
 TEST_F(ParallelFor, NumThreadsMustBePositive) {
   set_num_threads(3);
@@ -1137,17 +1196,16 @@ TEST_F(ParallelFor, NumThreadsMustBePositive) {
 TEST_F(ParallelFor, DefaultComesFromEnvironment) {
   const char* old = std::getenv("DMLOPS_NUM_THREADS");
   const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
-  ::unsetenv("DMLOPS_NUM_THREADS");
+  testing::set_env("DMLOPS_NUM_THREADS", nullptr);
   const int cpus = default_num_threads();
-  EXPECT_GE(cpus, 1);
-  ::setenv("DMLOPS_NUM_THREADS", "3", 1);
+  EXPECT_EQ(cpus, platform::usable_cpu_count());
+  testing::set_env("DMLOPS_NUM_THREADS", "3");
   EXPECT_EQ(default_num_threads(), 3);
   for (const char* ignored : {"0", "-2", "abc", "4x", ""}) {
-    ::setenv("DMLOPS_NUM_THREADS", ignored, 1);
+    testing::set_env("DMLOPS_NUM_THREADS", ignored);
     EXPECT_EQ(default_num_threads(), cpus) << "DMLOPS_NUM_THREADS='" << ignored << "'";
   }
-  if (saved) ::setenv("DMLOPS_NUM_THREADS", saved->c_str(), 1);
-  else ::unsetenv("DMLOPS_NUM_THREADS");
+  testing::set_env("DMLOPS_NUM_THREADS", saved ? saved->c_str() : nullptr);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2261,7 +2319,7 @@ TEST(Direct, WindowProductMatchesDoubleSums) {
 }
 
 // The promise of direct.hpp: every output is one chain in increasing (c, t), from zero or from
-// out, so its bits are a plain loop's: std::fma per term with AVX2 or AVX-512 (the im2col
+// out, so its bits are a plain loop's: one fused multiply-add per term with AVX2 or AVX-512 (the im2col
 // GEMM's chain), a rounded product then a rounded sum on the portable kernel. Hence also
 // splitting the channels into passes (the later ones accumulating, as forward_direct does when
 // a layer's filter outgrows L1) changes no bit.
@@ -2291,7 +2349,7 @@ TEST(Direct, WindowProductIsOneChainPerOutput) {
                 for (std::int64_t t = 0; t < taps; ++t) {
                   const float x = dc.source(c, t, p), w = dc.weight(c, t, o);
                   if (fused) {
-                    chain = std::fma(x, w, chain);
+                    chain = testing::fma_float(x, w, chain);
                   } else {
                     const float product = x * w;
                     chain += product;

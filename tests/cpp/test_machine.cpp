@@ -6,6 +6,7 @@
 
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/machine.hpp"
 
 namespace dmlops {
@@ -18,7 +19,7 @@ TEST(Machine, FmaIsaFollowsTheCpuSwitches) {
   } else if (avx2_fma_enabled()) {
     EXPECT_EQ(isa, "avx2+fma");
   } else {
-    EXPECT_EQ(isa, "sse2");
+    EXPECT_EQ(isa, DMLOPS_X86 ? "sse2" : DMLOPS_ARM64 ? "neon" : "portable");
   }
 }
 

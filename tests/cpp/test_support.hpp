@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -25,9 +26,69 @@
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/tensor.hpp"
 
+#if DMLOPS_X86 && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace dmlops::testing {
+
+// The compiler's own x86 feature detection (libgcc's cpuid), independent of the library's
+// platform::cpu_features(); false for every x86 feature on other processors.
+#if DMLOPS_X86 && (defined(__GNUC__) || defined(__clang__))
+#define DMLOPS_TEST_CPU_SUPPORTS(feature) (__builtin_cpu_supports(feature) != 0)
+#else
+#define DMLOPS_TEST_CPU_SUPPORTS(feature) (static_cast<void>(feature), false)
+#endif
+inline bool cpu_supports(const char* feature) {
+  const std::string f = feature;
+  if (f == "avx") return DMLOPS_TEST_CPU_SUPPORTS("avx");
+  if (f == "avx2") return DMLOPS_TEST_CPU_SUPPORTS("avx2");
+  if (f == "fma") return DMLOPS_TEST_CPU_SUPPORTS("fma");
+  if (f == "f16c") {
+#if DMLOPS_X86 && defined(__clang__)  // Clang's builtin knows no "f16c": CPUID leaf 1, ECX bit 29
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && ((ecx >> 29) & 1) != 0;
+#else
+    return DMLOPS_TEST_CPU_SUPPORTS("f16c");
+#endif
+  }
+  if (f == "avx512f") return DMLOPS_TEST_CPU_SUPPORTS("avx512f");
+  ADD_FAILURE() << "cpu_supports: unknown feature " << f;
+  return false;
+}
+
+// x * y + z rounded once to float, without the C library: MinGW-w64's fmaf rounds about one
+// product in four wrongly (seen under wine). The product is exact in double; TwoSum gives the
+// error of the double sum; rounding that sum to odd (nudging it off a double tie towards the
+// error) and then to float rounds once, since double has more than 24 + 2 significant bits.
+inline float fma_float(float x, float y, float z) {
+  const double p = static_cast<double>(x) * y, c = z;
+  const double s = p + c;
+  const double pp = s - c, cc = s - pp;
+  const double error = (p - pp) + (c - cc);
+  std::uint64_t bits;
+  std::memcpy(&bits, &s, sizeof bits);
+  if (error != 0 && (bits & 1) == 0) {  // s is not exact: make it odd, towards the exact sum
+    bits += ((error > 0) == (s > 0)) ? 1 : -1;
+    double odd;
+    std::memcpy(&odd, &bits, sizeof odd);
+    return static_cast<float>(odd);
+  }
+  return static_cast<float>(s);
+}
+
+// Sets an environment variable of this process, or removes it (value null).
+inline void set_env(const char* name, const char* value) {
+#if defined(_WIN32)
+  _putenv_s(name, value ? value : "");  // "" removes it on Windows
+#else
+  if (value) ::setenv(name, value, 1);
+  else ::unsetenv(name);
+#endif
+}
 
 // SplitMix64: a tiny, seedable generator of well-mixed 64-bit patterns.
 inline std::uint64_t splitmix64(std::uint64_t& state) {

@@ -10,7 +10,8 @@
 
 namespace dmlops {
 
-// "avx512f", "avx2+fma", or "sse2" (no FMA: a multiply and an add, still counted as 2 FLOPs).
+// "avx512f", "avx2+fma", "sse2" (x86 without FMA: a multiply and an add, still counted as 2
+// FLOPs), "neon" (Arm64: the portable kernels, vectorised by the compiler) or "portable".
 const char* fma_isa();
 
 // threads >= 1 and milliseconds > 0; throws InvalidArgument otherwise.

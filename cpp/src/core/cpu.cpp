@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "dmlops/core/platform.hpp"
+
 namespace dmlops {
 namespace {
 
@@ -13,24 +15,24 @@ bool disabled_by(const char* variable) {
 }  // namespace
 
 bool avx2_enabled() {
-  static const bool enabled = !disabled_by("DMLOPS_DISABLE_AVX2") && __builtin_cpu_supports("avx2");
+  static const bool enabled = !disabled_by("DMLOPS_DISABLE_AVX2") && platform::cpu_features().avx2;
   return enabled;
 }
 
 bool f16c_enabled() {
   static const bool enabled =
-      !disabled_by("DMLOPS_DISABLE_F16C") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+      !disabled_by("DMLOPS_DISABLE_F16C") && platform::cpu_features().f16c;
   return enabled;
 }
 
 bool avx2_fma_enabled() {
-  static const bool enabled = avx2_enabled() && __builtin_cpu_supports("fma") != 0;
+  static const bool enabled = avx2_enabled() && platform::cpu_features().fma;
   return enabled;
 }
 
 bool avx512_enabled() {
   static const bool enabled =
-      avx2_fma_enabled() && !disabled_by("DMLOPS_DISABLE_AVX512") && __builtin_cpu_supports("avx512f") != 0;
+      avx2_fma_enabled() && !disabled_by("DMLOPS_DISABLE_AVX512") && platform::cpu_features().avx512f;
   return enabled;
 }
 

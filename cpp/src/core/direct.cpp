@@ -1,6 +1,7 @@
 #include "dmlops/core/direct.hpp"
 
 #include "dmlops/core/cpu.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/simd.hpp"
 
 namespace dmlops {
@@ -25,46 +26,46 @@ struct WindowProduct {
 
   // kCount positions x kVectors weight vectors: output position j reads offsets[j] + tap offset.
   template <int kVectors, int kCount>
-  [[gnu::always_inline]] static void tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
+  DMLOPS_ALWAYS_INLINE static void tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                           const std::int64_t* tap_offsets, const std::int64_t* offsets,
                                           const Acc* filter, bool accumulate, Acc* out) {
     constexpr std::int64_t W = kVectors * L;
     V acc[kCount][kVectors];
     std::int64_t at[kCount];
-#pragma GCC unroll 16
+DMLOPS_UNROLL(16)
     for (int j = 0; j < kCount; ++j) {
       at[j] = offsets[j];
-#pragma GCC unroll 4
+DMLOPS_UNROLL(4)
       for (int v = 0; v < kVectors; ++v) acc[j][v] = accumulate ? Isa::load(out + j * W + v * L) : Isa::zero();
     }
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c) {
       const Acc* window[kCount];  // per output: its window in this channel (then one index per tap)
-#pragma GCC unroll 16
+DMLOPS_UNROLL(16)
       for (int j = 0; j < kCount; ++j) window[j] = planes[c] + at[j];
       for (std::int64_t t = 0; t < taps; ++t, w += W) {
         const std::int64_t offset = tap_offsets[t];
         V weights[kVectors];
-#pragma GCC unroll 4
+DMLOPS_UNROLL(4)
         for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + v * L);
-#pragma GCC unroll 16
+DMLOPS_UNROLL(16)
         for (int j = 0; j < kCount; ++j) {
           const V x = Isa::broadcast(window[j] + offset);
-#pragma GCC unroll 4
+DMLOPS_UNROLL(4)
           for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::madd(x, weights[v], acc[j][v]);
         }
       }
     }
-#pragma GCC unroll 16
+DMLOPS_UNROLL(16)
     for (int j = 0; j < kCount; ++j) {
-#pragma GCC unroll 4
+DMLOPS_UNROLL(4)
       for (int v = 0; v < kVectors; ++v) Isa::store(out + j * W + v * L, acc[j][v]);
     }
   }
 
   // The tile of `count` (<= kCount) positions.
   template <int kVectors, int kCount>
-  [[gnu::always_inline]] static void tile_of(std::int64_t count, std::int64_t channels, std::int64_t taps,
+  DMLOPS_ALWAYS_INLINE static void tile_of(std::int64_t count, std::int64_t channels, std::int64_t taps,
                                              const Acc* const* planes, const std::int64_t* tap_offsets,
                                              const std::int64_t* offsets, const Acc* filter, bool accumulate, Acc* out) {
     if (count == kCount) return tile<kVectors, kCount>(channels, taps, planes, tap_offsets, offsets, filter, accumulate, out);
@@ -74,7 +75,7 @@ struct WindowProduct {
 
   // n positions in tiles of near-equal sizes (20 is 5 + 5 + 5 + 5 with 6, not 6 + 6 + 6 + 2).
   template <int kVectors>
-  [[gnu::always_inline]] static void positions_of(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
+  DMLOPS_ALWAYS_INLINE static void positions_of(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                                   const std::int64_t* tap_offsets, const std::int64_t* offsets,
                                                   std::int64_t n, const Acc* filter, bool accumulate, Acc* out) {
     constexpr int P = positions(kVectors);
@@ -87,7 +88,7 @@ struct WindowProduct {
     }
   }
 
-  [[gnu::always_inline]] static void run(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
+  DMLOPS_ALWAYS_INLINE static void run(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                          const std::int64_t* tap_offsets, const std::int64_t* offsets, std::int64_t n,
                                          std::int64_t vectors, const Acc* filter, bool accumulate, Acc* out) {
     if (n <= 0) return;
@@ -102,7 +103,7 @@ struct WindowProduct {
 template <class Isa>
 struct PackFilter {
   using Acc = typename Isa::Acc;
-  [[gnu::always_inline]] static void run(const Acc* rows, std::int64_t ld, std::int64_t used, std::int64_t K,
+  DMLOPS_ALWAYS_INLINE static void run(const Acc* rows, std::int64_t ld, std::int64_t used, std::int64_t K,
                                          std::int64_t width, Acc* dst) {
     std::int64_t o = 0;
     for (; o + 8 <= used; o += 8) {

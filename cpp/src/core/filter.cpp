@@ -6,15 +6,18 @@
 #include <limits>
 #include <type_traits>
 
-#include <immintrin.h>
-
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/strided.hpp"
+
+#if DMLOPS_X86
+#include <immintrin.h>
+#endif
 
 namespace dmlops {
 
@@ -105,14 +108,14 @@ void store_acc(std::byte* dst, std::int64_t step, const Acc* values, std::int64_
 
 // acc[i] = w0 * x0[i] + w1 * x1[i]: a blend of two rows (linear).
 template <class Acc>
-[[gnu::always_inline]] inline void blend2_body(Acc* __restrict acc, const Acc* __restrict x0, const Acc* __restrict x1,
+DMLOPS_ALWAYS_INLINE inline void blend2_body(Acc* DMLOPS_RESTRICT acc, const Acc* DMLOPS_RESTRICT x0, const Acc* DMLOPS_RESTRICT x1,
                                                Acc w0, Acc w1, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) acc[i] = w0 * x0[i] + w1 * x1[i];
 }
 
 // acc[i] = w * x[i] (first tap) or acc[i] += w * x[i] (later taps).
 template <class Acc, bool kAccumulate>
-[[gnu::always_inline]] inline void axpy_body(Acc* __restrict acc, const Acc* __restrict x, Acc w, std::int64_t n) {
+DMLOPS_ALWAYS_INLINE inline void axpy_body(Acc* DMLOPS_RESTRICT acc, const Acc* DMLOPS_RESTRICT x, Acc w, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) acc[i] = kAccumulate ? acc[i] + w * x[i] : w * x[i];
 }
 
@@ -120,9 +123,9 @@ template <class Acc, bool kAccumulate>
 // the second product only where w1[i] != 0 (a tap of weight 0 is never read: inf * 0 is nan).
 // row[] has one readable element past the last index.
 template <class Acc>
-[[gnu::always_inline]] inline void pairs_body(Acc* __restrict acc, const Acc* __restrict row,
-                                              const std::int32_t* __restrict first, const Acc* __restrict w0,
-                                              const Acc* __restrict w1, std::int64_t shift, std::int64_t n) {
+DMLOPS_ALWAYS_INLINE inline void pairs_body(Acc* DMLOPS_RESTRICT acc, const Acc* DMLOPS_RESTRICT row,
+                                              const std::int32_t* DMLOPS_RESTRICT first, const Acc* DMLOPS_RESTRICT w0,
+                                              const Acc* DMLOPS_RESTRICT w1, std::int64_t shift, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t f = first[i] - shift;
     const Acc a = w0[i] * row[f];
@@ -155,22 +158,23 @@ void pairs_baseline(Acc* acc, const Acc* row, const std::int32_t* first, const A
 }
 
 template <class Acc>
-__attribute__((target("avx2"))) void blend2_avx2(Acc* acc, const Acc* x0, const Acc* x1, Acc w0, Acc w1, std::int64_t n) {
+DMLOPS_TARGET("avx2") void blend2_avx2(Acc* acc, const Acc* x0, const Acc* x1, Acc w0, Acc w1, std::int64_t n) {
   blend2_body(acc, x0, x1, w0, w1, n);
 }
 template <class Acc>
-__attribute__((target("avx2"))) void scale_avx2(Acc* acc, const Acc* x, Acc w, std::int64_t n) {
+DMLOPS_TARGET("avx2") void scale_avx2(Acc* acc, const Acc* x, Acc w, std::int64_t n) {
   axpy_body<Acc, false>(acc, x, w, n);
 }
 template <class Acc>
-__attribute__((target("avx2"))) void accumulate_avx2(Acc* acc, const Acc* x, Acc w, std::int64_t n) {
+DMLOPS_TARGET("avx2") void accumulate_avx2(Acc* acc, const Acc* x, Acc w, std::int64_t n) {
   axpy_body<Acc, true>(acc, x, w, n);
 }
 
+#if DMLOPS_X86
 // float pairs with AVX2: where 8 consecutive outputs read from 9 consecutive row elements
 // (always, when upsampling), load those once and permute them into place instead of gathering
 // element by element. Other groups take the scalar body.
-__attribute__((target("avx2"))) void pairs_avx2(float* acc, const float* row, const std::int32_t* first,
+DMLOPS_TARGET("avx2") void pairs_avx2(float* acc, const float* row, const std::int32_t* first,
                                                 const float* w0, const float* w1, std::int64_t shift,
                                                 std::int64_t n) {
   std::int64_t i = 0;
@@ -194,9 +198,10 @@ __attribute__((target("avx2"))) void pairs_avx2(float* acc, const float* row, co
   }
   pairs_body(acc + i, row, first + i, w0 + i, w1 + i, shift, n - i);
 }
+#endif
 
 template <class Acc>
-__attribute__((target("avx2"))) void pairs_avx2_scalar(Acc* acc, const Acc* row, const std::int32_t* first,
+DMLOPS_TARGET("avx2") void pairs_avx2_scalar(Acc* acc, const Acc* row, const std::int32_t* first,
                                                        const Acc* w0, const Acc* w1, std::int64_t shift,
                                                        std::int64_t n) {
   pairs_body(acc, row, first, w0, w1, shift, n);
@@ -207,7 +212,9 @@ const RowKernels<Acc>& RowKernels<Acc>::get() {
   static const RowKernels kernels = [] {
     if (avx2_enabled()) {
       RowKernels k{blend2_avx2<Acc>, scale_avx2<Acc>, accumulate_avx2<Acc>, pairs_avx2_scalar<Acc>};
+#if DMLOPS_X86
       if constexpr (std::is_same_v<Acc, float>) k.pairs = pairs_avx2;
+#endif
       return k;
     }
     return RowKernels{blend2_baseline<Acc>, scale_baseline<Acc>, accumulate_baseline<Acc>, pairs_baseline<Acc>};

@@ -5,14 +5,17 @@
 #include <cstring>
 #include <limits>
 
-#include <immintrin.h>
-
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
+
+#if DMLOPS_X86
+#include <immintrin.h>
+#endif
 
 namespace dmlops {
 namespace {
@@ -140,7 +143,7 @@ std::vector<Run> compile_runs(const AxisMap& map, std::int64_t size, std::vector
 // K known at compile time the compiler turns this into vector loads, shuffles and stores; it is
 // compiled for the baseline ISA and for AVX2 (wider stores, lane-crossing shuffles for K = 3).
 template <class T, int K>
-[[gnu::always_inline]] inline void repeat_body(std::byte* dst, const std::byte* src, std::int64_t n) {
+DMLOPS_ALWAYS_INLINE inline void repeat_body(std::byte* dst, const std::byte* src, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const T v = load<T>(src + i * static_cast<std::int64_t>(sizeof(T)));
     for (int j = 0; j < K; ++j) std::memcpy(dst + (i * K + j) * static_cast<std::int64_t>(sizeof(T)), &v, sizeof(T));
@@ -153,7 +156,7 @@ void repeat_baseline(std::byte* dst, const std::byte* src, std::int64_t n) {
 }
 
 template <class T, int K>
-__attribute__((target("avx2"))) void repeat_avx2(std::byte* dst, const std::byte* src, std::int64_t n) {
+DMLOPS_TARGET("avx2") void repeat_avx2(std::byte* dst, const std::byte* src, std::int64_t n) {
   repeat_body<T, K>(dst, src, n);
 }
 
@@ -202,12 +205,13 @@ void gather(std::byte* dst, std::int64_t dst_step, const std::byte* src, const s
   for (std::int64_t i = 0; i < n; ++i, dst += dst_step) std::memcpy(dst, src + offsets[i], sizeof(T));
 }
 
+#if DMLOPS_X86
 // Gather of 4- or 8-byte elements into contiguous memory with AVX2, from a contiguous input row
 // of `limit` elements (index[] in elements): where the sources of 32 output bytes lie in a window
 // of 32 input bytes (always, when a nearest map upsamples), load the window and permute it into
 // place; other groups, and windows that would reach past the row, go element by element.
 template <int kBytes>
-__attribute__((target("avx2"))) void gather_window_avx2(std::byte* dst, const std::byte* src, const std::int32_t* index,
+DMLOPS_TARGET("avx2") void gather_window_avx2(std::byte* dst, const std::byte* src, const std::int32_t* index,
                                                         std::int64_t n, std::int64_t limit) {
   constexpr int kLanes = 32 / kBytes;  // elements per vector
   std::int64_t i = 0;
@@ -234,6 +238,7 @@ __attribute__((target("avx2"))) void gather_window_avx2(std::byte* dst, const st
   }
   for (; i < n; ++i) std::memcpy(dst + i * kBytes, src + std::int64_t{index[i]} * kBytes, kBytes);
 }
+#endif
 
 // Everything the row loop needs, computed once per call.
 struct Plan {
@@ -346,6 +351,7 @@ void gather_rows(const Plan& plan, T fill_value, std::byte* const* outs, const s
         const std::int64_t* offsets = plan.gather_offsets.data() + run.src + skip;
         // The window kernel pays for itself from a few vectors on; a padding's two-element
         // mirror is cheaper gathered inline.
+#if DMLOPS_X86
         if (!plan.gather_index.empty() && out_step == sizeof(T) && n >= 64 / static_cast<std::int64_t>(sizeof(T))) {
           if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
             const std::int32_t* index = plan.gather_index.data() + run.src + skip;
@@ -353,6 +359,7 @@ void gather_rows(const Plan& plan, T fill_value, std::byte* const* outs, const s
             break;
           }
         }
+#endif
         for (int r = 0; r < count; ++r) gather<T>(outs[r] + out_at, out_step, ins[r], offsets, n);
         break;
       }

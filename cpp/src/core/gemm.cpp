@@ -1,14 +1,17 @@
 #include "dmlops/core/gemm.hpp"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
 
 #include "dmlops/core/cpu.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/scratch.hpp"
+
+#if DMLOPS_X86
+#include <immintrin.h>
+#endif
 
 namespace dmlops {
 namespace {
@@ -37,8 +40,9 @@ void tile_portable(std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int6
   }
 }
 
+#if DMLOPS_X86
 // The 6 x 16 float tile in twelve registers: per k, two loads of B, six broadcasts of A, twelve FMAs.
-__attribute__((target("avx2,fma"))) void tile_f32_avx2(std::int64_t K, const float* a, const float* b,
+DMLOPS_TARGET("avx2,fma") void tile_f32_avx2(std::int64_t K, const float* a, const float* b,
                                                        float* c, std::int64_t ldc, bool accumulate) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -75,7 +79,7 @@ __attribute__((target("avx2,fma"))) void tile_f32_avx2(std::int64_t K, const flo
 // 6 x 32 floats: two adjacent micro-panels of B (b and b + K * 16, one zmm register each) in
 // twelve AVX-512 registers. Every element is the same chain of FMAs in the same order as in
 // tile_f32_avx2, so the two kernels give identical bits.
-__attribute__((target("avx512f"))) void tile_f32x2_avx512(std::int64_t K, std::int64_t panel_stride, const float* a,
+DMLOPS_TARGET("avx512f") void tile_f32x2_avx512(std::int64_t K, std::int64_t panel_stride, const float* a,
                                                           const float* b, float* c, std::int64_t ldc, bool accumulate) {
   __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -112,7 +116,7 @@ __attribute__((target("avx512f"))) void tile_f32x2_avx512(std::int64_t K, std::i
 // 12 x 16 floats: one micro-panel of B against two panels of A (a and a + panel_stride), for
 // a last odd micro-panel, which the 6 x 16 AVX2 tile would run at half the vector width. Again
 // the same FMA chain per element, so the same bits.
-__attribute__((target("avx512f"))) void tile_f32_rows2_avx512(std::int64_t K, std::int64_t panel_stride, const float* a,
+DMLOPS_TARGET("avx512f") void tile_f32_rows2_avx512(std::int64_t K, std::int64_t panel_stride, const float* a,
                                                               const float* b, float* c, std::int64_t ldc, bool accumulate) {
   __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
   __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
@@ -144,7 +148,7 @@ struct Avx512Tiles {
 };
 
 // The 6 x 8 double tile, same shape of loop.
-__attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const double* a, const double* b,
+DMLOPS_TARGET("avx2,fma") void tile_f64_avx2(std::int64_t K, const double* a, const double* b,
                                                        double* c, std::int64_t ldc, bool accumulate) {
   __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256d c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -177,6 +181,7 @@ __attribute__((target("avx2,fma"))) void tile_f64_avx2(std::int64_t K, const dou
     _mm256_storeu_pd(c + r * ldc + 4, rows[r][1]);
   }
 }
+#endif
 
 // No wide tiles (Avx512Tiles): every micro-panel goes through `tile`.
 constexpr std::nullptr_t kNoPairTile = nullptr;
@@ -270,8 +275,9 @@ void weighted_row_sum_portable(std::int64_t taps, const Acc* const* rows, const 
   }
 }
 
+#if DMLOPS_X86
 // Four registers of outputs at a time, summed over every tap before they are stored.
-__attribute__((target("avx2,fma"))) void weighted_row_sum_avx2(std::int64_t taps, const float* const* rows,
+DMLOPS_TARGET("avx2,fma") void weighted_row_sum_avx2(std::int64_t taps, const float* const* rows,
                                                                const float* weights, std::int64_t n, float* out) {
   std::int64_t j = 0;
   for (; j + 32 <= n; j += 32) {
@@ -301,18 +307,18 @@ __attribute__((target("avx2,fma"))) void weighted_row_sum_avx2(std::int64_t taps
     _mm256_maskstore_ps(out + j, mask, s);
   }
 }
+#endif
 
 // Copies one micro-panel row (NR values) as 32-byte vectors: one register move each in the
 // AVX2 variant, where memcpy's inline expansion of a fixed size uses 16-byte moves.
 template <class Acc>
-[[gnu::always_inline]] inline void copy_micro_row(Acc* dst, const Acc* src) {
-  typedef Acc Piece __attribute__((vector_size(32), aligned(alignof(Acc)), may_alias));
+DMLOPS_ALWAYS_INLINE inline void copy_micro_row(Acc* dst, const Acc* src) {
   constexpr std::int64_t kPieces = gemm_columns<Acc>() * std::int64_t{sizeof(Acc)} / 32;
-  for (std::int64_t i = 0; i < kPieces; ++i) reinterpret_cast<Piece*>(dst)[i] = reinterpret_cast<const Piece*>(src)[i];
+  for (std::int64_t i = 0; i < kPieces; ++i) platform::copy32(dst + i * 32 / std::int64_t{sizeof(Acc)}, src + i * 32 / std::int64_t{sizeof(Acc)});
 }
 
 template <class Acc>
-[[gnu::always_inline]] inline void pack_b_gather_body(std::int64_t K, const Acc* const* source, const GemmPiece* pieces,
+DMLOPS_ALWAYS_INLINE inline void pack_b_gather_body(std::int64_t K, const Acc* const* source, const GemmPiece* pieces,
                                                       std::int64_t piece_count, std::int64_t column0, std::int64_t N,
                                                       Acc* b) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
@@ -349,9 +355,10 @@ template <class Acc>
   }
 }
 
+#if DMLOPS_X86
 // Whole panels eight columns at a time: rows r0..r5 transposed in registers (two rows of
 // zeros make the 8 x 8 transpose), each column stored as four floats and two.
-__attribute__((target("avx2"))) void pack_a_rows_avx2(std::int64_t M, std::int64_t K, const float* a, std::int64_t lda,
+DMLOPS_TARGET("avx2") void pack_a_rows_avx2(std::int64_t M, std::int64_t K, const float* a, std::int64_t lda,
                                                      float* packed) {
   const std::int64_t whole = M / kGemmRows * kGemmRows;
   const __m256 zero = _mm256_setzero_ps();
@@ -388,11 +395,14 @@ __attribute__((target("avx2"))) void pack_a_rows_avx2(std::int64_t M, std::int64
     pack_gemm_a(M - whole, K, [&](std::int64_t i, std::int64_t k) { return rest[i * lda + k]; }, packed + whole * K);
   }
 }
+#endif
 
 }  // namespace
 
 void pack_gemm_a_rows(std::int64_t M, std::int64_t K, const float* a, std::int64_t lda, float* packed) {
+#if DMLOPS_X86
   if (avx2_enabled()) return pack_a_rows_avx2(M, K, a, lda, packed);
+#endif
   pack_gemm_a(M, K, [&](std::int64_t i, std::int64_t k) { return a[i * lda + k]; }, packed);
 }
 
@@ -411,7 +421,9 @@ void pack_gemm_b_gather(std::int64_t K, const double* const* source, const GemmP
 }
 
 void weighted_row_sum(std::int64_t taps, const float* const* rows, const float* weights, std::int64_t n, float* out) {
+#if DMLOPS_X86
   if (avx2_fma_enabled()) return weighted_row_sum_avx2(taps, rows, weights, n, out);
+#endif
   weighted_row_sum_portable(taps, rows, weights, n, out);
 }
 
@@ -422,43 +434,55 @@ void weighted_row_sum(std::int64_t taps, const double* const* rows, const double
 
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const float* b, float* c,
                  std::int64_t ldc) {
+#if DMLOPS_X86
   if (avx512_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2, Avx512Tiles{});
   if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2);
+#endif
   drive(M, N, K, a, b, c, ldc, tile_portable<float>);
 }
 
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a, const double* b, double* c,
                  std::int64_t ldc) {
+#if DMLOPS_X86
   if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f64_avx2);
+#endif
   drive(M, N, K, a, b, c, ldc, tile_portable<double>);
 }
 
 void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<float>& pack_a, const float* b,
                         float* c, std::int64_t ldc) {
   const Scratch<float> block(kBlockRows<float> * kGemmDepth);
+#if DMLOPS_X86
   if (avx512_enabled())
     return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, Avx512Tiles{}, &pack_a, block.get());
   if (avx2_fma_enabled()) return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, kNoPairTile, &pack_a, block.get());
+#endif
   drive<float>(M, N, K, nullptr, b, c, ldc, tile_portable<float>, kNoPairTile, &pack_a, block.get());
 }
 
 void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<double>& pack_a,
                         const double* b, double* c, std::int64_t ldc) {
   const Scratch<double> block(kBlockRows<double> * kGemmDepth);
+#if DMLOPS_X86
   if (avx2_fma_enabled()) return drive<double>(M, N, K, nullptr, b, c, ldc, tile_f64_avx2, kNoPairTile, &pack_a, block.get());
+#endif
   drive<double>(M, N, K, nullptr, b, c, ldc, tile_portable<double>, kNoPairTile, &pack_a, block.get());
 }
 
 void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const GemmPackB<float>& pack_b,
                         float* c, std::int64_t ldc) {
+#if DMLOPS_X86
   if (avx512_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2, Avx512Tiles{});
   if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2);
+#endif
   drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_portable<float>);
 }
 
 void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const double* a,
                         const GemmPackB<double>& pack_b, double* c, std::int64_t ldc) {
+#if DMLOPS_X86
   if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f64_avx2);
+#endif
   drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_portable<double>);
 }
 

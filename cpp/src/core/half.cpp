@@ -1,9 +1,13 @@
 #include "dmlops/core/half.hpp"
 
-#include "dmlops/core/cpu.hpp"
-
 #include <cstring>
+
+#include "dmlops/core/cpu.hpp"
+#include "dmlops/core/platform.hpp"
+
+#if DMLOPS_X86
 #include <immintrin.h>
+#endif
 
 namespace dmlops {
 namespace {
@@ -19,8 +23,9 @@ float bits_float(std::uint32_t u) {
   return f;
 }
 
+#if DMLOPS_X86
 // F16C paths, compiled for F16C whatever the baseline flags, used only when the CPU has it.
-__attribute__((target("avx,f16c"))) void half_to_float_f16c(const Half* src, float* dst, std::size_t n) {
+DMLOPS_TARGET("avx,f16c") void half_to_float_f16c(const Half* src, float* dst, std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
@@ -29,14 +34,17 @@ __attribute__((target("avx,f16c"))) void half_to_float_f16c(const Half* src, flo
   for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i].bits);
 }
 
-__attribute__((target("avx,f16c"))) void float_to_half_f16c(const float* src, Half* dst, std::size_t n) {
+DMLOPS_TARGET("avx,f16c") void float_to_half_f16c(const float* src, Half* dst, std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
   }
-  for (; i < n; ++i) dst[i].bits = _cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
+  // _mm_cvtps_ph, not _cvtss_sh: Clang's _cvtss_sh is a macro with a compound literal (C99).
+  for (; i < n; ++i)
+    dst[i].bits = static_cast<std::uint16_t>(_mm_cvtsi128_si32(_mm_cvtps_ph(_mm_set_ss(src[i]), _MM_FROUND_TO_NEAREST_INT)));
 }
+#endif
 
 }  // namespace
 
@@ -88,12 +96,16 @@ std::uint16_t float_to_half_bits(float value) {
 }
 
 void half_to_float(const Half* src, float* dst, std::size_t count) {
+#if DMLOPS_X86
   if (f16c_enabled()) return half_to_float_f16c(src, dst, count);
+#endif
   for (std::size_t i = 0; i < count; ++i) dst[i] = half_bits_to_float(src[i].bits);
 }
 
 void float_to_half(const float* src, Half* dst, std::size_t count) {
+#if DMLOPS_X86
   if (f16c_enabled()) return float_to_half_f16c(src, dst, count);
+#endif
   for (std::size_t i = 0; i < count; ++i) dst[i].bits = float_to_half_bits(src[i]);
 }
 

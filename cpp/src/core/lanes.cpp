@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/simd.hpp"
 
 namespace dmlops {
@@ -11,7 +12,7 @@ namespace {
 // which overlaps the block before unless 8 divides count (its entries then move twice, with the
 // same values). The transposing kernels cover whole rows and lane ranges this way, tails included.
 template <class Fn>
-[[gnu::always_inline]] inline void for_each_block8(std::int64_t count, Fn&& fn) {
+DMLOPS_ALWAYS_INLINE inline void for_each_block8(std::int64_t count, Fn&& fn) {
   for (std::int64_t i = 0;; i += 8) {
     i = std::min(i, count - 8);
     fn(i);
@@ -22,7 +23,7 @@ template <class Fn>
 template <class Isa>
 struct Interleave {
   using Acc = typename Isa::Acc;
-  [[gnu::always_inline]] static void run(const Acc* src, std::int64_t lane_stride, std::int64_t column_stride,
+  DMLOPS_ALWAYS_INLINE static void run(const Acc* src, std::int64_t lane_stride, std::int64_t column_stride,
                                          std::int64_t used, std::int64_t n, Acc* dst) {
     constexpr std::int64_t L = Isa::kLanes;
     if (lane_stride == 1 && used == L) {  // channels-last: a column is one vector
@@ -45,7 +46,7 @@ struct Interleave {
 template <class Isa>
 struct Deinterleave {
   using Acc = typename Isa::Acc;
-  [[gnu::always_inline]] static void run(const Acc* src, std::int64_t src_stride, std::int64_t n, std::int64_t used,
+  DMLOPS_ALWAYS_INLINE static void run(const Acc* src, std::int64_t src_stride, std::int64_t n, std::int64_t used,
                                          Acc* dst, std::int64_t lane_stride, std::int64_t column_stride) {
     constexpr std::int64_t L = Isa::kLanes;
     if (lane_stride == 1 && used == L) {
@@ -69,7 +70,7 @@ struct Deinterleave {
           Isa::transpose8(src + x * src_stride + l, src_stride, block, 8);
           for (std::int64_t i = 0; i < 8; ++i) {
             Acc* row = dst + (l + i) * lane_stride + x * column_stride;
-#pragma GCC unroll 8
+DMLOPS_UNROLL(8)
             for (std::int64_t j = 0; j < 8; ++j) row[j * column_stride] = block[i * 8 + j];
           }
         });
@@ -90,29 +91,29 @@ struct WindowSum {
 
   // The bias (when given) added to kCount sums, stored to out.
   template <int kCount>
-  [[gnu::always_inline]] static void finish(V* acc, const Acc* bias, Acc* out) {
+  DMLOPS_ALWAYS_INLINE static void finish(V* acc, const Acc* bias, Acc* out) {
     if (bias) {
       const V b = Isa::load(bias);
-#pragma GCC unroll 8
+DMLOPS_UNROLL(8)
       for (int j = 0; j < kCount; ++j) acc[j] = Isa::add(acc[j], b);
     }
-#pragma GCC unroll 8
+DMLOPS_UNROLL(8)
     for (int j = 0; j < kCount; ++j) Isa::store(out + j * Isa::kLanes, acc[j]);
   }
 
   template <int kCount>
-  [[gnu::always_inline]] static void outputs(std::int64_t taps, const Acc* base, const std::int64_t* tap_offsets,
+  DMLOPS_ALWAYS_INLINE static void outputs(std::int64_t taps, const Acc* base, const std::int64_t* tap_offsets,
                                              const std::int64_t* positions, const Acc* weights, const Acc* bias,
                                              Acc* out) {
     constexpr std::int64_t L = Isa::kLanes;
     const Acc* window[kCount];
     V acc[kCount];
-#pragma GCC unroll 8
+DMLOPS_UNROLL(8)
     for (int j = 0; j < kCount; ++j) window[j] = base + positions[j], acc[j] = Isa::zero();
     for (std::int64_t t = 0; t < taps; ++t) {
       const V w = Isa::load(weights + t * L);
       const std::int64_t offset = tap_offsets[t];
-#pragma GCC unroll 8
+DMLOPS_UNROLL(8)
       for (int j = 0; j < kCount; ++j) acc[j] = Isa::madd(Isa::load(window[j] + offset), w, acc[j]);
     }
     finish<kCount>(acc, bias, out);
@@ -120,28 +121,28 @@ struct WindowSum {
 
   // kCount outputs of a kTaps window whose weights the caller holds in registers.
   template <int kCount, int kTaps>
-  [[gnu::always_inline]] static void outputs_held(const Acc* base, const std::int64_t* tap_offsets,
+  DMLOPS_ALWAYS_INLINE static void outputs_held(const Acc* base, const std::int64_t* tap_offsets,
                                                   const std::int64_t* positions, const V* w, const Acc* bias, Acc* out) {
     const Acc* window[kCount];
     V acc[kCount];
-#pragma GCC unroll 8
+DMLOPS_UNROLL(8)
     for (int j = 0; j < kCount; ++j) window[j] = base + positions[j], acc[j] = Isa::zero();
-#pragma GCC unroll 27
+DMLOPS_UNROLL(27)
     for (int t = 0; t < kTaps; ++t) {
       const std::int64_t offset = tap_offsets[t];
-#pragma GCC unroll 8
+DMLOPS_UNROLL(8)
       for (int j = 0; j < kCount; ++j) acc[j] = Isa::madd(Isa::load(window[j] + offset), w[t], acc[j]);
     }
     finish<kCount>(acc, bias, out);
   }
 
-  [[gnu::always_inline]] static void run(std::int64_t taps, const Acc* base, const std::int64_t* tap_offsets,
+  DMLOPS_ALWAYS_INLINE static void run(std::int64_t taps, const Acc* base, const std::int64_t* tap_offsets,
                                          const std::int64_t* positions, std::int64_t n, const Acc* weights,
                                          const Acc* bias, Acc* out) {
     constexpr std::int64_t L = Isa::kLanes;
     if (taps == 9 && n >= kBlock) {  // 3 x 3: the weights stay in registers (with the 8 sums, 17 of AVX-512's 32)
       V w[9];
-#pragma GCC unroll 9
+DMLOPS_UNROLL(9)
       for (int t = 0; t < 9; ++t) w[t] = Isa::load(weights + t * L);
       for_each_block8(n, [&](std::int64_t p) {
         outputs_held<kBlock, 9>(base, tap_offsets, positions + p, w, bias, out + p * L);

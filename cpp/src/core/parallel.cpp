@@ -1,8 +1,5 @@
 #include "dmlops/core/parallel.hpp"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -16,10 +13,7 @@
 #include <thread>
 
 #include "dmlops/core/error.hpp"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+#include "dmlops/core/platform.hpp"
 
 namespace dmlops {
 namespace {
@@ -32,12 +26,6 @@ namespace {
 // them back soon.
 constexpr auto kSpinTime = std::chrono::microseconds(100);
 
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#endif
-}
-
 // Polls `ready` for up to kSpinTime; returns whether it became true. Yields now and then so
 // that a spinning thread does not hold back the others when there are more threads than CPUs.
 template <class Ready>
@@ -49,7 +37,7 @@ bool spin_until(Ready ready) {
       if (std::chrono::steady_clock::now() > deadline) return ready();
       std::this_thread::yield();
     } else {
-      cpu_relax();
+      platform::cpu_relax();
     }
   }
 }
@@ -216,7 +204,7 @@ void after_fork_in_child() {
 struct Init {
   Init() {
     new (g_registry_storage) std::mutex;
-    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+    platform::on_fork_in_child(after_fork_in_child);
   }
 } g_init;
 
@@ -253,11 +241,7 @@ std::optional<int> parse_num_threads(std::string_view text) {
   return n;
 }
 
-int usable_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
+int usable_cpus() { return platform::usable_cpu_count(); }
 
 int default_num_threads() {
   if (const char* env = std::getenv("DMLOPS_NUM_THREADS")) {

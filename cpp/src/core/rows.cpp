@@ -1,8 +1,11 @@
 #include "dmlops/core/rows.hpp"
 
-#include <immintrin.h>
-
 #include "dmlops/core/cpu.hpp"
+#include "dmlops/core/platform.hpp"
+
+#if DMLOPS_X86
+#include <immintrin.h>
+#endif
 
 namespace dmlops {
 namespace {
@@ -13,7 +16,7 @@ constexpr std::size_t kInlineCopyLimit = std::size_t{1} << 20;
 
 // Up to 64 bytes with two possibly overlapping moves of the largest width that fits.
 template <std::size_t kWidth>
-[[gnu::always_inline]] inline void copy_two(std::byte* dst, const std::byte* src, std::size_t n) {
+DMLOPS_ALWAYS_INLINE inline void copy_two(std::byte* dst, const std::byte* src, std::size_t n) {
   unsigned char head[kWidth], tail[kWidth];
   std::memcpy(head, src, kWidth);
   std::memcpy(tail, src + n - kWidth, kWidth);
@@ -21,7 +24,7 @@ template <std::size_t kWidth>
   std::memcpy(dst + n - kWidth, tail, kWidth);
 }
 
-[[gnu::always_inline]] inline void copy_short(std::byte* dst, const std::byte* src, std::size_t n) {
+DMLOPS_ALWAYS_INLINE inline void copy_short(std::byte* dst, const std::byte* src, std::size_t n) {
   if (n >= 32) return copy_two<32>(dst, src, n);
   if (n >= 16) return copy_two<16>(dst, src, n);
   if (n >= 8) return copy_two<8>(dst, src, n);
@@ -30,9 +33,10 @@ template <std::size_t kWidth>
   if (n == 1) *dst = *src;
 }
 
+#if DMLOPS_X86
 // 32-byte vectors with aligned stores: one unaligned head vector, whole aligned vectors four at
 // a time, one unaligned tail vector overlapping the last aligned one. n >= 64.
-__attribute__((target("avx2"))) void copy_long_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
+DMLOPS_TARGET("avx2") void copy_long_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
   const __m256i head = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
   const __m256i tail = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + n - 32));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), head);
@@ -53,19 +57,21 @@ __attribute__((target("avx2"))) void copy_long_avx2(std::byte* dst, const std::b
 }
 
 // The AVX2 variant whole: short copies inline, long ones with vectors, huge ones to memcpy.
-__attribute__((target("avx2"))) void copy_bytes_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
+DMLOPS_TARGET("avx2") void copy_bytes_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
   if (n <= 64) return copy_short(dst, src, n);
   if (n < kInlineCopyLimit) return copy_long_avx2(dst, src, n);
   std::memcpy(dst, src, n);
 }
+#endif
 
 void copy_bytes_baseline(std::byte* dst, const std::byte* src, std::size_t n) { std::memcpy(dst, src, n); }
 
 }  // namespace
 
+#if DMLOPS_X86
 // dst[2j] += src[j] for j < n, eight sums per step (each source register spread over the even
 // lanes of two); see add_row.
-__attribute__((target("avx2"))) void add_to_even_avx2(const float* src, std::int64_t n, float* dst) {
+DMLOPS_TARGET("avx2") void add_to_even_avx2(const float* src, std::int64_t n, float* dst) {
   std::int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     const __m256 s = _mm256_loadu_ps(src + j);
@@ -78,8 +84,14 @@ __attribute__((target("avx2"))) void add_to_even_avx2(const float* src, std::int
   }
   for (; j < n; ++j) dst[2 * j] += src[j];
 }
+#endif
 
 
-CopyBytesFn select_copy_bytes() { return avx2_enabled() ? copy_bytes_avx2 : copy_bytes_baseline; }
+CopyBytesFn select_copy_bytes() {
+#if DMLOPS_X86
+  if (avx2_enabled()) return copy_bytes_avx2;
+#endif
+  return copy_bytes_baseline;
+}
 
 }  // namespace dmlops

@@ -1,7 +1,8 @@
 // Which instruction sets the kernels may use, decided once per process.
 //
-// Kernels with an ISA-specific variant compile it with __attribute__((target(...))) next to the
-// portable one and ask here which to run. Data-movement and filter variants give the same bits
+// Kernels with an ISA-specific variant compile it with DMLOPS_TARGET(...) (platform.hpp) next
+// to the portable one and ask here which to run; on other processors than x86 every query is
+// false and only the portable code exists. Data-movement and filter variants give the same bits
 // (no FMA contraction), so the choice only changes speed; the GEMM micro-kernels (gemm.hpp) use
 // FMA, whose single rounding may change the last bits of a dot product. Environment switches
 // force the portable code (read once, at the first query) so that tests cover both paths on any
@@ -12,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "dmlops/core/platform.hpp"
 
 namespace dmlops {
 
@@ -25,12 +28,12 @@ bool avx512_enabled();
 bool f16c_enabled();
 
 // IsaKernel<&body>::run(args...): the two-variant pattern above without hand-written wrappers.
-// `body` is a hot loop written once as a [[gnu::always_inline]] inline function; IsaKernel
+// `body` is a hot loop written once as a DMLOPS_ALWAYS_INLINE inline function; IsaKernel
 // instantiates a baseline and a target("avx2") wrapper around it (the body is inlined into
 // each and vectorised for that ISA) and calls the one avx2_enabled() picks, chosen once:
 //
 //   template <class A>
-//   [[gnu::always_inline]] inline void add_rows(A* acc, const A* x, std::int64_t n) { ... }
+//   DMLOPS_ALWAYS_INLINE inline void add_rows(A* acc, const A* x, std::int64_t n) { ... }
 //   IsaKernel<&add_rows<float>>::run(acc, x, n);
 //
 // Like the other AVX2 variants it has no FMA, so both give the same bits.
@@ -40,14 +43,20 @@ struct IsaKernel;
 template <class R, class... Args, R (*kBody)(Args...)>
 struct IsaKernel<kBody> {
   // Inlined at the call site: a guard test and one indirect call, like a call through an ifunc.
-  [[gnu::always_inline]] static R run(Args... args) {
+  DMLOPS_ALWAYS_INLINE static R run(Args... args) {
+#if DMLOPS_X86
     static R (*const chosen)(Args...) = avx2_enabled() ? avx2 : baseline;
     return chosen(args...);
+#else
+    return baseline(args...);
+#endif
   }
 
  private:
   static R baseline(Args... args) { return kBody(args...); }
-  __attribute__((target("avx2"))) static R avx2(Args... args) { return kBody(args...); }
+#if DMLOPS_X86
+  DMLOPS_TARGET("avx2") static R avx2(Args... args) { return kBody(args...); }
+#endif
 };
 
 // The vector types of simd.hpp (declared here, defined there): Isa::V holds Isa::kLanes values
@@ -68,7 +77,7 @@ std::int64_t simd_lanes() {
 
 // SimdKernel<Kernel, Acc>::run(args...): a kernel written once over a vector type, for FMA
 // kernels whose data layout follows the register width. Kernel<Isa> is a class template whose
-// static [[gnu::always_inline]] run() uses Isa's operations only; SimdKernel instantiates it
+// static DMLOPS_ALWAYS_INLINE run() uses Isa's operations only; SimdKernel instantiates it
 // inside a baseline, a target("avx2,fma") and a target("avx512f") function (where those
 // operations inline) and calls the one avx512_enabled() / avx2_fma_enabled() pick, chosen once,
 // so its lane count is simd_lanes<Acc>(). The two FMA variants give the same bits (every term
@@ -78,21 +87,27 @@ struct SimdKernel;
 
 template <template <class> class Kernel, class Acc, class R, class... Args>
 struct SimdKernel<Kernel, Acc, R(Args...)> {
-  [[gnu::always_inline]] static R run(Args... args) {
+  DMLOPS_ALWAYS_INLINE static R run(Args... args) {
+#if DMLOPS_X86
     static R (*const chosen)(Args...) = avx512_enabled() ? avx512 : avx2_fma_enabled() ? avx2 : portable;
     return chosen(args...);
+#else
+    return portable(args...);
+#endif
   }
 
  private:
   // flatten: Isa's operations (not always_inline: they could not be, inside a baseline
   // template) inline here, where the target allows them, however large.
-  [[gnu::flatten]] static R portable(Args... args) { return Kernel<SimdPortable<Acc>>::run(args...); }
-  [[gnu::flatten]] __attribute__((target("avx2,fma"))) static R avx2(Args... args) {
+  DMLOPS_FLATTEN static R portable(Args... args) { return Kernel<SimdPortable<Acc>>::run(args...); }
+#if DMLOPS_X86
+  DMLOPS_FLATTEN DMLOPS_TARGET("avx2,fma") static R avx2(Args... args) {
     return Kernel<SimdAvx2<Acc>>::run(args...);
   }
-  [[gnu::flatten]] __attribute__((target("avx512f,avx2,fma"))) static R avx512(Args... args) {
+  DMLOPS_FLATTEN DMLOPS_TARGET("avx512f,avx2,fma") static R avx512(Args... args) {
     return Kernel<SimdAvx512<Acc>>::run(args...);
   }
+#endif
 };
 
 }  // namespace dmlops

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "dmlops/core/cpu.hpp"
+#include "dmlops/core/platform.hpp"
 
 namespace dmlops {
 
@@ -54,12 +55,14 @@ void fill_row(std::byte* dst, std::int64_t dst_step, T value, std::int64_t n) {
 // dst[i] = src[-i]: a mirrored stretch (reflection and symmetric padding). Typed, so the
 // compiler vectorises it with lane permutes.
 template <class T>
-[[gnu::always_inline]] inline void copy_reversed(T* dst, const T* src, std::int64_t n) {
+DMLOPS_ALWAYS_INLINE inline void copy_reversed(T* dst, const T* src, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dst[i] = src[-i];
 }
 
+#if DMLOPS_X86
 // dst[2j] += src[j] for j < n with AVX2 (add_row's stride-2 case).
 void add_to_even_avx2(const float* src, std::int64_t n, float* dst);
+#endif
 
 // dst[j * step] += src[j] for j < n: the accumulation of col2im (fold, transposed convolution).
 // Unsigned sums wrap. A float row with step 2 goes eight sums per AVX2 step, which reads and
@@ -67,9 +70,11 @@ void add_to_even_avx2(const float* src, std::int64_t n, float* dst);
 // of slack past the last target) and no other thread may write those entries.
 template <class Acc>
 void add_row(Acc* dst, std::int64_t step, const Acc* src, std::int64_t n) {
+#if DMLOPS_X86
   if constexpr (std::is_same_v<Acc, float>) {
     if (step == 2 && avx2_enabled()) return add_to_even_avx2(src, n, dst);
   }
+#endif
   if (step == 1) {
     for (std::int64_t j = 0; j < n; ++j) dst[j] = static_cast<Acc>(dst[j] + src[j]);  // vectorised
     return;

@@ -10,18 +10,26 @@
 //   transpose8(src, ss, dst, ds)   dst[j * ds + i] = src[i * ss + j] for i, j < 8 (an 8 x 8 block)
 // The AVX2 and AVX-512 members carry their target attribute: they inline into SimdKernel's
 // variant for that ISA (and only there may they run). Include this header only in sources that
-// instantiate SimdKernel: it brings in <immintrin.h>.
+// instantiate SimdKernel: it brings in <immintrin.h> on x86. Elsewhere only the portable type
+// exists (compilers vectorise its loops for the baseline ISA, NEON on Arm64).
 #pragma once
 
-#include <immintrin.h>
-
-// Kernel bodies written over these types pass AVX registers between inlined functions of a
-// baseline-compiled template; GCC warns that such a call would change the ABI. They are always
-// inlined into SimdKernel's variant for that ISA, so no such call exists. (Only the sources
-// that instantiate SimdKernel include this header.)
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 #include <cstdint>
+
+#include "dmlops/core/platform.hpp"
+
+#if DMLOPS_X86
+#include <immintrin.h>
+#endif
+
+// Kernel bodies written over these types pass vectors between inlined functions of a
+// baseline-compiled template. They are always inlined into SimdKernel's variant for that ISA, so
+// no such call exists, but compilers check each call as written: Clang refuses a bare AVX
+// register passed from a baseline function to one compiled for AVX (an error), so the AVX types'
+// V is a struct holding the register (r), which it does not check and which inlining dissolves;
+// GCC warns (-Wpsabi) about such calls: silenced. (Only the sources that instantiate SimdKernel
+// include this header.)
+DMLOPS_IGNORE_PSABI
 
 namespace dmlops {
 
@@ -33,8 +41,9 @@ void transpose8_scalar(const Acc* src, std::int64_t src_stride, Acc* dst, std::i
   }
 }
 
+#if DMLOPS_X86
 // The float 8 x 8 transpose in eight ymm registers: unpack pairs, shuffle quads, swap halves.
-[[gnu::always_inline]] __attribute__((target("avx2"))) inline void transpose8_avx(const float* src, std::int64_t src_stride, float* dst,
+DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx2") inline void transpose8_avx(const float* src, std::int64_t src_stride, float* dst,
                                                            std::int64_t dst_stride) {
   __m256 r[8], t[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
@@ -53,6 +62,7 @@ void transpose8_scalar(const Acc* src, std::int64_t src_stride, Acc* dst, std::i
     _mm256_storeu_ps(dst + (j + 4) * dst_stride, _mm256_permute2f128_ps(r[j], r[j + 4], 0x31));
   }
 }
+#endif
 
 template <class T>
 struct SimdPortable {
@@ -86,18 +96,21 @@ struct SimdPortable {
   static void transpose8(const T* src, std::int64_t ss, T* dst, std::int64_t ds) { transpose8_scalar(src, ss, dst, ds); }
 };
 
+#if DMLOPS_X86
 template <>
 struct SimdAvx2<float> {
   using Acc = float;
-  using V = __m256;
+  struct V {  // a struct, not the bare register type: see the top of this file
+    __m256 r;
+  };
   static constexpr std::int64_t kLanes = 8;
-  __attribute__((target("avx2,fma"))) static V load(const float* p) { return _mm256_loadu_ps(p); }
-  __attribute__((target("avx2,fma"))) static void store(float* p, V a) { _mm256_storeu_ps(p, a); }
-  __attribute__((target("avx2,fma"))) static V zero() { return _mm256_setzero_ps(); }
-  __attribute__((target("avx2,fma"))) static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
-  __attribute__((target("avx2,fma"))) static V madd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  __attribute__((target("avx2,fma"))) static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  __attribute__((target("avx2,fma"))) static void transpose8(const float* src, std::int64_t ss, float* dst,
+  DMLOPS_TARGET("avx2,fma") static V load(const float* p) { return {_mm256_loadu_ps(p)}; }
+  DMLOPS_TARGET("avx2,fma") static void store(float* p, V a) { _mm256_storeu_ps(p, a.r); }
+  DMLOPS_TARGET("avx2,fma") static V zero() { return {_mm256_setzero_ps()}; }
+  DMLOPS_TARGET("avx2,fma") static V broadcast(const float* p) { return {_mm256_broadcast_ss(p)}; }
+  DMLOPS_TARGET("avx2,fma") static V madd(V a, V b, V c) { return {_mm256_fmadd_ps(a.r, b.r, c.r)}; }
+  DMLOPS_TARGET("avx2,fma") static V add(V a, V b) { return {_mm256_add_ps(a.r, b.r)}; }
+  DMLOPS_TARGET("avx2,fma") static void transpose8(const float* src, std::int64_t ss, float* dst,
                                                              std::int64_t ds) {
     transpose8_avx(src, ss, dst, ds);
   }
@@ -106,14 +119,16 @@ struct SimdAvx2<float> {
 template <>
 struct SimdAvx2<double> {
   using Acc = double;
-  using V = __m256d;
+  struct V {  // a struct, not the bare register type: see the top of this file
+    __m256d r;
+  };
   static constexpr std::int64_t kLanes = 4;
-  __attribute__((target("avx2,fma"))) static V load(const double* p) { return _mm256_loadu_pd(p); }
-  __attribute__((target("avx2,fma"))) static void store(double* p, V a) { _mm256_storeu_pd(p, a); }
-  __attribute__((target("avx2,fma"))) static V zero() { return _mm256_setzero_pd(); }
-  __attribute__((target("avx2,fma"))) static V broadcast(const double* p) { return _mm256_broadcast_sd(p); }
-  __attribute__((target("avx2,fma"))) static V madd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
-  __attribute__((target("avx2,fma"))) static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  DMLOPS_TARGET("avx2,fma") static V load(const double* p) { return {_mm256_loadu_pd(p)}; }
+  DMLOPS_TARGET("avx2,fma") static void store(double* p, V a) { _mm256_storeu_pd(p, a.r); }
+  DMLOPS_TARGET("avx2,fma") static V zero() { return {_mm256_setzero_pd()}; }
+  DMLOPS_TARGET("avx2,fma") static V broadcast(const double* p) { return {_mm256_broadcast_sd(p)}; }
+  DMLOPS_TARGET("avx2,fma") static V madd(V a, V b, V c) { return {_mm256_fmadd_pd(a.r, b.r, c.r)}; }
+  DMLOPS_TARGET("avx2,fma") static V add(V a, V b) { return {_mm256_add_pd(a.r, b.r)}; }
   static void transpose8(const double* src, std::int64_t ss, double* dst, std::int64_t ds) {
     transpose8_scalar(src, ss, dst, ds);
   }
@@ -122,16 +137,18 @@ struct SimdAvx2<double> {
 template <>
 struct SimdAvx512<float> {
   using Acc = float;
-  using V = __m512;
+  struct V {  // a struct, not the bare register type: see the top of this file
+    __m512 r;
+  };
   static constexpr std::int64_t kLanes = 16;
-  __attribute__((target("avx512f"))) static V load(const float* p) { return _mm512_loadu_ps(p); }
-  __attribute__((target("avx512f"))) static void store(float* p, V a) { _mm512_storeu_ps(p, a); }
-  __attribute__((target("avx512f"))) static V zero() { return _mm512_setzero_ps(); }
+  DMLOPS_TARGET("avx512f") static V load(const float* p) { return {_mm512_loadu_ps(p)}; }
+  DMLOPS_TARGET("avx512f") static void store(float* p, V a) { _mm512_storeu_ps(p, a.r); }
+  DMLOPS_TARGET("avx512f") static V zero() { return {_mm512_setzero_ps()}; }
   // A memory operand of the FMA that reads it ({1to16}): no register, no separate load.
-  __attribute__((target("avx512f"))) static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
-  __attribute__((target("avx512f"))) static V madd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  __attribute__((target("avx512f"))) static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  __attribute__((target("avx512f"))) static void transpose8(const float* src, std::int64_t ss, float* dst,
+  DMLOPS_TARGET("avx512f") static V broadcast(const float* p) { return {_mm512_set1_ps(*p)}; }
+  DMLOPS_TARGET("avx512f") static V madd(V a, V b, V c) { return {_mm512_fmadd_ps(a.r, b.r, c.r)}; }
+  DMLOPS_TARGET("avx512f") static V add(V a, V b) { return {_mm512_add_ps(a.r, b.r)}; }
+  DMLOPS_TARGET("avx512f") static void transpose8(const float* src, std::int64_t ss, float* dst,
                                                             std::int64_t ds) {
     transpose8_avx(src, ss, dst, ds);
   }
@@ -140,17 +157,20 @@ struct SimdAvx512<float> {
 template <>
 struct SimdAvx512<double> {
   using Acc = double;
-  using V = __m512d;
+  struct V {  // a struct, not the bare register type: see the top of this file
+    __m512d r;
+  };
   static constexpr std::int64_t kLanes = 8;
-  __attribute__((target("avx512f"))) static V load(const double* p) { return _mm512_loadu_pd(p); }
-  __attribute__((target("avx512f"))) static void store(double* p, V a) { _mm512_storeu_pd(p, a); }
-  __attribute__((target("avx512f"))) static V zero() { return _mm512_setzero_pd(); }
-  __attribute__((target("avx512f"))) static V broadcast(const double* p) { return _mm512_set1_pd(*p); }
-  __attribute__((target("avx512f"))) static V madd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
-  __attribute__((target("avx512f"))) static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  DMLOPS_TARGET("avx512f") static V load(const double* p) { return {_mm512_loadu_pd(p)}; }
+  DMLOPS_TARGET("avx512f") static void store(double* p, V a) { _mm512_storeu_pd(p, a.r); }
+  DMLOPS_TARGET("avx512f") static V zero() { return {_mm512_setzero_pd()}; }
+  DMLOPS_TARGET("avx512f") static V broadcast(const double* p) { return {_mm512_set1_pd(*p)}; }
+  DMLOPS_TARGET("avx512f") static V madd(V a, V b, V c) { return {_mm512_fmadd_pd(a.r, b.r, c.r)}; }
+  DMLOPS_TARGET("avx512f") static V add(V a, V b) { return {_mm512_add_pd(a.r, b.r)}; }
   static void transpose8(const double* src, std::int64_t ss, double* dst, std::int64_t ds) {
     transpose8_scalar(src, ss, dst, ds);
   }
 };
+#endif
 
 }  // namespace dmlops

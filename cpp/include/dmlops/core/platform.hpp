@@ -1,0 +1,149 @@
+// Everything that depends on the operating system, the compiler or the processor, in one place.
+//
+// Kernels spell compiler-specific things with the macros below, never with GNU or MSVC syntax
+// of their own, and compile ISA-specific code (x86 intrinsics) only under `#if DMLOPS_X86`: the
+// portable path builds with GCC, Clang and MSVC on x86-64, Arm64 or anything else with C++20.
+//
+//   DMLOPS_X86, DMLOPS_ARM64   1 when compiling for that architecture, else 0
+//   DMLOPS_TARGET("avx2")      compile one function for an extra x86 ISA (GCC and Clang need the
+//                              attribute to accept intrinsics; MSVC accepts them anywhere, and
+//                              no other architecture has these ISAs: empty there)
+//   DMLOPS_ALWAYS_INLINE       an attribute: inline this function into every caller
+//   DMLOPS_FLATTEN             an attribute: inline every call inside this function
+//   DMLOPS_RESTRICT            a pointer qualifier: nothing else reaches this memory
+//   DMLOPS_UNROLL(n)           before a loop: unroll it n times (a hint)
+//   DMLOPS_PREFETCH(p)         start loading the cache line of p into L2 (a hint)
+//   DMLOPS_IGNORE_PSABI        silence GCC's note that passing vector registers between
+//                              baseline functions would change the ABI
+//
+// The library is static and the Python extension exports its one entry point through pybind11,
+// so no symbol visibility or __declspec(dllexport) is needed anywhere.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#define DMLOPS_X86 1
+#else
+#define DMLOPS_X86 0
+#endif
+#if defined(__aarch64__) || defined(_M_ARM64)
+#define DMLOPS_ARM64 1
+#else
+#define DMLOPS_ARM64 0
+#endif
+
+#define DMLOPS_PRAGMA(text) _Pragma(#text)
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#define DMLOPS_ALWAYS_INLINE [[msvc::forceinline]]
+#define DMLOPS_FLATTEN [[msvc::flatten]]
+#define DMLOPS_UNROLL(n)
+#define DMLOPS_TARGET(isa)
+#if DMLOPS_X86
+#include <intrin.h>
+#define DMLOPS_PREFETCH(p) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1)
+#else
+#define DMLOPS_PREFETCH(p) static_cast<void>(p)
+#endif
+#else  // GCC and Clang (MinGW included)
+#define DMLOPS_ALWAYS_INLINE [[gnu::always_inline]]
+#define DMLOPS_FLATTEN [[gnu::flatten]]
+#define DMLOPS_UNROLL(n) DMLOPS_PRAGMA(GCC unroll n)
+#if DMLOPS_X86
+#define DMLOPS_TARGET(isa) __attribute__((target(isa)))
+#else
+#define DMLOPS_TARGET(isa)
+#endif
+#define DMLOPS_PREFETCH(p) __builtin_prefetch((p), 0, 2)
+#endif
+#define DMLOPS_RESTRICT __restrict
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define DMLOPS_IGNORE_PSABI DMLOPS_PRAGMA(GCC diagnostic ignored "-Wpsabi")
+#else
+#define DMLOPS_IGNORE_PSABI
+#endif
+
+namespace dmlops::platform {
+
+// The CPUs this process may run on: its affinity mask (Linux sched_getaffinity; Windows
+// GetProcessAffinityMask, or every active processor of every group when the process spans
+// several), else the online CPUs (macOS: sysctl hw.activecpu), else
+// std::thread::hardware_concurrency(); at least 1.
+int usable_cpu_count();
+
+// Registers fn to run in the child process after fork(), where only the forking thread
+// survives. A no-op where processes do not fork (Windows).
+void on_fork_in_child(void (*fn)());
+
+// A hint for spin-wait loops: lets the sibling hyperthread run (x86 pause, Arm yield).
+void cpu_relax();
+
+// What the processor and the operating system support, detected once (x86: cpuid, and xgetbv
+// for the register state the OS saves; Arm64: Advanced SIMD is part of the architecture).
+struct CpuFeatures {
+  bool avx = false;      // AVX, and the OS saves ymm registers
+  bool avx2 = false;     // AVX2 (with avx)
+  bool fma = false;      // FMA3 (with avx)
+  bool f16c = false;     // F16C (with avx)
+  bool avx512f = false;  // AVX-512F, and the OS saves zmm and mask registers
+  bool neon = false;     // Arm Advanced SIMD
+};
+const CpuFeatures& cpu_features();
+
+// Copies 32 bytes as one vector where the compiler has GNU vector types (one register move in
+// an AVX2 function, where memcpy of a fixed size expands to 16-byte moves), else with memcpy.
+DMLOPS_ALWAYS_INLINE inline void copy32(void* dst, const void* src) {
+#if defined(__GNUC__) || defined(__clang__)
+  typedef char Piece __attribute__((vector_size(32), aligned(1), may_alias));
+  *static_cast<Piece*>(dst) = *static_cast<const Piece*>(src);
+#else
+  std::memcpy(dst, src, 32);
+#endif
+}
+
+// *result = a * b or a + b; true when the exact result does not fit in int64 (then *result is
+// unchanged). GCC and Clang check with their builtins, other compilers (MSVC) portably.
+inline bool mul_overflow_portable(std::int64_t a, std::int64_t b, std::int64_t* result) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  const bool overflow = a > 0 ? (b > 0 ? a > kMax / b : b < kMin / a)
+                              : (b > 0 ? a < kMin / b : a != 0 && b < kMax / a);
+  if (!overflow) *result = a * b;
+  return overflow;
+}
+
+inline bool add_overflow_portable(std::int64_t a, std::int64_t b, std::int64_t* result) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  const bool overflow = b > 0 ? a > kMax - b : a < kMin - b;
+  if (!overflow) *result = a + b;
+  return overflow;
+}
+
+inline bool mul_overflow(std::int64_t a, std::int64_t b, std::int64_t* result) {
+#if defined(__GNUC__) || defined(__clang__)
+  std::int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return true;
+  *result = r;
+  return false;
+#else
+  return mul_overflow_portable(a, b, result);
+#endif
+}
+
+inline bool add_overflow(std::int64_t a, std::int64_t b, std::int64_t* result) {
+#if defined(__GNUC__) || defined(__clang__)
+  std::int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return true;
+  *result = r;
+  return false;
+#else
+  return add_overflow_portable(a, b, result);
+#endif
+}
+
+}  // namespace dmlops::platform
