@@ -10,38 +10,16 @@
 #include <utility>
 
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/platform.hpp"
 
 namespace dmlops {
 
 inline constexpr std::int64_t kSizeLimit = std::int64_t{1} << 62;
 
 // *out = a * b / a + b; true when the exact result does not fit in int64 (then *out is
-// unspecified). GCC and Clang have builtins; elsewhere (MSVC) a portable test before the operation.
-inline bool mul_overflows(std::int64_t a, std::int64_t b, std::int64_t* out) {
-#if defined(__GNUC__) || defined(__clang__)
-  return __builtin_mul_overflow(a, b, out);
-#else
-  constexpr std::int64_t kMax = INT64_MAX, kMin = INT64_MIN;
-  bool over = false;
-  if (a > 0) {
-    over = b > 0 ? a > kMax / b : b < kMin / a;
-  } else if (a < 0) {
-    over = b > 0 ? a < kMin / b : (b != 0 && a < kMax / b);
-  }
-  if (!over) *out = a * b;
-  return over;
-#endif
-}
-
-inline bool add_overflows(std::int64_t a, std::int64_t b, std::int64_t* out) {
-#if defined(__GNUC__) || defined(__clang__)
-  return __builtin_add_overflow(a, b, out);
-#else
-  const bool over = b > 0 ? a > INT64_MAX - b : a < INT64_MIN - b;
-  if (!over) *out = a + b;
-  return over;
-#endif
-}
+// unchanged). The platform layer spells them for each compiler.
+inline bool mul_overflows(std::int64_t a, std::int64_t b, std::int64_t* out) { return platform::mul_overflow(a, b, out); }
+inline bool add_overflows(std::int64_t a, std::int64_t b, std::int64_t* out) { return platform::add_overflow(a, b, out); }
 
 // True when |v| <= kSizeLimit.
 constexpr bool within_limit(std::int64_t v) { return v <= kSizeLimit && v >= -kSizeLimit; }
