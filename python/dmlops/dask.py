@@ -55,7 +55,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from . import _core
-from .convolution import DIRECTION, MODE, _activation_spec, _arrays, _group_count
+from .convolution import DIRECTION, MODE, _activation_spec, _arrays, _group_count, _naming_swaps
 from .convolution import convolution as _convolution
 from ._activation import Activation
 from ._args import check_bool_value, int_tuple, integer, number, per_axis
@@ -66,6 +66,7 @@ from .padding import PADDING_MODE
 from .padding import pad as _pad
 from .resample import INTERPOLATION_MODE, _scale_size, resample_args
 from .resample import resample as _resample
+from .resample import upsample_2d as _upsample_2d
 
 __all__ = ["convolution", "lp_pooling", "pad", "resample", "upsample_2d"]
 
@@ -355,8 +356,11 @@ def convolution(x: Any, filter: Any, bias: Any = None, *, strides: Optional[Sequ
         if len(sizes) == D and filter.ndim >= 2:
             sizes = (x.shape[0], filter.shape[0] if direction == "forward" else filter.shape[1] * groups) + sizes
         out_spec = (spec(x)[0], sizes, None)
-    out_sizes = _core.convolution_infer(spec(x), spec(filter), spec(bias), out_spec, mode, direction, *arrays,
-                                        groups, _activation_spec(activation))
+    if bias is not None and bias.ndim == 1 and x.ndim >= 3:  # PyTorch's (OutC,), as the in-memory call takes it
+        bias = bias.reshape((1, bias.shape[0]) + (1,) * (x.ndim - 2))
+    out_sizes = _naming_swaps(lambda: _core.convolution_infer(spec(x), spec(filter), spec(bias), out_spec, mode,
+                                                              direction, *arrays, groups, _activation_spec(activation)),
+                              x.shape, filter.shape)
     strides_, dil, start, end, _ = arrays
     forward = direction == "forward"
     # A transposed convolution keeps its spatial axes whole: its kernel adds a sum's terms in
@@ -692,8 +696,8 @@ def upsample_2d(x: Any, scale_size: Any = (2, 2), interpolation_mode: str = "nea
     meta = _meta(x)
     scale = _scale_size(scale_size)
     mode = INTERPOLATION_MODE.parse(interpolation_mode, f"{op}: interpolation_mode")
-    sizes = _core.upsample_2d_infer((array_dtype_name(meta, f"{op}: input dtype"), x.shape, None), None, scale, mode)
     if mode == "linear" and x.dtype == np.bool_:
-        _core.upsample_2d(meta, None, scale, mode)
+        _upsample_2d(np.zeros((1,) * x.ndim, x.dtype), scale, mode)  # the in-memory call's own message
+    sizes = _core.upsample_2d_infer((array_dtype_name(meta, f"{op}: input dtype"), x.shape, None), None, scale, mode)
     scales = (1.0,) * (x.ndim - 2) + tuple(float(s) for s in scale)
     return _resample_graph(x, sizes, scales, (0.5,) * x.ndim, (-0.5,) * x.ndim, mode, None, False)
