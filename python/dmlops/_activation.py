@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from . import _core
-from ._args import real, shown
+from ._args import from_json_number, json_number, real, shown
 
 # name -> (DirectML type, ((parameter, DirectML member, default or None), ...))
 _TABLE = {name: (dml_type, tuple(params)) for name, dml_type, params in _core.activation_table()}
@@ -139,7 +139,8 @@ class Activation:
 
     def to_dict(self) -> dict[str, Any]:
         """DxDispatch's shape of a nested operator desc: ``{"Type": ..., "Desc": {members}}``."""
-        return {"Type": self.dml_type, "Desc": {dml: v for (_, dml, _), v in zip(_TABLE[self._name][1], self._values)}}
+        return {"Type": self.dml_type,
+                "Desc": {dml: json_number(v) for (_, dml, _), v in zip(_TABLE[self._name][1], self._values)}}
 
     @classmethod
     def from_dict(cls, d: Any) -> "Activation":
@@ -156,7 +157,7 @@ class Activation:
         unknown = set(members) - set(by_dml)
         if unknown:
             raise ValueError(f"Activation: {name} has no member(s) {sorted(map(shown, unknown))}")
-        return cls(name, **{by_dml[k]: v for k, v in members.items()})
+        return cls(name, **{by_dml[k]: from_json_number(v) for k, v in members.items()})
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Activation):

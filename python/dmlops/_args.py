@@ -8,6 +8,7 @@ e.g. ``Padding1: start_padding must contain integers, got 1.5``.
 from __future__ import annotations
 
 import functools
+import math
 import itertools
 import reprlib
 import operator
@@ -275,3 +276,18 @@ def check_out(out: Any, dtype: np.dtype, what: str) -> Optional[np.ndarray]:
     if array is not None and array.dtype != dtype:
         raise TypeError(f"{what} has dtype {array.dtype} but the result is {dtype}")
     return array
+
+
+def json_number(value: Any) -> Any:
+    """A float for strict JSON: a non-finite one as ``"nan"``, ``"inf"`` or ``"-inf"``, as
+    DxDispatch writes them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def from_json_number(value: Any) -> Any:
+    """:func:`json_number`'s inverse (other values unchanged)."""
+    if isinstance(value, str) and value.lower() in ("nan", "inf", "-inf", "+inf"):
+        return float(value)
+    return value

@@ -20,6 +20,8 @@ import numpy as np
 
 from ._activation import Activation
 from ._args import Enum, as_array, shown
+from ._args import from_json_number as _from_json_number
+from ._args import json_number as _json_number
 from ._tensor import TensorDesc, array_dtype_name, dml_dtype
 
 
@@ -79,12 +81,6 @@ _KIND_TYPES = {
 }
 
 
-def _json_number(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value
-
-
 def _float_bits(value: float, dtype: str) -> int:
     """The bits of ``value`` (a value of the float ``dtype``, held as a Python float)."""
     return int(np.array(value, dtype).view(_BITS_DTYPE[dtype]).item())
@@ -99,12 +95,6 @@ def _json_scalar(value: Any, dtype: str) -> Any:
         if bits != _float_bits(math.nan, dtype):
             return {_BITS_MEMBER[dtype]: bits}
     return _json_number(value)
-
-
-def _from_json_number(value: Any) -> Any:
-    if isinstance(value, str) and value.lower() in ("nan", "inf", "-inf", "+inf"):
-        return float(value)
-    return value
 
 
 # DML_SCALAR_UNION's member for each data type, as DxDispatch writes a union spelled out as an

@@ -73,8 +73,10 @@ def main() -> int:
     parser.add_argument("targets", nargs="*", help="targets to run (default: all)")
     parser.add_argument("--seconds", type=int, default=30, help="time per target (default 30)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args, rest = parser.parse_known_args()
-    rest = [a for a in rest if a != "--"]
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args, rest = parser.parse_known_args(argv[:split])
+    rest += argv[split + 1:]  # libFuzzer's own arguments
     if args.child:
         child(args.targets[0], rest)
         return 0
