@@ -63,8 +63,14 @@ def _arrays(values: dict[str, _PerAxis], D: int) -> _Arrays:
     """The five per-dimension arrays as tuples of D entries: an int is repeated, an omitted one
     is ones (strides, dilations) or zeros (a D < 1 gives empty ones; the C++ layer then reports
     the rank)."""
-    return cast(_Arrays, tuple(per_axis(values[name], D, f"Convolution: {name}",
-                                        1 if name in ("strides", "dilations") else 0) for name in _ARRAYS))
+    arrays = []
+    for name in _ARRAYS:
+        default = 1 if name in ("strides", "dilations") else 0
+        # An empty sequence also means the default (DirectML's optional arrays): spelled out, so
+        # that a descriptor's fields, its DimensionCount and its JSON agree.
+        array = per_axis(values[name], D, f"Convolution: {name}", default)
+        arrays.append(array if array or D < 1 else (default,) * D)
+    return cast(_Arrays, tuple(arrays))
 
 
 _T = TypeVar("_T")
