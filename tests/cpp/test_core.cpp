@@ -642,9 +642,13 @@ TEST(Checked, OverflowTestsAgreeWithWideArithmetic) {
       const Wide product = Wide{a} * b, sum = Wide{a} + b;
       std::int64_t p = 0, s = 0;
       ASSERT_EQ(mul_overflows(a, b, &p), product < lo || product > hi) << a << " * " << b;
-      if (product >= lo && product <= hi) ASSERT_EQ(p, static_cast<std::int64_t>(product)) << a << " * " << b;
+      if (product >= lo && product <= hi) {
+        ASSERT_EQ(p, static_cast<std::int64_t>(product)) << a << " * " << b;
+      }
       ASSERT_EQ(add_overflows(a, b, &s), sum < lo || sum > hi) << a << " + " << b;
-      if (sum >= lo && sum <= hi) ASSERT_EQ(s, static_cast<std::int64_t>(sum)) << a << " + " << b;
+      if (sum >= lo && sum <= hi) {
+        ASSERT_EQ(s, static_cast<std::int64_t>(sum)) << a << " + " << b;
+      }
       const bool product_fits = product >= -limit && product <= limit, sum_fits = sum >= -limit && sum <= limit;
       if (product_fits) {
         ASSERT_EQ(checked_mul(a, b, "t"), static_cast<std::int64_t>(product));

@@ -217,7 +217,7 @@ ThreadPool* acquire_pool(int threads) {
     if (g_pools[i]->owner().try_lock()) return g_pools[i];
     running += g_pools[i]->workers() + 1;
   }
-  const int capacity = std::max(usable_cpus(), g_threads.load(std::memory_order_relaxed));
+  const int capacity = std::max(platform::usable_cpu_count(), g_threads.load(std::memory_order_relaxed));
   if (g_pool_count == kMaxPools || (g_pool_count > 0 && running + threads > capacity)) return nullptr;
   ThreadPool* pool = new ThreadPool;
   pool->owner().lock();
@@ -241,13 +241,11 @@ std::optional<int> parse_num_threads(std::string_view text) {
   return n;
 }
 
-int usable_cpus() { return platform::usable_cpu_count(); }
-
 int default_num_threads() {
   if (const char* env = std::getenv("DMLOPS_NUM_THREADS")) {
     if (const auto n = parse_num_threads(env)) return *n;
   }
-  return usable_cpus();
+  return platform::usable_cpu_count();
 }
 
 int global_num_threads() {

@@ -50,8 +50,6 @@ int default_num_threads();
 // The one parser of DMLOPS_NUM_THREADS: a decimal integer from 1 to kMaxThreads, optionally
 // surrounded by blanks (as Python's int() accepts it); nullopt for anything else.
 std::optional<int> parse_num_threads(std::string_view text);
-// The CPUs this process may run on (its affinity mask).
-int usable_cpus();
 
 using RangeFn = std::function<void(std::int64_t begin, std::int64_t end)>;
 void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, const RangeFn& fn);
