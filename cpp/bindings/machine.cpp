@@ -1,6 +1,8 @@
 // dmlops._core machine measurements for the benchmark report (python/dmlops/bench).
 #include "dmlops/machine.hpp"
 
+#include "dmlops/core/platform.hpp"
+
 #include "convert.hpp"
 
 namespace dmlops::bindings {
@@ -11,6 +13,16 @@ void bind_machine(py::module_& m) {
         py::call_guard<py::gil_scoped_release>(),
         "float32 FMA GFLOP/s of a register-only loop on `threads` threads (the ISA of fma_isa()).");
   m.def("fma_isa", &fma_isa, "The instruction set fma_peak_gflops and the GEMM kernels use.");
+  m.def(
+      "cache_sizes",
+      [] {
+        const platform::CacheSizes& c = platform::cache_sizes();
+        py::dict d;
+        d["l1d"] = c.l1d, d["l2"] = c.l2, d["l3"] = c.l3, d["source"] = c.source;
+        return d;
+      },
+      "The cache sizes in bytes the kernels size their tiles from, and where they were read: "
+      "{'l1d', 'l2', 'l3', 'source'}.");
 }
 
 }  // namespace dmlops::bindings

@@ -133,6 +133,10 @@ def _check_environment() -> None:
     if value is not None and _core.parse_num_threads(value) is None:
         warnings.warn(f"DMLOPS_NUM_THREADS={value!r} is not an integer from 1 to {_MAX_THREADS}; "
                       f"using {_core.default_num_threads()} threads", RuntimeWarning, stacklevel=3)
+    caches = os.environ.get("DMLOPS_CACHE_SIZES")
+    if caches is not None and _core.cache_sizes()["source"] != "environment":
+        warnings.warn(f"DMLOPS_CACHE_SIZES={caches!r} is not three sizes L1d,L2,L3 such as '48K,2M,32M' "
+                      f"(1K to 1024M, L1d <= L2); using the sizes the CPU reports", RuntimeWarning, stacklevel=3)
 
 
 def _register_threadpoolctl() -> None:

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -448,6 +449,51 @@ TEST(Platform, UsableCpusAreBetweenOneAndTheMachines) {
   EXPECT_GE(cpus, 1);
   if (std::thread::hardware_concurrency() > 0) {
     EXPECT_LE(cpus, static_cast<int>(std::thread::hardware_concurrency()));
+  }
+}
+
+// Plausible sizes whatever the source; on Linux, where the kernel publishes its own reading of
+// the caches in sysfs, the same sizes as there (read here independently of the library).
+TEST(Platform, CacheSizesArePlausibleAndAgreeWithSysfs) {
+  const platform::CacheSizes& c = platform::cache_sizes();
+  EXPECT_GE(c.l1d, 4 * 1024);
+  EXPECT_LE(c.l1d, 1 << 20);
+  EXPECT_GE(c.l2, c.l1d);
+  EXPECT_LE(c.l2, std::int64_t{256} << 20);
+  EXPECT_GT(c.l3, 0);
+  const std::string source = c.source;
+  if (source == "environment") GTEST_SKIP() << "DMLOPS_CACHE_SIZES overrides the detected sizes";
+  EXPECT_TRUE(source == "cpuid" || source == "sysfs" || source == "sysctl" || source == "windows" || source == "default")
+      << source;
+#if defined(__linux__)
+  std::map<int, std::int64_t> sysfs;  // level -> bytes of the data or unified cache
+  for (int index = 0; index < 16; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    int level = 0;
+    std::string type, size;
+    if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) break;
+    if (type == "Instruction") continue;
+    const std::int64_t kib = std::stoll(size.substr(0, size.size() - 1));
+    sysfs[level] = size.back() == 'M' ? kib << 20 : kib << 10;
+  }
+  if (sysfs.count(1)) EXPECT_EQ(c.l1d, sysfs[1]);
+  if (sysfs.count(2)) EXPECT_EQ(c.l2, sysfs[2]);
+  if (!sysfs.empty()) EXPECT_NE(source, "default");
+#endif
+}
+
+TEST(Platform, CacheSizesParser) {
+  const auto sizes = platform::parse_cache_sizes(" 48K, 2M ,32768k");
+  ASSERT_TRUE(sizes.has_value());
+  EXPECT_EQ(sizes->l1d, 48 * 1024);
+  EXPECT_EQ(sizes->l2, 2 << 20);
+  EXPECT_EQ(sizes->l3, 32 << 20);
+  EXPECT_EQ(std::string(sizes->source), "environment");
+  EXPECT_EQ(platform::parse_cache_sizes("32768,1048576,8M")->l2, 1 << 20);
+  for (const char* bad : {"", "48K", "48K,2M", "48K,2M,32M,", "48K,2M,32M,1M", "2M,48K,32M", "512,1M,8M", "2048M,4096M,8192M",
+                          "48KB,2M,32M", "-48K,2M,32M", "48K;2M;32M", "999999999K,1M,1M", "0x10K,1M,8M"}) {
+    EXPECT_FALSE(platform::parse_cache_sizes(bad).has_value()) << bad;
   }
 }
 

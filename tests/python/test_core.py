@@ -100,6 +100,33 @@ def test_invalid_environment_variable_warns_and_uses_the_cpus():
     assert "DMLOPS_NUM_THREADS='lots' is not an integer" in result.stderr
 
 
+def test_cache_sizes_are_plausible():
+    caches = dmlops._core.cache_sizes()
+    assert set(caches) == {"l1d", "l2", "l3", "source"}
+    assert 4096 <= caches["l1d"] <= caches["l2"] and caches["l3"] > 0
+    assert caches["source"] in ("environment", "cpuid", "sysfs", "sysctl", "windows", "default")
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("48K,2M,32M", (48 << 10, 2 << 20, 32 << 20)),
+    (" 32768 , 1048576 , 8M ", (32 << 10, 1 << 20, 8 << 20)),
+    ("48K,2M", None), ("2M,48K,32M", None), ("48KB,2M,32M", None), ("512,1M,8M", None), ("", None),
+])
+def test_cache_sizes_environment_variable(value, expected):
+    """DMLOPS_CACHE_SIZES replaces the detected sizes when valid; otherwise Python warns and the
+    detected ones stay (the same C++ parser decides both)."""
+    code = "from dmlops import _core; c = _core.cache_sizes(); print(c['l1d'], c['l2'], c['l3'], c['source'])"
+    result = run_python("import dmlops; " + code, DMLOPS_CACHE_SIZES=value)
+    assert result.returncode == 0, result.stderr
+    *sizes, source = result.stdout.split()
+    if expected is None:
+        assert source != "environment"
+        assert f"DMLOPS_CACHE_SIZES={value!r} is not three sizes" in result.stderr
+    else:
+        assert (tuple(map(int, sizes)), source) == (expected, "environment")
+        assert "DMLOPS_CACHE_SIZES" not in result.stderr
+
+
 @pytest.mark.parametrize("value", ["1 ", " 3", "2\n", "\t4\t", "", " ", "0", "1025", "-1", "+2", "2x", "1 2", "2.0",
                                    "99999", "0x10"])
 def test_one_parser_for_the_environment_variable(value):

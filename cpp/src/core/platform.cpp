@@ -1,7 +1,11 @@
 #include "dmlops/core/platform.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #if defined(_WIN32)
 #ifndef NOMINMAX
@@ -108,6 +112,33 @@ CpuFeatures detect() {
   f.avx512f = zmm_saved && ((leaf7.ebx >> 16) & 1);
   return f;
 }
+
+// The deterministic cache parameters (Intel leaf 4; AMD's copy of it, leaf 0x8000001D, when
+// the CPU has topology extensions): one subleaf per cache until type 0.
+bool cpuid_caches(CacheSizes& sizes) {
+  const CpuidRegisters vendor = cpuid(0, 0), extended = cpuid(0x80000001u, 0);
+  const bool amd = vendor.ebx == 0x68747541u;  // "Auth"enticAMD
+  unsigned leaf = 4;
+  if (amd) {
+    if (!((extended.ecx >> 22) & 1)) return false;
+    leaf = 0x8000001Du;
+  }
+  bool found = false;
+  for (unsigned sub = 0; sub < 16; ++sub) {
+    const CpuidRegisters r = cpuid(leaf, sub);
+    const unsigned type = r.eax & 0x1f, level = (r.eax >> 5) & 0x7;
+    if (type == 0) break;
+    if (type != 1 && type != 3) continue;  // data or unified, not instruction
+    const std::int64_t bytes = std::int64_t{((r.ebx >> 22) & 0x3ff) + 1} * (((r.ebx >> 12) & 0x3ff) + 1) *
+                               ((r.ebx & 0xfff) + 1) * (std::int64_t{r.ecx} + 1);
+    if (level == 1) sizes.l1d = bytes;
+    else if (level == 2) sizes.l2 = bytes;
+    else if (level == 3) sizes.l3 = bytes;
+    else continue;
+    found = true;
+  }
+  return found;
+}
 #else
 CpuFeatures detect() {
   CpuFeatures f;
@@ -115,6 +146,77 @@ CpuFeatures detect() {
   return f;
 }
 #endif
+
+#if defined(__linux__)
+// /sys/devices/system/cpu/cpu0/cache/indexN/{level,type,size}: size as "48K" or "2048K".
+bool sysfs_caches(CacheSizes& sizes) {
+  bool found = false;
+  for (int index = 0; index < 16; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    int level = 0;
+    std::string type, size;
+    if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) break;
+    if (type == "Instruction" || size.empty()) continue;
+    std::int64_t bytes = 0;
+    std::size_t i = 0;
+    for (; i < size.size() && i < 12 && size[i] >= '0' && size[i] <= '9'; ++i) bytes = 10 * bytes + (size[i] - '0');
+    if (i < size.size() && (size[i] == 'K' || size[i] == 'k')) bytes <<= 10;
+    else if (i < size.size() && size[i] == 'M') bytes <<= 20;
+    if (bytes <= 0) continue;
+    if (level == 1) sizes.l1d = bytes;
+    else if (level == 2) sizes.l2 = bytes;
+    else if (level == 3) sizes.l3 = bytes;
+    else continue;
+    found = true;
+  }
+  return found;
+}
+#endif
+
+CacheSizes detect_caches() {
+  if (const char* env = std::getenv("DMLOPS_CACHE_SIZES")) {
+    if (const auto parsed = parse_cache_sizes(env)) return *parsed;
+  }
+  CacheSizes sizes;
+#if DMLOPS_X86
+  if (cpuid_caches(sizes)) {
+    sizes.source = "cpuid";
+    return sizes;
+  }
+#endif
+#if defined(__linux__)
+  if (sysfs_caches(sizes)) sizes.source = "sysfs";
+#elif defined(__APPLE__)
+  const auto read = [&](const char* name, std::int64_t& field) {
+    std::int64_t value = 0;
+    std::size_t size = sizeof(value);
+    if (sysctlbyname(name, &value, &size, nullptr, 0) != 0 || value <= 0) return false;
+    field = value;
+    return true;
+  };
+  const bool l1 = read("hw.l1dcachesize", sizes.l1d), l2 = read("hw.l2cachesize", sizes.l2);
+  const bool l3 = read("hw.l3cachesize", sizes.l3);
+  if (l1 || l2 || l3) sizes.source = "sysctl";
+#elif defined(_WIN32)
+  DWORD bytes = 0;
+  GetLogicalProcessorInformation(nullptr, &bytes);
+  std::vector<SYSTEM_LOGICAL_PROCESSOR_INFORMATION> info(bytes / sizeof(SYSTEM_LOGICAL_PROCESSOR_INFORMATION) + 1);
+  if (bytes > 0 && GetLogicalProcessorInformation(info.data(), &bytes)) {
+    for (std::size_t i = 0; i < bytes / sizeof(SYSTEM_LOGICAL_PROCESSOR_INFORMATION); ++i) {
+      if (info[i].Relationship != RelationCache) continue;
+      const CACHE_DESCRIPTOR& cache = info[i].Cache;
+      if (cache.Type == CacheInstruction) continue;
+      if (cache.Level == 1) sizes.l1d = cache.Size;
+      else if (cache.Level == 2) sizes.l2 = cache.Size;
+      else if (cache.Level == 3) sizes.l3 = cache.Size;
+      else continue;
+      sizes.source = "windows";
+    }
+  }
+#endif
+  return sizes;
+}
 
 }  // namespace
 
@@ -145,6 +247,38 @@ void cpu_relax() {
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = detect();
   return features;
+}
+
+std::optional<CacheSizes> parse_cache_sizes(std::string_view text) {
+  std::int64_t values[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+    std::int64_t value = 0;
+    std::size_t digits = 0;
+    for (; digits < text.size() && digits < 8 && text[digits] >= '0' && text[digits] <= '9'; ++digits)
+      value = 10 * value + (text[digits] - '0');
+    if (digits == 0) return std::nullopt;
+    text.remove_prefix(digits);
+    if (!text.empty() && (text.front() == 'K' || text.front() == 'k')) value <<= 10, text.remove_prefix(1);
+    else if (!text.empty() && text.front() == 'M') value <<= 20, text.remove_prefix(1);
+    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+    if (value < 1024 || value > (std::int64_t{1} << 30)) return std::nullopt;
+    values[i] = value;
+    if (i < 2) {
+      if (text.empty() || text.front() != ',') return std::nullopt;
+      text.remove_prefix(1);
+    }
+  }
+  if (!text.empty() || values[0] > values[1]) return std::nullopt;
+  CacheSizes sizes;
+  sizes.l1d = values[0], sizes.l2 = values[1], sizes.l3 = values[2];
+  sizes.source = "environment";
+  return sizes;
+}
+
+const CacheSizes& cache_sizes() {
+  static const CacheSizes sizes = detect_caches();
+  return sizes;
 }
 
 }  // namespace dmlops::platform

@@ -14,6 +14,7 @@ from typing import Optional, TextIO
 import numpy as np
 
 import dmlops
+from dmlops import _core
 
 from . import convolution, lp_pooling, padding, resample, unfold
 from ._case import PEERS, Case, Peer, Peers
@@ -95,6 +96,14 @@ def fmt(value: Optional[float], spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _caches(caches: Optional[dict]) -> str:
+    """L1d/L2/L3 as "48K/2M/32M (cpuid)": the sizes the kernels' tiles were derived from."""
+    if not caches:
+        return "-"
+    def size(n: int) -> str:
+        return f"{n >> 20}M" if n % (1 << 20) == 0 else f"{n >> 10}K"
+    return f"{size(caches['l1d'])}/{size(caches['l2'])}/{size(caches['l3'])} ({caches['source']})"
+
 @dataclass
 class Report:
     """Everything one run measured: environment, machine limits, one row per case and thread
@@ -129,7 +138,7 @@ class Report:
         lines = [
             f"dmlops benchmark report ({env['tier']} run, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(env['started']))})",
             f"CPU: {env['cpu']}; {env['usable_cpus']} usable of {env['logical_cpus']} logical CPUs; kernels' ISA "
-            f"{lim['isa']}; threads {','.join(map(str, env['threads']))}",
+            f"{lim['isa']}; caches {_caches(env.get('caches'))}; threads {','.join(map(str, env['threads']))}",
             versions,
             f"seeds: inputs {SEED}, filters {SEED + 1}; median of up to {env['repeat']} timed calls per figure "
             f"(or {env['budget']:g} s of them, at least {min(5, env['repeat'])}) after >= {env['warmup']} warm-up calls",
@@ -444,7 +453,7 @@ def run(ops: Optional[list] = None, threads: Optional[list] = None, quick: bool 
     torch_threads = loaded.torch.get_num_threads() if loaded.torch is not None else None
 
     env: dict = {"tier": tier, "started": time.time(), "cpu": cpu_model(), "logical_cpus": os.cpu_count(),
-           "usable_cpus": usable_cpus(), "python": platform.python_version(), "threads": threads,
+           "usable_cpus": usable_cpus(), "caches": _core.cache_sizes(), "python": platform.python_version(), "threads": threads,
            "versions": {"dmlops": dmlops.__version__, "numpy": loaded.versions["numpy"],
                         "torch": loaded.versions.get("torch"), "onnxruntime": loaded.versions.get("onnxruntime"),
                         "onnx": loaded.versions.get("onnx")},

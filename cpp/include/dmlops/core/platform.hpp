@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string_view>
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #define DMLOPS_X86 1
@@ -93,6 +95,24 @@ struct CpuFeatures {
   bool neon = false;     // Arm Advanced SIMD
 };
 const CpuFeatures& cpu_features();
+
+// The data caches one core sees, in bytes, read once: x86 cpuid (Intel leaf 4, AMD leaf
+// 0x8000001D), else Linux sysfs, macOS sysctl or Windows GetLogicalProcessorInformation. Kernels
+// size their tiles from these (a packed filter that stays in L1, a panel that stays in L2), so
+// what they assume is what this CPU has. A size nobody reports keeps the default below, and
+// `source` says where the figures came from. DMLOPS_CACHE_SIZES="48K,2M,32M" (L1d, L2, L3, read
+// once) overrides them all: for a virtual machine whose cpuid misreports the host, and for
+// measuring how the tiles of one CPU do on another.
+struct CacheSizes {
+  std::int64_t l1d = 32 * 1024;    // L1 data, per core
+  std::int64_t l2 = 1024 * 1024;   // L2, per core on every x86 and Arm server core we know
+  std::int64_t l3 = 8 << 20;       // last level, shared by a group of cores
+  const char* source = "default";  // "environment", "cpuid", "sysfs", "sysctl", "windows" or "default"
+};
+const CacheSizes& cache_sizes();
+// DMLOPS_CACHE_SIZES' syntax: three sizes in bytes, each with an optional K or M suffix, from 1K
+// to 1024M, L1d <= L2; nullopt for anything else.
+std::optional<CacheSizes> parse_cache_sizes(std::string_view text);
 
 // Copies 32 bytes as one vector where the compiler has GNU vector types (one register move in
 // an AVX2 function, where memcpy of a fixed size expands to 16-byte moves), else with memcpy.
