@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,17 +61,24 @@ Chosen choose(const conv::Geometry& g, std::string_view algorithm, bool describe
 
 std::string dims_text(const Dims& sizes) {
   std::string text;
-  for (std::int64_t s : sizes) text += (text.empty() ? "" : "x") + std::to_string(s);
+  for (std::int64_t s : sizes) {
+    if (!text.empty()) text += 'x';
+    text += std::to_string(s);
+  }
   return text;
 }
 
 // dmlops: convolution forward 1x64x56x56 f32 3x3 -> algorithm=direct isa=avx512 tiles=... tasks=14 threads=2 reason=...
-void log(const ConvolutionDesc& desc, const conv::Geometry& g, const ConvolutionPlan& plan) {
+void log(const ConvolutionDesc& desc, const conv::Geometry& g, const ConvolutionPlan& plan, bool prepared) {
   const char* dtype = g.dtype == DataType::Float16 ? "f16" : g.dtype == DataType::Float64 ? "f64" : "f32";
   std::string tiles;
-  for (const auto& [name, value] : plan.tiles) tiles += (tiles.empty() ? "" : ",") + name + ":" + std::to_string(value);
+  for (const auto& [tile, value] : plan.tiles) {
+    if (!tiles.empty()) tiles += ',';
+    tiles += tile + ":" + std::to_string(value);
+  }
   std::string line = "dmlops: convolution " + std::string(name(desc.direction)) + " " + dims_text(desc.input.sizes) +
-                     " " + dtype + " " + dims_text(g.kernel) + " -> algorithm=" + plan.algorithm + " isa=" + plan.isa +
+                     " " + dtype + " " + dims_text(g.kernel) + " -> algorithm=" + plan.algorithm +
+                     (prepared ? " prepared" : "") + " isa=" + plan.isa +
                      (plan.rewrite.empty() ? "" : " rewrite=" + plan.rewrite) + " tiles=" + tiles +
                      " tasks=" + std::to_string(plan.tasks) + " threads=" + std::to_string(plan.threads) +
                      " reason=" + plan.reason + "\n";
@@ -89,9 +97,12 @@ ConvolutionPlan plan_convolution(const ConvolutionDesc& desc, std::string_view a
   return choose(conv::analyse(desc), algorithm, true).plan;
 }
 
-void execute(const ConvolutionDesc& desc, const TensorView& in, const TensorView& filter, const TensorView* bias,
-             const TensorView& out, std::string_view algorithm) {
-  const conv::Geometry g = conv::analyse(desc);
+namespace {
+
+// Checks the call's views against desc (all before any write), logs when asked, and runs the
+// chosen algorithm on the rewritten geometry.
+void run(const ConvolutionDesc& desc, const conv::Geometry& g, const Chosen& c, const TensorView& in,
+         const TensorView& filter, const TensorView* bias, const TensorView& out, const conv::PackedFilter* packed) {
   check_view_matches(in, desc.input, "Convolution: input");
   check_view_matches(filter, desc.filter, "Convolution: filter");
   if (bool(bias) != desc.bias.has_value())
@@ -102,12 +113,64 @@ void execute(const ConvolutionDesc& desc, const TensorView& in, const TensorView
   } else {
     check_output_view(out, g.output, "Convolution: out", {&in, &filter});
   }
-  // The blocking is computed for the log only: run() computes it again, with the same functions.
-  const Chosen c = choose(g, algorithm, verbose());
-  if (verbose()) log(desc, g, c.plan);
+  if (verbose()) {
+    // The blocking is computed for the log only: run() computes it again, with the same functions.
+    ConvolutionPlan plan = c.plan;
+    plan.threads = num_threads();
+    c.algorithm->describe(c.rewrite.geometry, plan);
+    log(desc, g, plan, packed != nullptr);
+  }
   std::vector<std::byte> buffer;
   const TensorView rewritten = conv::rewritten_input(g, c.rewrite, in, buffer);
-  c.algorithm->run(desc, c.rewrite.geometry, conv::Views{rewritten, filter, bias, out});
+  c.algorithm->run(desc, c.rewrite.geometry, conv::Views{rewritten, filter, bias, out, packed});
 }
+
+}  // namespace
+
+void execute(const ConvolutionDesc& desc, const TensorView& in, const TensorView& filter, const TensorView* bias,
+             const TensorView& out, std::string_view algorithm) {
+  const conv::Geometry g = conv::analyse(desc);
+  run(desc, g, choose(g, algorithm, false), in, filter, bias, out, nullptr);
+}
+
+struct PreparedConvolution::State {
+  ConvolutionDesc desc;
+  TensorView filter;
+  std::optional<TensorView> bias;
+  conv::Geometry g;
+  Chosen chosen;
+  std::optional<conv::PackedFilter> packed;
+};
+
+PreparedConvolution::PreparedConvolution(const ConvolutionDesc& desc, const TensorView& filter, const TensorView* bias,
+                                         std::string_view algorithm) {
+  const conv::Geometry g = conv::analyse(desc);
+  check_view_matches(filter, desc.filter, "Convolution: filter");
+  if (bool(bias) != desc.bias.has_value())
+    fail(kOp, ": the descriptor ", desc.bias ? "has" : "has no", " bias tensor but prepare passes ", bias ? "one" : "none");
+  if (bias) check_view_matches(*bias, *desc.bias, "Convolution: bias");
+  state_ = std::make_unique<State>(State{desc, filter, bias ? std::optional<TensorView>(*bias) : std::nullopt, g,
+                                         choose(g, algorithm, false), std::nullopt});
+  const Chosen& c = state_->chosen;
+  if (c.algorithm->pack) c.algorithm->pack(desc, c.rewrite.geometry, filter, state_->packed.emplace());
+}
+
+PreparedConvolution::~PreparedConvolution() = default;
+PreparedConvolution::PreparedConvolution(PreparedConvolution&&) noexcept = default;
+PreparedConvolution& PreparedConvolution::operator=(PreparedConvolution&&) noexcept = default;
+
+void PreparedConvolution::operator()(const TensorView& in, const TensorView& out) const {
+  const State& s = *state_;
+  run(s.desc, s.g, s.chosen, in, s.filter, s.bias ? &*s.bias : nullptr, out, s.packed ? &*s.packed : nullptr);
+}
+
+ConvolutionPlan PreparedConvolution::plan() const {
+  ConvolutionPlan plan = state_->chosen.plan;
+  plan.threads = num_threads();
+  state_->chosen.algorithm->describe(state_->chosen.rewrite.geometry, plan);
+  return plan;
+}
+
+bool PreparedConvolution::packed() const { return state_->packed.has_value(); }
 
 }  // namespace dmlops

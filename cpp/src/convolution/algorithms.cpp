@@ -37,7 +37,10 @@ const Algorithm& choose(const Geometry& g, const Cpu& cpu, std::string_view forc
       return *algorithm;
     }
     std::string names;
-    for (const Algorithm* algorithm : kAlgorithms) names += (names.empty() ? "" : ", ") + std::string(algorithm->name);
+    for (const Algorithm* algorithm : kAlgorithms) {
+      if (!names.empty()) names += ", ";
+      names += algorithm->name;
+    }
     fail(kOp, ": the algorithm '", forced, "' is unknown; expected one of ", names);
   }
   for (const Algorithm* algorithm : kAlgorithms) {

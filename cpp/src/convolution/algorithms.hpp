@@ -38,6 +38,9 @@ struct Algorithm {
   // the same functions run() calls, so the plan cannot disagree with the run.
   void (*describe)(const Geometry& g, ConvolutionPlan& plan);
   void (*run)(const ConvolutionDesc& desc, const Geometry& g, const Views& views);
+  // Packs the filter in the layout run() then reads from views.packed instead of packing it per
+  // call (the same values, so the same bits); null where run() packs nothing worth keeping.
+  void (*pack)(const ConvolutionDesc& desc, const Geometry& g, const TensorView& filter, PackedFilter& packed);
 };
 
 // Every algorithm, in the order they are tried.

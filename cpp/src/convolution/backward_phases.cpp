@@ -253,6 +253,6 @@ void run(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 
 }  // namespace
 
-const Algorithm kBackwardPhases{"backward_phases", applies, describe, run};
+const Algorithm kBackwardPhases{"backward_phases", applies, describe, run, nullptr};
 
 }  // namespace dmlops::conv

@@ -296,6 +296,6 @@ void run(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 
 }  // namespace
 
-const Algorithm kBackwardScatter{"backward_scatter", applies, describe, run};
+const Algorithm kBackwardScatter{"backward_scatter", applies, describe, run, nullptr};
 
 }  // namespace dmlops::conv

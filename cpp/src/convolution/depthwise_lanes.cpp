@@ -249,6 +249,6 @@ void run(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 
 }  // namespace
 
-const Algorithm kDepthwiseLanes{"depthwise_lanes", applies, describe, run};
+const Algorithm kDepthwiseLanes{"depthwise_lanes", applies, describe, run, nullptr};
 
 }  // namespace dmlops::conv

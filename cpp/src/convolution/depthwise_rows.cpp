@@ -97,6 +97,6 @@ void run(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 
 }  // namespace
 
-const Algorithm kDepthwiseRows{"depthwise_rows", applies, describe, run};
+const Algorithm kDepthwiseRows{"depthwise_rows", applies, describe, run, nullptr};
 
 }  // namespace dmlops::conv

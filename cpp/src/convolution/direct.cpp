@@ -10,6 +10,7 @@
 // order (the same FMAs in the same order, so the same bits), so they do not depend on the bands,
 // the blocks or the thread count.
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "algorithms.hpp"
@@ -73,63 +74,80 @@ struct Blocking {
   }
 };
 
+// The filter as direct_window_product reads it: per group and block of output channels, [k][o].
 template <class T>
-void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+struct FilterBlocks {
   using Acc = float;
-  const BlockWalker walker = forward_walker(g);
-  const std::int64_t taps = walker.tap_count(), M = g.out_per_group, K = g.in_per_group * taps;
-  const AccFilter<T> acc_filter(g, v.filter);
-  const Taps tap(walker, acc_filter.view());
-  const FilterMatrix<Acc> matrix(g, acc_filter.view(), tap, desc.mode == ConvolutionMode::Convolution);
-  const PaddedPlane pad(g, tap, false);
-  const PaddedInput<T> input(g, pad, v.in, true);
-  const std::int64_t step = input.position_step();
-  std::vector<std::int64_t> tap_offsets(pad.tap_offset);
-  for (std::int64_t& offset : tap_offsets) offset *= step;
+  std::int64_t M, L;
+  AccFilter<T> acc_filter;
+  Taps tap;
+  FilterMatrix<Acc> matrix;
 
-  const Blocking blocking(g);
-  const std::int64_t L = blocking.L, block_count = blocking.block_count, padded_M = blocking.padded_M;
-  const std::int64_t bands = blocking.bands, band_max = blocking.band_max, channel_pass = blocking.channel_pass;
-  const std::int64_t max_width = blocking.max_width, positions = blocking.positions;
-  const bool pack_in_pass = blocking.pack_in_pass;
-  const std::vector<ChannelBlock>& blocks = blocking.blocks;
+  FilterBlocks(const ConvolutionDesc& desc, const Geometry& g, const BlockWalker& walker, const TensorView& filter,
+               std::int64_t lanes)
+      : M(g.out_per_group), L(lanes), acc_filter(g, filter), tap(walker, acc_filter.view()),
+        matrix(g, acc_filter.view(), tap, desc.mode == ConvolutionMode::Convolution) {}
 
   // Columns [k0, k0 + depth) of group grp's block, as direct_window_product reads them ([k][o]).
-  const auto pack_block = [&](std::int64_t grp, const ChannelBlock& block, std::int64_t k0, std::int64_t depth, Acc* dst) {
+  void pack(std::int64_t grp, const ChannelBlock& block, std::int64_t k0, std::int64_t depth, Acc* dst) const {
     const std::int64_t oc = grp * M + block.first, width = block.vectors * L, used = std::min(width, M - block.first);
     if (matrix.dense) return pack_direct_filter(matrix.dense_row(oc) + k0, matrix.ld, used, depth, width, dst);
     matrix.gather_columns(oc, used, k0, depth, width, dst);
-  };
-  // The same columns into L2, ahead of pack_block: each row's piece is a few cache lines, 18 KB
+  }
+  // The same columns into L2, ahead of pack: each row's piece is a few cache lines, 18 KB
   // from the next row's (3x3 512@7), too short a run for the hardware prefetcher, so packing
   // them pass by pass would wait on L3 or memory for every line (a third of such a layer's time).
-  const auto prefetch_block = [&](std::int64_t grp, const ChannelBlock& block, std::int64_t k0, std::int64_t depth) {
+  void prefetch(std::int64_t grp, const ChannelBlock& block, std::int64_t k0, std::int64_t depth) const {
     if (!matrix.dense) return;
     const std::int64_t oc = grp * M + block.first, used = std::min(block.vectors * L, M - block.first);
     for (std::int64_t o = 0; o < used; ++o) {
       const Acc* row = matrix.dense_row(oc + o) + k0;
       for (std::int64_t k = 0; k < depth; k += kCacheLine / std::int64_t{sizeof(Acc)}) DMLOPS_PREFETCH(row + k);
     }
-  };
-  const auto band_start = [&](std::int64_t b) { return positions * b / bands; };
-
-  // Unless pack_in_pass, every block's filter once, up front, by all threads (group grp's block
-  // at packed + (grp * padded_M + first) * K), and shared.
-  const Scratch<Acc> packed(pack_in_pass ? 0 : checked_mul(g.groups * padded_M, K, kOp, ": the packed filter's element count"));
-  if (!pack_in_pass) {
+  }
+  // Every block's filter, by all threads: group grp's block at dst + (grp * padded_M + first) * K.
+  void pack_all(const Geometry& g, const Blocking& b, std::int64_t K, Acc* dst) const {
     // In pieces of kDirectPackColumns columns, so that one block's filter (all a 64-channel
     // layer has) is packed by every thread too.
-    const std::int64_t pieces = ceil_div(K, kDirectPackColumns);
+    const std::int64_t pieces = ceil_div(K, kDirectPackColumns), block_count = b.block_count;
     parallel_for(0, g.groups * block_count * pieces, 1, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t i = begin; i < end; ++i) {
         const std::int64_t grp = i / (block_count * pieces), k0 = i % pieces * kDirectPackColumns;
-        const ChannelBlock& block = blocks[static_cast<std::size_t>(i / pieces % block_count)];
+        const ChannelBlock& block = b.blocks[static_cast<std::size_t>(i / pieces % block_count)];
         const std::int64_t width = block.vectors * L;
-        pack_block(grp, block, k0, std::min(kDirectPackColumns, K - k0),
-                   packed.get() + (grp * padded_M + block.first) * K + k0 * width);
+        pack(grp, block, k0, std::min(kDirectPackColumns, K - k0), dst + (grp * b.padded_M + block.first) * K + k0 * width);
       }
     });
   }
+};
+
+template <class T>
+void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  using Acc = float;
+  const BlockWalker walker = forward_walker(g);
+  const std::int64_t taps = walker.tap_count(), M = g.out_per_group, K = g.in_per_group * taps;
+  const Blocking blocking(g);
+  const std::int64_t L = blocking.L, block_count = blocking.block_count, padded_M = blocking.padded_M;
+  const std::int64_t bands = blocking.bands, band_max = blocking.band_max, channel_pass = blocking.channel_pass;
+  const std::int64_t max_width = blocking.max_width, positions = blocking.positions;
+  const std::vector<ChannelBlock>& blocks = blocking.blocks;
+  // The filter's blocks, unless they come packed (then neither widened nor packed here).
+  const Acc* prepacked = v.packed ? v.packed->data<Acc>() : nullptr;
+  std::optional<FilterBlocks<T>> filter_blocks;
+  if (!prepacked) filter_blocks.emplace(desc, g, walker, v.filter, L);
+  const Taps tap(walker, v.filter);  // for the padded planes: tap.index only
+  const PaddedPlane pad(g, tap, false);
+  const PaddedInput<T> input(g, pad, v.in, true);
+  const std::int64_t step = input.position_step();
+  std::vector<std::int64_t> tap_offsets(pad.tap_offset);
+  for (std::int64_t& offset : tap_offsets) offset *= step;
+  const auto band_start = [&](std::int64_t b) { return positions * b / bands; };
+
+  // Unless pack_in_pass, every block's filter once, up front, by all threads, and shared.
+  const bool pack_in_pass = blocking.pack_in_pass && !prepacked;
+  const Scratch<Acc> packing(pack_in_pass || prepacked ? 0 : checked_mul(g.groups * padded_M, K, kOp, ": the packed filter's element count"));
+  if (!pack_in_pass && !prepacked) filter_blocks->pack_all(g, blocking, K, packing.get());
+  const Acc* packed = prepacked ? prepacked : packing.get();
 
   const Dims out_strides = spatial(v.out.byte_strides);
   auto* out_base = static_cast<std::byte*>(v.out.data);
@@ -152,12 +170,12 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       for (std::int64_t c0 = 0; c0 < g.in_per_group; c0 += channel_pass) {
         const std::int64_t channels = std::min(channel_pass, g.in_per_group - c0);
         for (std::int64_t c = 0; c < channels; ++c) planes[c] = input.plane(n, grp * g.in_per_group + c0 + c);
-        const Acc* filter = packed.get() + (grp * padded_M + block.first) * K + c0 * taps * width;
+        const Acc* filter = packed + (grp * padded_M + block.first) * K + c0 * taps * width;
         if (pack_in_pass) {
-          pack_block(grp, block, c0 * taps, channels * taps, pass_filter.get());
+          filter_blocks->pack(grp, block, c0 * taps, channels * taps, pass_filter.get());
           filter = pass_filter.get();
           const std::int64_t next = (c0 + channels) * taps;
-          prefetch_block(grp, block, next, std::min(K - next, channel_pass * taps));
+          filter_blocks->prefetch(grp, block, next, std::min(K - next, channel_pass * taps));
         }
         direct_window_product(channels, taps, planes.data(), tap_offsets.data(), offsets.data(), count, block.vectors,
                               filter, c0 > 0, sums.get());
@@ -216,8 +234,22 @@ void run(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   });
 }
 
+// Every block's filter, as run() packs it when it packs it up front.
+void pack(const ConvolutionDesc& desc, const Geometry& g, const TensorView& filter, PackedFilter& packed) {
+  visit_float(g.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<typename AccumulatorOf<T>::type, float>) {
+      const BlockWalker walker = forward_walker(g);
+      const Blocking b(g);
+      const std::int64_t K = g.in_per_group * walker.tap_count();
+      packed.f32.resize(static_cast<std::size_t>(checked_mul(g.groups * b.padded_M, K, kOp, ": the packed filter's element count")));
+      FilterBlocks<T>(desc, g, walker, filter, b.L).pack_all(g, b, K, packed.f32.data());
+    }
+  });
+}
+
 }  // namespace
 
-const Algorithm kDirect{"direct", applies, describe, run};
+const Algorithm kDirect{"direct", applies, describe, run, pack};
 
 }  // namespace dmlops::conv

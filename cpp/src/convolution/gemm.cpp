@@ -9,6 +9,7 @@
 // layer; the list leaves it the float64 layers, the float ones with few output channels per
 // group and the pointwise ones with few input channels (see direct.cpp).
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "algorithms.hpp"
@@ -70,6 +71,37 @@ struct Blocking {
   }
 };
 
+// The filter as the GEMM's A, group by group: row oc' (of M), column ic' * taps + t.
+template <class T>
+struct FilterA {
+  using Acc = typename AccumulatorOf<T>::type;
+  std::int64_t M, groups;
+  AccFilter<T> acc_filter;
+  Taps tap;
+  FilterMatrix<Acc> matrix;
+
+  FilterA(const ConvolutionDesc& desc, const Geometry& g, const BlockWalker& walker, const TensorView& filter)
+      : M(g.out_per_group), groups(g.groups), acc_filter(g, filter), tap(walker, acc_filter.view()),
+        matrix(g, acc_filter.view(), tap, desc.mode == ConvolutionMode::Convolution) {}
+
+  // Packs rows [row0, row0 + count) of group grp's A, columns [k0, k0 + depth), as pack_gemm_a does.
+  void pack(std::int64_t grp, std::int64_t row0, std::int64_t count, std::int64_t k0, std::int64_t depth, Acc* dst) const {
+    const std::int64_t oc = grp * M + row0;
+    if (matrix.dense) return pack_gemm_a_rows(count, depth, matrix.dense_row(oc) + k0, matrix.ld, dst);
+    pack_gemm_a(count, depth, [&](std::int64_t r, std::int64_t k) { return matrix.at(oc + r, k0 + k); }, dst);
+  }
+  // Every group's whole A (group grp's at dst + grp * M_pad * K), in parallel.
+  void pack_all(std::int64_t K, std::int64_t M_pad, Acc* dst) const {
+    const std::int64_t panels = M_pad / kGemmRows;
+    parallel_for(0, groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t task = begin; task < end; ++task) {
+        const std::int64_t grp = task / panels, p = task % panels * kGemmRows;
+        pack(grp, p, std::min(kGemmRows, M - p), 0, K, dst + (grp * M_pad + p) * K);
+      }
+    });
+  }
+};
+
 template <class T>
 void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   using Acc = typename AccumulatorOf<T>::type;
@@ -79,21 +111,14 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const std::int64_t taps = blocking.taps, positions = blocking.positions, K = blocking.K, M = blocking.M;
   const std::int64_t M_pad = blocking.M_pad, position_panels = blocking.position_panels, blocks = blocking.blocks;
   const std::int64_t channel_blocks = blocking.channel_blocks, channel_block = blocking.channel_block;
-  const bool shared_b = blocking.shared_b, inline_b = blocking.inline_b, inline_a = blocking.inline_a;
+  const bool shared_b = blocking.shared_b, inline_b = blocking.inline_b;
   const std::int64_t block = blocking.block, outer = blocking.outer, tasks = blocking.tasks, grain = blocking.grain;
-  const bool flip = desc.mode == ConvolutionMode::Convolution;
 
-  const AccFilter<T> acc_filter(g, v.filter);
-  const TensorView& filter = acc_filter.view();
-  const Taps tap(walker, filter);
-  const FilterMatrix<Acc> matrix(g, filter, tap, flip);
-  // Packs rows [row0, row0 + count) of group grp's A, columns [k0, k0 + depth), as pack_gemm_a does.
-  const auto pack_filter = [&](std::int64_t grp, std::int64_t row0, std::int64_t count, std::int64_t k0, std::int64_t depth,
-                               Acc* dst) {
-    const std::int64_t oc = grp * M + row0;
-    if (matrix.dense) return pack_gemm_a_rows(count, depth, matrix.dense_row(oc) + k0, matrix.ld, dst);
-    pack_gemm_a(count, depth, [&](std::int64_t r, std::int64_t k) { return matrix.at(oc + r, k0 + k); }, dst);
-  };
+  // The filter as A, unless it comes packed (then neither widened nor packed here).
+  const Acc* prepacked = v.packed ? v.packed->data<Acc>() : nullptr;
+  std::optional<FilterA<T>> a_matrix;
+  if (!prepacked) a_matrix.emplace(desc, g, walker, v.filter);
+  const Taps tap(walker, v.filter);  // for the padded planes: tap.index only
   const auto block_start = [&](std::int64_t b) { return std::min(positions, NR * (position_panels * b / blocks)); };
 
   const Dims out_strides = spatial(v.out.byte_strides);
@@ -138,17 +163,11 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     pack_gemm_b_gather(depth, sources.data() + k0, pieces.data() + (first - pieces.begin()), stop - first, j, columns, dst);
   };
 
-  // Unless inline_a, every group's A once, up front, in parallel.
-  const Scratch<Acc> packed(inline_a ? 0 : g.groups * M_pad * K);
-  if (!inline_a) {
-    const std::int64_t panels = M_pad / kGemmRows;
-    parallel_for(0, g.groups * panels, std::max<std::int64_t>(1, (1 << 16) / (kGemmRows * K)), [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t task = begin; task < end; ++task) {
-        const std::int64_t grp = task / panels, p = task % panels * kGemmRows;
-        pack_filter(grp, p, std::min(kGemmRows, M - p), 0, K, packed.get() + (grp * M_pad + p) * K);
-      }
-    });
-  }
+  // Unless inline_a, every group's A once, up front, in parallel (or once for all calls: packed).
+  const bool inline_a = blocking.inline_a && !prepacked;
+  const Scratch<Acc> packing(inline_a || prepacked ? 0 : g.groups * M_pad * K);
+  if (!inline_a && !prepacked) a_matrix->pack_all(K, M_pad, packing.get());
+  const Acc* packed = prepacked ? prepacked : packing.get();
   const std::int64_t micro_panels = block / NR;
   const Scratch<Acc> shared(shared_b ? outer * K * block : 0);
   if (shared_b) {
@@ -188,12 +207,12 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         if (!inline_b) pack_columns(pieces, sources, 0, K, 0, width, own_panel.get());
       }
       const std::int64_t rows = std::min(channel_block, M - m0);
-      const Acc* a = inline_a ? nullptr : packed.get() + (grp * M_pad + m0) * K;
+      const Acc* a = inline_a ? nullptr : packed + (grp * M_pad + m0) * K;
       if (inline_b) {
         gemm_pack_b_inline(round_up(rows, kGemmRows), width, K, a, pack_piece, result.get(), width);
       } else if (inline_a) {
         const GemmPackA<Acc> pack_rows = [&](std::int64_t k0, std::int64_t depth, std::int64_t r0, std::int64_t count, Acc* dst) {
-          pack_filter(grp, m0 + r0, std::min(count, rows - r0), k0, depth, dst);
+          a_matrix->pack(grp, m0 + r0, std::min(count, rows - r0), k0, depth, dst);
         };
         gemm_pack_a_inline(round_up(rows, kGemmRows), width, K, pack_rows, panel, result.get(), width);
       } else {
@@ -229,8 +248,21 @@ void run(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   visit_float(g.dtype, [&](auto tag) { run_typed<typename decltype(tag)::type>(desc, g, v); });
 }
 
+// Every group's A, as run() packs it when it packs it whole.
+void pack(const ConvolutionDesc& desc, const Geometry& g, const TensorView& filter, PackedFilter& packed) {
+  visit_float(g.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = typename AccumulatorOf<T>::type;
+    const BlockWalker walker = forward_walker(g);
+    const std::int64_t K = g.in_per_group * walker.tap_count(), M_pad = round_up(g.out_per_group, kGemmRows);
+    std::vector<Acc>& values = packed.values<Acc>();
+    values.resize(static_cast<std::size_t>(checked_mul(g.groups * M_pad, K, kOp, ": the packed filter's element count")));
+    FilterA<T>(desc, g, walker, filter).pack_all(K, M_pad, values.data());
+  });
+}
+
 }  // namespace
 
-const Algorithm kGemm{"gemm", applies, describe, run};
+const Algorithm kGemm{"gemm", applies, describe, run, pack};
 
 }  // namespace dmlops::conv

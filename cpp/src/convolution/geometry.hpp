@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
@@ -43,12 +45,31 @@ struct Geometry {
 // Checks every rule of the spec (InvalidArgument / DTypeError naming the field).
 Geometry analyse(const ConvolutionDesc& desc);
 
-// The tensors of one call, matching a geometry.
+// A filter packed once, in the layout an algorithm's run() reads (Algorithm::pack).
+struct PackedFilter {
+  std::vector<float> f32;
+  std::vector<double> f64;
+  template <class Acc>
+  std::vector<Acc>& values() {
+    if constexpr (std::is_same_v<Acc, double>) {
+      return f64;
+    } else {
+      return f32;
+    }
+  }
+  template <class Acc>
+  const Acc* data() const {
+    return const_cast<PackedFilter*>(this)->values<Acc>().data();
+  }
+};
+
+// The tensors of one call, matching a geometry; `packed`: the filter packed already.
 struct Views {
   const TensorView& in;
   const TensorView& filter;
   const TensorView* bias;
   const TensorView& out;
+  const PackedFilter* packed = nullptr;
 };
 
 }  // namespace dmlops::conv

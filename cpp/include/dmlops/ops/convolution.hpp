@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -82,5 +83,29 @@ ConvolutionPlan plan_convolution(const ConvolutionDesc& desc, std::string_view a
 // plan as one line on stderr.
 void execute(const ConvolutionDesc& desc, const TensorView& in, const TensorView& filter, const TensorView* bias,
              const TensorView& out, std::string_view algorithm = {});
+
+// A convolution whose filter (and bias) are fixed: the algorithm is chosen, and the filter packed
+// in its layout (gemm, direct; the others pack nothing worth keeping), once, so that each call
+// skips that work. Bit-identical to execute() with the same arrays. The filter and bias views
+// must stay valid and unchanged while it is used (the Python layer hands it copies).
+class PreparedConvolution {
+ public:
+  PreparedConvolution(const ConvolutionDesc& desc, const TensorView& filter, const TensorView* bias,
+                      std::string_view algorithm = {});
+  ~PreparedConvolution();
+  PreparedConvolution(PreparedConvolution&&) noexcept;
+  PreparedConvolution& operator=(PreparedConvolution&&) noexcept;
+
+  // execute(desc, in, filter, bias, out) with the views given at construction.
+  void operator()(const TensorView& in, const TensorView& out) const;
+  // The plan the calls follow (with the calling thread's thread count).
+  ConvolutionPlan plan() const;
+  // Whether the filter was packed at construction (the algorithm has a packed layout).
+  bool packed() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace dmlops
