@@ -473,4 +473,4 @@ def convolution(x: npt.ArrayLike, filter: npt.ArrayLike, bias: Optional[npt.Arra
             sizes = (xa.shape[0], out_channels) + sizes
     result = check_out(out, xa.dtype, f"{op}: out")
     return _naming_swaps(lambda: _core.convolution(xa, fa, ba, result, sizes, mode, direction, *arrays, groups,
-                                                   _activation_spec(activation)), xa.shape, fa.shape)
+                                                   _activation_spec(activation), ""), xa.shape, fa.shape)
