@@ -151,30 +151,8 @@ void bind_convolution(py::module_& m) {
       },
       "The plan of a convolution descriptor's calls: algorithm, reason, isa, rewrite, tiles, tasks, threads.");
 
-  py::class_<Prepared>(m, "PreparedConvolution", "A convolution with its filter (and bias) fixed and packed.")
-      .def(py::init([](const py::tuple& input, const py::object& filter, const py::object& bias,
-                       const py::object& output_sizes, const std::string& mode, const std::string& direction,
-                       const py::object& strides, const py::object& dilations, const py::object& start,
-                       const py::object& end, const py::object& output_padding, std::int64_t group_count,
-                       const py::object& activation, const std::string& algorithm) {
-             const TensorView filter_view = view_of(filter, "Convolution: filter");
-             std::optional<TensorView> bias_view;
-             if (!bias.is_none()) bias_view = view_of(bias, "Convolution: bias");
-             const TensorDesc in_desc = tensor_desc_of(input, "Convolution: input");
-             ConvolutionDesc desc = make_desc(TensorDesc{in_desc.dtype, in_desc.sizes, std::nullopt},
-                                              packed_desc(filter_view),
-                                              bias_view ? std::optional<TensorDesc>(packed_desc(*bias_view)) : std::nullopt,
-                                              mode, direction, strides, dilations, start, end, output_padding,
-                                              group_count, activation);
-             if (!output_sizes.is_none())
-               desc.output = TensorDesc{in_desc.dtype, dims_of(output_sizes, "Convolution: output_sizes"), std::nullopt};
-             auto p = std::make_unique<Prepared>(Prepared{filter, bias, infer_output(desc), nullptr});
-             py::gil_scoped_release release;  // the packing touches no Python object
-             p->prepared = std::make_unique<PreparedConvolution>(desc, filter_view, bias_view ? &*bias_view : nullptr,
-                                                                 algorithm);
-             return p;
-           }),
-           "Chooses the algorithm and packs the filter (arrays that must not change afterwards).")
+  // What convolution_prepare returns (an underscore name: only that function makes one).
+  py::class_<Prepared>(m, "_PreparedConvolution", "A convolution with its filter (and bias) fixed and packed.")
       .def(
           "__call__",
           [](const Prepared& p, const py::object& x, const py::object& out) {
@@ -191,6 +169,31 @@ void bind_convolution(py::module_& m) {
       .def("plan", [](const Prepared& p) { return plan_dict(p.prepared->plan()); }, "The plan the calls follow.")
       .def_property_readonly("packed", [](const Prepared& p) { return p.prepared->packed(); },
                              "Whether the filter was packed once (gemm, direct).");
+
+  m.def("convolution_prepare",
+        [](const py::tuple& input, const py::object& filter, const py::object& bias, const py::object& output_sizes,
+           const std::string& mode, const std::string& direction, const py::object& strides,
+           const py::object& dilations, const py::object& start, const py::object& end,
+           const py::object& output_padding, std::int64_t group_count, const py::object& activation,
+           const std::string& algorithm) {
+          const TensorView filter_view = view_of(filter, "Convolution: filter");
+          std::optional<TensorView> bias_view;
+          if (!bias.is_none()) bias_view = view_of(bias, "Convolution: bias");
+          const TensorDesc in_desc = tensor_desc_of(input, "Convolution: input");
+          ConvolutionDesc desc = make_desc(TensorDesc{in_desc.dtype, in_desc.sizes, std::nullopt},
+                                           packed_desc(filter_view),
+                                           bias_view ? std::optional<TensorDesc>(packed_desc(*bias_view)) : std::nullopt,
+                                           mode, direction, strides, dilations, start, end, output_padding,
+                                           group_count, activation);
+          if (!output_sizes.is_none())
+            desc.output = TensorDesc{in_desc.dtype, dims_of(output_sizes, "Convolution: output_sizes"), std::nullopt};
+          auto p = std::make_unique<Prepared>(Prepared{filter, bias, infer_output(desc), nullptr});
+          py::gil_scoped_release release;  // the packing touches no Python object
+          p->prepared = std::make_unique<PreparedConvolution>(desc, filter_view, bias_view ? &*bias_view : nullptr,
+                                                              algorithm);
+          return p;
+        },
+        "Chooses the algorithm and packs the filter (arrays that must not change afterwards).");
 }
 
 }  // namespace dmlops::bindings

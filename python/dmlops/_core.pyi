@@ -1,5 +1,5 @@
 # Type stubs for the compiled module dmlops._core (the Python face in dmlops/ wraps it).
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -52,7 +52,26 @@ def convolution(x: np.ndarray, filter: np.ndarray, bias: Optional[np.ndarray], o
                 output_sizes: Optional[Sequence[int]], mode: str, direction: str, strides: Sequence[int],
                 dilations: Sequence[int], start_padding: Sequence[int], end_padding: Sequence[int],
                 output_padding: Sequence[int], group_count: int,
-                activation: Optional[tuple[str, Sequence[float]]]) -> np.ndarray: ...
+                activation: Optional[tuple[str, Sequence[float]]], algorithm: str) -> np.ndarray: ...
+def convolution_algorithms() -> list[str]: ...
+def convolution_plan(input: _TensorSpec, filter: _TensorSpec, bias: Optional[_TensorSpec],
+                     output: Optional[_TensorSpec], mode: str, direction: str, strides: Sequence[int],
+                     dilations: Sequence[int], start_padding: Sequence[int], end_padding: Sequence[int],
+                     output_padding: Sequence[int], group_count: int,
+                     activation: Optional[tuple[str, Sequence[float]]], algorithm: str) -> dict[str, Any]: ...
+
+class _PreparedConvolution:
+    def __call__(self, x: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray: ...
+    def plan(self) -> dict[str, Any]: ...
+    @property
+    def packed(self) -> bool: ...
+
+def convolution_prepare(input: _TensorSpec, filter: np.ndarray, bias: Optional[np.ndarray],
+                        output_sizes: Optional[Sequence[int]], mode: str, direction: str, strides: Sequence[int],
+                        dilations: Sequence[int], start_padding: Sequence[int], end_padding: Sequence[int],
+                        output_padding: Sequence[int], group_count: int,
+                        activation: Optional[tuple[str, Sequence[float]]], algorithm: str) -> _PreparedConvolution: ...
+
 def lp_pooling_infer(op: str, input: _TensorSpec, output: Optional[_TensorSpec], strides: Sequence[int],
                      window_size: Sequence[int], start: Sequence[int], end: Sequence[int],
                      dilations: Optional[Sequence[int]], p: int) -> tuple[int, ...]: ...

@@ -258,7 +258,7 @@ class ConvolutionDesc(Descriptor):
         filter = np.array(filter, order="C", copy=True)
         bias = None if bias is None else np.array(bias, order="C", copy=True)
         v = self._values
-        return PreparedConvolution(self, _core.PreparedConvolution(
+        return PreparedConvolution(self, _core.convolution_prepare(
             _spec(v["input"]), filter, bias, v["output"].sizes, *self._spec(), _algorithm(algorithm)))
 
     def _filter_and_bias(self, filter: npt.ArrayLike, bias: Optional[npt.ArrayLike],
@@ -329,7 +329,7 @@ class PreparedConvolution:
     """A :class:`ConvolutionDesc` with its filter (and bias) fixed, from :meth:`ConvolutionDesc.prepare`:
     ``f(x, out=None)`` runs it on an input matching the descriptor's."""
 
-    def __init__(self, desc: ConvolutionDesc, prepared: Any):
+    def __init__(self, desc: ConvolutionDesc, prepared: _core._PreparedConvolution):
         self.desc = desc
         self._prepared = prepared
 
