@@ -40,6 +40,21 @@ ConvolutionDesc make_desc(const TensorDesc& input, const TensorDesc& filter, con
   return desc;
 }
 
+// The descriptor of a Python descriptor's fields (tensor specs, the rest as make_desc takes them).
+ConvolutionDesc desc_of_specs(const py::tuple& input, const py::tuple& filter, const py::object& bias,
+                              const py::object& output, const std::string& mode, const std::string& direction,
+                              const py::object& strides, const py::object& dilations, const py::object& start,
+                              const py::object& end, const py::object& output_padding, std::int64_t group_count,
+                              const py::object& activation) {
+  std::optional<TensorDesc> bias_desc;
+  if (!bias.is_none()) bias_desc = tensor_desc_of(bias, "Convolution: bias");
+  ConvolutionDesc desc = make_desc(tensor_desc_of(input, "Convolution: input"), tensor_desc_of(filter, "Convolution: filter"),
+                                   bias_desc, mode, direction, strides, dilations, start, end, output_padding,
+                                   group_count, activation);
+  if (!output.is_none()) desc.output = tensor_desc_of(output, "Convolution: output");
+  return desc;
+}
+
 TensorDesc packed_desc(const TensorView& view) { return TensorDesc{view.dtype, view.sizes, std::nullopt}; }
 
 py::dict plan_dict(const ConvolutionPlan& plan) {
@@ -88,12 +103,8 @@ void bind_convolution(py::module_& m) {
          const std::string& mode, const std::string& direction, const py::object& strides, const py::object& dilations,
          const py::object& start, const py::object& end, const py::object& output_padding, std::int64_t group_count,
          const py::object& activation) {
-        std::optional<TensorDesc> bias_desc;
-        if (!bias.is_none()) bias_desc = tensor_desc_of(bias, "Convolution: bias");
-        ConvolutionDesc desc = make_desc(tensor_desc_of(input, "Convolution: input"),
-                                         tensor_desc_of(filter, "Convolution: filter"), bias_desc, mode, direction,
-                                         strides, dilations, start, end, output_padding, group_count, activation);
-        if (!output.is_none()) desc.output = tensor_desc_of(output, "Convolution: output");
+        const ConvolutionDesc desc = desc_of_specs(input, filter, bias, output, mode, direction, strides, dilations,
+                                                   start, end, output_padding, group_count, activation);
         return to_tuple(infer_output(desc).sizes);
       },
       "Validates a convolution descriptor; returns the output sizes.");
@@ -141,12 +152,8 @@ void bind_convolution(py::module_& m) {
          const std::string& mode, const std::string& direction, const py::object& strides, const py::object& dilations,
          const py::object& start, const py::object& end, const py::object& output_padding, std::int64_t group_count,
          const py::object& activation, const std::string& algorithm) {
-        std::optional<TensorDesc> bias_desc;
-        if (!bias.is_none()) bias_desc = tensor_desc_of(bias, "Convolution: bias");
-        ConvolutionDesc desc = make_desc(tensor_desc_of(input, "Convolution: input"),
-                                         tensor_desc_of(filter, "Convolution: filter"), bias_desc, mode, direction,
-                                         strides, dilations, start, end, output_padding, group_count, activation);
-        if (!output.is_none()) desc.output = tensor_desc_of(output, "Convolution: output");
+        const ConvolutionDesc desc = desc_of_specs(input, filter, bias, output, mode, direction, strides, dilations,
+                                                   start, end, output_padding, group_count, activation);
         return plan_dict(plan_convolution(desc, algorithm));
       },
       "The plan of a convolution descriptor's calls: algorithm, reason, isa, rewrite, tiles, tasks, threads.");

@@ -310,7 +310,8 @@ class ConvolutionPlan:
     tiles: dict[str, int]
     """The algorithm's tiles and blocking (e.g. the GEMM's ``MR``, ``NR``, ``K_block``)."""
     tasks: int
-    """Tasks of its main parallel loop."""
+    """Tasks of its main parallel loop (``backward_phases``: its phases, run one after the other,
+    each a forward layer with its own tasks)."""
     threads: int
     """The calling thread's thread count (:func:`dmlops.threads`)."""
 

@@ -900,6 +900,8 @@ TEST(ConvolutionAlgorithms, PreparedGivesExecutesBits) {
   const auto F = ConvolutionDirection::Forward, B = ConvolutionDirection::Backward;
   const Case cases[] = {
       algorithm_case("gemm", {2, 6, 9, 11}, {10, 3, 3, 2}, F, 2, {2, 1}, {1, 2}, {1, 0}, {0, 1}),
+      // One position block and 512 output channels: unprepared, A is packed inside the product.
+      algorithm_case("gemm", {1, 64, 7, 7}, {512, 64, 1, 1}, F, 1, {1, 1}, {1, 1}, {0, 0}, {0, 0}),
       algorithm_case("direct", {1, 64, 7, 7}, {64, 64, 3, 3}, F, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
       algorithm_case("direct", {3, 8, 10, 9}, {32, 8, 3, 3}, F, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
       algorithm_case("", {1, 20, 11, 12}, {20, 1, 3, 3}, F, 20, {1, 2}, {1, 1}, {1, 1}, {1, 1}),

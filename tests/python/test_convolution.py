@@ -1081,6 +1081,7 @@ PREPARED = [
     ("direct", (3, 8, 10, 9), (32, 8, 3, 3), dict(strides=2, mode="convolution")),
     ("gemm", (2, 6, 9, 11), (10, 3, 3, 2), dict(group_count=2, strides=(2, 1))),
     ("gemm", (1, 24, 9, 9), (40, 24, 1, 1), dict(strides=2)),
+    ("gemm", (1, 64, 7, 7), (512, 64, 1, 1), {}),  # one task per channel block: A packed inside the product
     ("depthwise_lanes", (1, 20, 11, 12), (20, 1, 3, 3), dict(group_count=20, start_padding=1)),
     ("backward_phases", (2, 8, 16, 16), (8, 16, 4, 4), dict(direction="backward", strides=2, start_padding=1)),
 ]

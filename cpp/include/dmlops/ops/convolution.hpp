@@ -67,7 +67,7 @@ struct ConvolutionPlan {
   std::string isa;        // the kernels' instruction set: avx512, avx2 or portable
   std::string rewrite;    // "", "compact", "sampled" or "compact, sampled"
   std::vector<std::pair<std::string, std::int64_t>> tiles;  // the algorithm's tiles and blocking
-  std::int64_t tasks = 0;  // of its main parallel loop
+  std::int64_t tasks = 0;  // of its main parallel loop (backward_phases: its phases, one after the other)
   int threads = 0;         // num_threads() of the calling thread
 };
 
