@@ -291,29 +291,74 @@ def _algorithm(value: Optional[str]) -> str:
 
 def convolution_algorithms() -> list[str]:
     """The convolution algorithms, in the order a call tries them: it takes the first that applies
-    to its layer (``DMLOPS_CONVOLUTION_ALGORITHM`` or ``algorithm=`` forces one)."""
+    to its layer (``DMLOPS_CONVOLUTION_ALGORITHM`` or ``algorithm=`` forces one).
+
+    Returns
+    -------
+    list of str
+        ``depthwise_lanes`` (depthwise layers, channels in the vector lanes), ``depthwise_rows``
+        (depthwise, vectors along the rows), ``direct`` (float32/float16 direct tiles, no im2col),
+        ``gemm`` (any forward layer: im2col and a packed GEMM), ``backward_phases`` (strided
+        transposed float32 layers as one forward layer per output phase) and ``backward_scatter``
+        (any transposed layer: a GEMM and a col2im scatter).
+
+    Examples
+    --------
+    >>> import dmlops
+    >>> dmlops.convolution_algorithms()[:4]
+    ['depthwise_lanes', 'depthwise_rows', 'direct', 'gemm']
+    """
     return list(_core.convolution_algorithms())
 
 
 @dataclass(frozen=True)
 class ConvolutionPlan:
-    """What :meth:`ConvolutionDesc.plan` returns: how a call computes."""
+    """How a convolution call computes: what :meth:`ConvolutionDesc.plan` returns (made by
+    dmlops, not by the caller).
+
+    Parameters
+    ----------
+    algorithm : str
+        One of :func:`convolution_algorithms`.
+    reason : str
+        Why it applies (the first in the list that does), or ``forced (...)``.
+    isa : str
+        The kernels' instruction set: ``avx512``, ``avx2`` or ``portable``.
+    rewrite : str
+        The geometry rewrite applied before choosing: ``""``, ``compact`` (large strides,
+        dilations or paddings: a compact copy of the positions the taps read), ``sampled`` (a
+        strided one-tap window: a 1x1 layer over ``x[..., ::stride]``) or both.
+    tiles : dict of str to int
+        The algorithm's tiles and blocking (the GEMM's ``MR``, ``NR``, ``K``, ``K_block`` and
+        blocks; the direct kernel's lanes, vectors, bands and channel passes; ...).
+    tasks : int
+        Tasks of its main parallel loop (``backward_phases``: its phases, run one after the
+        other, each a forward layer with its own tasks).
+    threads : int
+        The calling thread's thread count (:func:`dmlops.threads`).
+
+    Raises
+    ------
+    TypeError
+        A field is missing (a frozen dataclass: every field is required).
+
+    Examples
+    --------
+    >>> import dmlops
+    >>> d = dmlops.ConvolutionDesc(dmlops.TensorDesc("float32", (1, 8, 9, 9)),
+    ...                            dmlops.TensorDesc("float32", (16, 8, 1, 1)))
+    >>> plan = d.plan()
+    >>> plan.algorithm, plan.tiles["MR"], plan.rewrite, plan.reason
+    ('gemm', 6, '', 'any forward layer')
+    """
 
     algorithm: str
-    """One of :func:`convolution_algorithms`."""
     reason: str
-    """Why it applies (the first in the list that does), or ``forced (...)``."""
     isa: str
-    """The kernels' instruction set: ``avx512``, ``avx2`` or ``portable``."""
     rewrite: str
-    """The geometry rewrite applied before choosing: ``""``, ``compact``, ``sampled`` or both."""
     tiles: dict[str, int]
-    """The algorithm's tiles and blocking (e.g. the GEMM's ``MR``, ``NR``, ``K_block``)."""
     tasks: int
-    """Tasks of its main parallel loop (``backward_phases``: its phases, run one after the other,
-    each a forward layer with its own tasks)."""
     threads: int
-    """The calling thread's thread count (:func:`dmlops.threads`)."""
 
     @classmethod
     def _of(cls, d: dict[str, Any]) -> ConvolutionPlan:
@@ -327,8 +372,38 @@ class ConvolutionPlan:
 
 
 class PreparedConvolution:
-    """A :class:`ConvolutionDesc` with its filter (and bias) fixed, from :meth:`ConvolutionDesc.prepare`:
-    ``f(x, out=None)`` runs it on an input matching the descriptor's."""
+    """A :class:`ConvolutionDesc` with its filter (and bias) fixed: ``f(x, out=None)`` runs it on
+    an input matching the descriptor's, bit for bit as ``desc(x, filter, bias, out=out)``. Made by
+    :meth:`ConvolutionDesc.prepare`, which copies the filter and bias and packs the filter once
+    for the ``gemm`` and ``direct`` algorithms.
+
+    Parameters
+    ----------
+    desc : ConvolutionDesc
+        The descriptor.
+    prepared
+        The extension's prepared convolution (from :meth:`ConvolutionDesc.prepare`).
+
+    Raises
+    ------
+    TypeError
+        A call's ``x`` has another dtype than the descriptor's input, or ``out`` the wrong dtype.
+    ValueError
+        A call's ``x`` has another shape than the descriptor's input, or ``out`` is unusable
+        (shape, read-only, overlapping ``x``).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> d = dmlops.ConvolutionDesc(dmlops.TensorDesc("float32", (1, 1, 3, 3)),
+    ...                            dmlops.TensorDesc("float32", (1, 1, 2, 2)))
+    >>> w = np.full((1, 1, 2, 2), 0.5, np.float32)
+    >>> f = d.prepare(w)
+    >>> w[...] = 0  # f holds a copy
+    >>> f(np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3))[0, 0]
+    array([[ 6.,  8.],
+           [12., 14.]], dtype=float32)
+    """
 
     def __init__(self, desc: ConvolutionDesc, prepared: _core._PreparedConvolution):
         self.desc = desc

@@ -891,6 +891,9 @@ TEST(ConvolutionAlgorithms, ThePlanNamesTheAlgorithmItsTilesAndThreads) {
   const ConvolutionPlan forced = plan_convolution(layer(DataType::Float32, {2, 32, 20, 20}, {48, 32, 3, 3}), "gemm");
   EXPECT_EQ(forced.algorithm, "gemm");
   EXPECT_EQ(forced.reason.rfind("forced (", 0), 0u) << forced.reason;
+  const ConvolutionPlan phases = plan_convolution(
+      layer(DataType::Float32, {1, 64, 28, 28}, {64, 32, 4, 4}, 1, 2, 1, ConvolutionDirection::Backward));
+  EXPECT_EQ(phases.reason, "4 phases, each a forward layer; the first phase runs direct");
 }
 
 // A prepared convolution (filter packed once for gemm and direct) gives execute()'s bits, on

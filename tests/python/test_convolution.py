@@ -1043,6 +1043,10 @@ def test_plan_fields():
     assert forced.reason == "forced (any forward layer)"
     direct = layer("float32", (1, 64, 56, 56), (64, 64, 3, 3)).plan()
     assert direct.algorithm == "direct" and {"lanes", "vectors", "bands", "band", "channel_pass"} <= set(direct.tiles)
+    phases = layer("float32", (1, 64, 28, 28), (64, 32, 4, 4), direction="backward", strides=2, start_padding=1,
+                   end_padding=1).plan()
+    assert phases.algorithm == "backward_phases" and phases.tiles == {"phases": 4} and phases.tasks == 4
+    assert phases.reason == "4 phases, each a forward layer; the first phase runs direct", phases
 
 
 def run_child(code, **env):

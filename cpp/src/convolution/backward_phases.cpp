@@ -24,6 +24,7 @@
 #include "common.hpp"
 #include "dmlops/core/direct.hpp"
 #include "dmlops/core/error.hpp"
+#include "rewrites.hpp"
 
 namespace dmlops::conv {
 namespace {
@@ -55,6 +56,24 @@ struct PhaseAxis {
     filter_step = flip ? s : -s;
   }
 };
+
+// The forward layer of a phase that some input reaches (axes: its PhaseAxis per axis): stride 1,
+// undilated, over the phase's input view, into the phase's outputs.
+Geometry phase_geometry(const Geometry& g, const std::vector<PhaseAxis>& axes) {
+  Geometry f = g;
+  f.direction = ConvolutionDirection::Forward;
+  f.strides = f.dilations = Dims::filled(g.D, 1);
+  f.output_padding = Dims::filled(g.D, 0);
+  for (int a = 0; a < g.D; ++a) {
+    f.in_spatial[a] = axes[a].inputs;
+    f.out_spatial[a] = axes[a].outputs;
+    f.kernel[a] = axes[a].taps;
+    f.start[a] = axes[a].start, f.end[a] = axes[a].end;
+  }
+  f.output = TensorDesc{g.dtype, {g.batch, g.out_channels}, std::nullopt};
+  for (std::int64_t s : f.out_spatial) f.output.sizes.push_back(s);
+  return f;
+}
 
 constexpr std::int64_t kMaxPhases = 64;       // more phases (strides) than this stay with the scatter
 constexpr std::int64_t kMinPhaseOutputs = 512;  // batch x output positions per phase, at least
@@ -179,27 +198,21 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       fill_bias<T>(desc, v.bias, out);
       continue;
     }
-    Geometry f = g;
-    f.direction = ConvolutionDirection::Forward;
-    f.strides = f.dilations = Dims::filled(D, 1);
-    f.output_padding = Dims::filled(D, 0);
+    const Geometry f = phase_geometry(g, p.axes);
     TensorView in = v.in, filter = v.filter;
     filter.sizes[0] = g.out_channels, filter.sizes[1] = g.in_per_group;
     filter.data = filters.get() + p.filter;
     std::int64_t tap_step = g.out_channels;  // entries between consecutive taps on axis a
     for (int a = D - 1; a >= 0; --a) {
       const PhaseAxis& axis = p.axes[a];
-      f.in_spatial[a] = in.sizes[2 + a] = axis.inputs;
-      f.out_spatial[a] = axis.outputs;
-      f.kernel[a] = filter.sizes[2 + a] = axis.taps;
-      f.start[a] = axis.start, f.end[a] = axis.end;
+      in.sizes[2 + a] = axis.inputs;
+      filter.sizes[2 + a] = axis.taps;
       in.data = static_cast<std::byte*>(in.data) + axis.in_first * v.in.byte_strides[2 + a];
       filter.byte_strides[2 + a] = tap_step * std::int64_t{sizeof(T)};
       tap_step *= axis.taps;
     }
     filter.byte_strides[0] = sizeof(T);
     filter.byte_strides[1] = tap_step * std::int64_t{sizeof(T)};
-    f.output = TensorDesc{out.dtype, out.sizes, std::nullopt};
     run_forward(forward_desc, f, Views{in, filter, v.bias, out});
   }
 }
@@ -238,6 +251,20 @@ void describe(const Geometry& g, ConvolutionPlan& plan) {
   for (int a = 0; a < g.D; ++a) phases *= std::min(g.strides[a], g.out_spatial[a]);
   plan.tiles = {{"phases", phases}};
   plan.tasks = phases;  // one after the other, each with every thread
+  // The forward algorithm of the first phase an input reaches, as run_forward chooses it.
+  for (Dims q = Dims::filled(g.D, 0);;) {
+    std::vector<PhaseAxis> axes;
+    for (int a = 0; a < g.D; ++a) axes.emplace_back(g, a, q[a], false);
+    if (std::all_of(axes.begin(), axes.end(), [](const PhaseAxis& axis) { return axis.taps > 0; })) {
+      std::string reason;
+      const Algorithm& first = choose(rewrite(phase_geometry(g, axes)).geometry, Cpu::detect(), {}, reason);
+      plan.reason += "; the first phase runs " + std::string(first.name);
+      return;
+    }
+    int a = g.D - 1;
+    for (; a >= 0 && ++q[a] == std::min(g.strides[a], g.out_spatial[a]); --a) q[a] = 0;
+    if (a < 0) return;
+  }
 }
 
 void run(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
