@@ -10,7 +10,7 @@ docs/ (build it with ``sphinx-build docs build/docs``).
 from ._activation import Activation
 from ._tensor import DTYPES, TensorDesc, calc_buffer_tensor_size
 from ._threads import _check_environment, _register_threadpoolctl, get_num_threads, set_num_threads, threads
-from .convolution import ConvolutionDesc, convolution
+from .convolution import ConvolutionDesc, ConvolutionPlan, PreparedConvolution, convolution, convolution_algorithms
 from .lp_pooling import LpPooling1Desc, LpPoolingDesc, lp_pooling
 from .padding import Padding1Desc, PaddingDesc, pad
 from .unfold import FoldDesc, UnfoldDesc, fold, unfold
@@ -23,12 +23,14 @@ __version__ = "0.1.0"
 __all__ = [
     "Activation",
     "ConvolutionDesc",
+    "ConvolutionPlan",
     "DTYPES",
     "FoldDesc",
     "LpPooling1Desc",
     "LpPoolingDesc",
     "Padding1Desc",
     "PaddingDesc",
+    "PreparedConvolution",
     "Resample1Desc",
     "Resample2Desc",
     "Resample3Desc",
@@ -38,6 +40,7 @@ __all__ = [
     "Upsample2DDesc",
     "calc_buffer_tensor_size",
     "convolution",
+    "convolution_algorithms",
     "dxdispatch",
     "fold",
     "get_num_threads",

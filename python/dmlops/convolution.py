@@ -20,6 +20,7 @@ float64 in their own type. Results do not depend on the thread count.
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, TypeVar, Union, cast
 
 import numpy as np
@@ -216,24 +217,213 @@ class ConvolutionDesc(Descriptor):
         }
 
     def __call__(self, x: npt.ArrayLike, filter: npt.ArrayLike, bias: Optional[npt.ArrayLike] = None, *,
-                 out: Optional[npt.ArrayLike] = None) -> np.ndarray:
+                 out: Optional[npt.ArrayLike] = None, algorithm: Optional[str] = None) -> np.ndarray:
         """Run on array_likes matching ``input``, ``filter`` and ``bias`` (given exactly when the
         descriptor has one; a ``(OutC,)`` bias is read as ``(1, OutC, 1, ...)``); any strides.
-        Returns a new C-contiguous array, or ``out``."""
-        op = self.NAME
+        ``algorithm`` forces one of :func:`convolution_algorithms` (a ValueError saying why when
+        it does not apply to this layer). Returns a new C-contiguous array, or ``out``."""
         x = self._input_array(x)
+        filter, bias = self._filter_and_bias(filter, bias, "call")
+        result = check_out(out, x.dtype, f"{self.NAME}: out")
+        return _core.convolution(x, filter, bias, result, self._values["output"].sizes, *self._spec(),
+                                 _algorithm(algorithm))
+
+    def plan(self, *, algorithm: Optional[str] = None) -> ConvolutionPlan:
+        """How a call computes on the calling thread's thread count: the algorithm (the first of
+        :func:`convolution_algorithms` that applies to this layer, or ``algorithm``), why, the
+        instruction set, the geometry rewrite, the tiles and blocking, the task count and the
+        threads. The same code chooses for the calls, so the plan is what they do.
+
+        >>> import dmlops
+        >>> d = dmlops.ConvolutionDesc(dmlops.TensorDesc("float32", (1, 64, 56, 56)),
+        ...                            dmlops.TensorDesc("float32", (64, 64, 3, 3)), start_padding=1, end_padding=1)
+        >>> d.plan().algorithm
+        'direct'
+        """
+        v = self._values
+        return ConvolutionPlan._of(_core.convolution_plan(
+            _spec(v["input"]), _spec(v["filter"]), _spec(v["bias"]), _spec(v["output"]), *self._spec(),
+            _algorithm(algorithm)))
+
+    def prepare(self, filter: npt.ArrayLike, bias: Optional[npt.ArrayLike] = None, *,
+                algorithm: Optional[str] = None) -> PreparedConvolution:
+        """This convolution with ``filter`` (and ``bias``) fixed: a callable ``f(x, out=None)``
+        equal bit for bit to ``self(x, filter, bias, out=out)``. The filter and bias are copied
+        (later changes to the caller's arrays do not reach it), the algorithm is chosen once
+        (``algorithm`` forces one) and, for the ``gemm`` and ``direct`` algorithms, the filter is
+        packed once into their layout instead of on every call. It pays for many calls with the
+        same filter where packing is a visible share of a call: small inputs against large
+        filters (a 3x3 512-channel layer at 7x7, a batch of one)."""
+        filter, bias = self._filter_and_bias(filter, bias, "prepare")
+        filter = np.array(filter, order="C", copy=True)
+        bias = None if bias is None else np.array(bias, order="C", copy=True)
+        v = self._values
+        return PreparedConvolution(self, _core.convolution_prepare(
+            _spec(v["input"]), filter, bias, v["output"].sizes, *self._spec(), _algorithm(algorithm)))
+
+    def _filter_and_bias(self, filter: npt.ArrayLike, bias: Optional[npt.ArrayLike],
+                         call: str) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        op = self.NAME
         filter = self._input_array(filter, "filter")
         if (bias is None) != (self.bias is None):
             raise ValueError(f"{op}: the descriptor {'has a' if self.bias is not None else 'has no'} bias tensor "
-                             f"but the call passes {'none' if bias is None else 'one'}")
+                             f"but the {call} passes {'none' if bias is None else 'one'}")
         if bias is not None:
             assert self.bias is not None  # checked above
-            bias = self._input_array(_bias_view(as_array(bias, f"{op}: bias"), x.ndim, self.bias.sizes[1]), "bias")
-        result = check_out(out, x.dtype, f"{op}: out")
+            bias = self._input_array(_bias_view(as_array(bias, f"{op}: bias"), self.input.rank, self.bias.sizes[1]),
+                                     "bias")
+        return filter, bias
+
+    def _spec(self) -> tuple[Any, ...]:
+        """mode, direction, the five arrays, group_count and the activation, as _core takes them."""
         v = self._values
-        arrays = cast(_Arrays, tuple(v[name] for name in _ARRAYS))
-        return _core.convolution(x, filter, bias, result, v["output"].sizes, v["mode"], v["direction"], *arrays,
-                                 v["group_count"], _activation_spec(v["fused_activation"]))
+        return (v["mode"], v["direction"], *(v[name] for name in _ARRAYS), v["group_count"],
+                _activation_spec(v["fused_activation"]))
+
+
+def _algorithm(value: Optional[str]) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"Convolution: algorithm must be a str, not {type(value).__name__}")
+    return value
+
+
+def convolution_algorithms() -> list[str]:
+    """The convolution algorithms, in the order a call tries them: it takes the first that applies
+    to its layer (``DMLOPS_CONVOLUTION_ALGORITHM`` or ``algorithm=`` forces one).
+
+    Returns
+    -------
+    list of str
+        ``depthwise_lanes`` (depthwise layers, channels in the vector lanes), ``depthwise_rows``
+        (depthwise, vectors along the rows), ``direct`` (float32/float16 direct tiles, no im2col),
+        ``gemm`` (any forward layer: im2col and a packed GEMM), ``backward_phases`` (strided
+        transposed float32 layers as one forward layer per output phase) and ``backward_scatter``
+        (any transposed layer: a GEMM and a col2im scatter).
+
+    Examples
+    --------
+    >>> import dmlops
+    >>> dmlops.convolution_algorithms()[:4]
+    ['depthwise_lanes', 'depthwise_rows', 'direct', 'gemm']
+    """
+    return list(_core.convolution_algorithms())
+
+
+@dataclass(frozen=True)
+class ConvolutionPlan:
+    """How a convolution call computes: what :meth:`ConvolutionDesc.plan` returns (made by
+    dmlops, not by the caller).
+
+    Parameters
+    ----------
+    algorithm : str
+        One of :func:`convolution_algorithms`.
+    reason : str
+        Why it applies (the first in the list that does), or ``forced (...)``.
+    isa : str
+        The kernels' instruction set: ``avx512``, ``avx2`` or ``portable``.
+    rewrite : str
+        The geometry rewrite applied before choosing: ``""``, ``compact`` (large strides,
+        dilations or paddings: a compact copy of the positions the taps read), ``sampled`` (a
+        strided one-tap window: a 1x1 layer over ``x[..., ::stride]``) or both.
+    tiles : dict of str to int
+        The algorithm's tiles and blocking (the GEMM's ``MR``, ``NR``, ``K``, ``K_block`` and
+        blocks; the direct kernel's lanes, vectors, bands and channel passes; ...).
+    tasks : int
+        Tasks of its main parallel loop (``backward_phases``: its phases, run one after the
+        other, each a forward layer with its own tasks).
+    threads : int
+        The calling thread's thread count (:func:`dmlops.threads`).
+
+    Raises
+    ------
+    TypeError
+        A field is missing (a frozen dataclass: every field is required).
+
+    Examples
+    --------
+    >>> import dmlops
+    >>> d = dmlops.ConvolutionDesc(dmlops.TensorDesc("float32", (1, 8, 9, 9)),
+    ...                            dmlops.TensorDesc("float32", (16, 8, 1, 1)))
+    >>> plan = d.plan()
+    >>> plan.algorithm, plan.tiles["MR"], plan.rewrite, plan.reason
+    ('gemm', 6, '', 'any forward layer')
+    """
+
+    algorithm: str
+    reason: str
+    isa: str
+    rewrite: str
+    tiles: dict[str, int]
+    tasks: int
+    threads: int
+
+    @classmethod
+    def _of(cls, d: dict[str, Any]) -> ConvolutionPlan:
+        return cls(d["algorithm"], d["reason"], d["isa"], d["rewrite"], dict(d["tiles"]), d["tasks"], d["threads"])
+
+    def __str__(self) -> str:
+        tiles = " ".join(f"{k}={v}" for k, v in self.tiles.items())
+        rewrite = f" rewrite={self.rewrite}" if self.rewrite else ""
+        return (f"algorithm={self.algorithm} isa={self.isa}{rewrite} {tiles} tasks={self.tasks} "
+                f"threads={self.threads} ({self.reason})")
+
+
+class PreparedConvolution:
+    """A :class:`ConvolutionDesc` with its filter (and bias) fixed: ``f(x, out=None)`` runs it on
+    an input matching the descriptor's, bit for bit as ``desc(x, filter, bias, out=out)``. Made by
+    :meth:`ConvolutionDesc.prepare`, which copies the filter and bias and packs the filter once
+    for the ``gemm`` and ``direct`` algorithms.
+
+    Parameters
+    ----------
+    desc : ConvolutionDesc
+        The descriptor.
+    prepared
+        The extension's prepared convolution (from :meth:`ConvolutionDesc.prepare`).
+
+    Raises
+    ------
+    TypeError
+        A call's ``x`` has another dtype than the descriptor's input, or ``out`` the wrong dtype.
+    ValueError
+        A call's ``x`` has another shape than the descriptor's input, or ``out`` is unusable
+        (shape, read-only, overlapping ``x``).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlops
+    >>> d = dmlops.ConvolutionDesc(dmlops.TensorDesc("float32", (1, 1, 3, 3)),
+    ...                            dmlops.TensorDesc("float32", (1, 1, 2, 2)))
+    >>> w = np.full((1, 1, 2, 2), 0.5, np.float32)
+    >>> f = d.prepare(w)
+    >>> w[...] = 0  # f holds a copy
+    >>> f(np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3))[0, 0]
+    array([[ 6.,  8.],
+           [12., 14.]], dtype=float32)
+    """
+
+    def __init__(self, desc: ConvolutionDesc, prepared: _core._PreparedConvolution):
+        self.desc = desc
+        self._prepared = prepared
+
+    def __call__(self, x: npt.ArrayLike, *, out: Optional[npt.ArrayLike] = None) -> np.ndarray:
+        x = self.desc._input_array(x)
+        return cast(np.ndarray, self._prepared(x, check_out(out, x.dtype, f"{self.desc.NAME}: out")))
+
+    def plan(self) -> ConvolutionPlan:
+        """The plan its calls follow (see :meth:`ConvolutionDesc.plan`)."""
+        return ConvolutionPlan._of(self._prepared.plan())
+
+    @property
+    def packed(self) -> bool:
+        """Whether the filter was packed once (the ``gemm`` and ``direct`` algorithms)."""
+        return bool(self._prepared.packed)
+
+    def __repr__(self) -> str:
+        return f"<PreparedConvolution {self.plan()}>"
 
 
 _PADDING = ("dmlops pads with start_padding and end_padding (each an int or one entry per spatial axis; "
@@ -359,4 +549,4 @@ def convolution(x: npt.ArrayLike, filter: npt.ArrayLike, bias: Optional[npt.Arra
             sizes = (xa.shape[0], out_channels) + sizes
     result = check_out(out, xa.dtype, f"{op}: out")
     return _naming_swaps(lambda: _core.convolution(xa, fa, ba, result, sizes, mode, direction, *arrays, groups,
-                                                   _activation_spec(activation)), xa.shape, fa.shape)
+                                                   _activation_spec(activation), ""), xa.shape, fa.shape)

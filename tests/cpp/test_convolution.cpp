@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -138,6 +140,7 @@ struct Case {
   Dims x_sizes, w_sizes;
   bool bias = true;
   std::vector<int> x_order, out_order;
+  std::string algorithm;  // forced when not empty
 };
 
 Case random_case(std::mt19937& rng, DataType dtype) {
@@ -198,7 +201,7 @@ std::vector<std::byte> run_case(const Case& c, DataType dtype, std::mt19937& rng
   const TensorDesc out_desc = infer_output(d);
   Tensor y(dtype, out_desc.sizes, c.out_order);
   TensorView xv = x.view(), wv = w.view(), bv = b.view(), yv = y.view();
-  execute(d, xv, wv, c.bias ? &bv : nullptr, yv);
+  execute(d, xv, wv, c.bias ? &bv : nullptr, yv, c.algorithm);
   std::vector<double> magnitude;
   const std::vector<double> expected = reference(d, x, w, c.bias ? &b : nullptr, out_desc.sizes, &magnitude);
   const double eps = dtype == DataType::Float64 ? 0x1p-52 : 0x1p-23;
@@ -722,6 +725,210 @@ TEST(Convolution, HugeStridesAndDilationsMatchTheReference) {
       c.desc.group_count = s.x[1] / s.w[1];
       run_case(c, dtype, rng, std::string(name(dtype)) + " x " + std::to_string(s.x.size()));
       if (HasFatalFailure()) return;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dmlops
+
+namespace dmlops {
+namespace {
+
+// A case of `algorithm` (forced): 2-D unless `spatial` says otherwise, cross-correlation.
+Case algorithm_case(const std::string& algorithm, Dims x, Dims w, ConvolutionDirection direction, std::int64_t groups,
+                    Dims strides, Dims dilations, Dims start, Dims end) {
+  Case c;
+  c.algorithm = algorithm;
+  c.x_sizes = std::move(x);
+  c.w_sizes = std::move(w);
+  c.desc.direction = direction;
+  c.desc.group_count = groups;
+  c.desc.strides = std::move(strides);
+  c.desc.dilations = std::move(dilations);
+  c.desc.start_padding = std::move(start);
+  c.desc.end_padding = std::move(end);
+  return c;
+}
+
+// Every algorithm, forced over layers it applies to (strides, dilations, padding, groups, channel
+// multipliers, tails of its vectors and tiles, 1-D and 3-D, both modes, channels-last), matches
+// the reference and gives the same bits on 1, 2, 3 and 7 threads.
+TEST(ConvolutionAlgorithms, EachForcedMatchesTheReferenceOnEveryThreadCount) {
+  const auto F = ConvolutionDirection::Forward, B = ConvolutionDirection::Backward;
+  std::vector<Case> cases = {
+      algorithm_case("gemm", {2, 6, 9, 11}, {10, 3, 3, 2}, F, 2, {2, 1}, {1, 2}, {1, 0}, {0, 1}),
+      algorithm_case("gemm", {1, 24, 8, 8}, {40, 24, 1, 1}, F, 1, {1, 1}, {1, 1}, {0, 0}, {0, 0}),
+      algorithm_case("gemm", {1, 3, 30}, {7, 3, 4}, F, 1, {3}, {1}, {2}, {2}),
+      algorithm_case("direct", {2, 8, 10, 9}, {32, 8, 3, 3}, F, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+      algorithm_case("direct", {1, 6, 13, 7}, {40, 3, 2, 3}, F, 2, {2, 1}, {2, 1}, {0, 2}, {1, 0}),
+      algorithm_case("direct", {1, 130, 5, 6}, {17, 130, 1, 1}, F, 1, {1, 1}, {1, 1}, {0, 0}, {0, 0}),
+      algorithm_case("direct", {1, 4, 5, 6, 7}, {16, 4, 2, 2, 3}, F, 1, {1, 1, 2}, {1, 1, 1}, {1, 0, 1}, {0, 1, 1}),
+      algorithm_case("depthwise_lanes", {2, 20, 11, 12}, {20, 1, 3, 3}, F, 20, {1, 2}, {1, 1}, {1, 1}, {1, 1}),
+      algorithm_case("depthwise_lanes", {1, 9, 40}, {18, 1, 5}, F, 9, {2}, {2}, {3}, {0}),
+      algorithm_case("depthwise_rows", {1, 2, 9, 40}, {6, 1, 3, 3}, F, 2, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+      algorithm_case("depthwise_rows", {2, 20, 7, 9}, {20, 1, 2, 3}, F, 20, {2, 3}, {1, 2}, {0, 1}, {1, 0}),
+      algorithm_case("backward_phases", {2, 8, 16, 16}, {8, 16, 4, 4}, B, 1, {2, 2}, {1, 1}, {1, 1}, {1, 1}),
+      algorithm_case("backward_phases", {2, 4, 20, 23}, {4, 18, 3, 5}, B, 2, {2, 3}, {1, 1}, {0, 2}, {1, 0}),
+      algorithm_case("backward_scatter", {2, 6, 5, 7}, {6, 4, 3, 3}, B, 2, {2, 1}, {1, 2}, {1, 0}, {0, 0}),
+      algorithm_case("backward_scatter", {2, 8, 16, 16}, {8, 16, 4, 4}, B, 1, {2, 2}, {1, 1}, {1, 1}, {1, 1}),
+  };
+  cases[4].desc.mode = ConvolutionMode::Convolution;
+  cases[8].desc.mode = ConvolutionMode::Convolution;
+  cases[12].desc.mode = ConvolutionMode::Convolution;
+  cases[3].x_order = cases[3].out_order = {0, 2, 3, 1};  // channels-last
+  cases[7].x_order = cases[7].out_order = {0, 2, 3, 1};
+  cases[1].desc.fused_activation = make_activation("Test", "relu", {});
+  std::set<std::string> reached;
+  for (const Case& c : cases) {
+    // backward_phases computes float32 only and direct float32 and float16.
+    std::vector<DataType> dtypes{DataType::Float32};
+    if (c.algorithm != "backward_phases") dtypes.push_back(DataType::Float16);
+    if (c.algorithm != "backward_phases" && c.algorithm != "direct") dtypes.push_back(DataType::Float64);
+    for (DataType dtype : dtypes) {
+      std::vector<std::vector<std::byte>> results;
+      for (int threads : {1, 2, 3, 7}) {
+        ThreadCountGuard guard(threads);
+        std::mt19937 rng(11);  // the same inputs for every thread count
+        const std::string context = c.algorithm + " " + std::string(name(dtype)) + " x" + ::testing::PrintToString(c.x_sizes) +
+                                    " on " + std::to_string(threads) + " threads";
+        results.push_back(run_case(c, dtype, rng, context));
+        if (HasFatalFailure()) return;
+        EXPECT_EQ(results.back(), results.front()) << context;
+      }
+      reached.insert(c.algorithm);
+    }
+  }
+  for (const std::string& algorithm : convolution_algorithms()) EXPECT_TRUE(reached.count(algorithm)) << algorithm;
+}
+
+ConvolutionDesc layer(DataType dtype, Dims x, Dims w, std::int64_t groups = 1, std::int64_t stride = 1,
+                      std::int64_t pad = 0, ConvolutionDirection direction = ConvolutionDirection::Forward) {
+  ConvolutionDesc d;
+  d.input = TensorDesc{dtype, x, std::nullopt};
+  d.filter = TensorDesc{dtype, w, std::nullopt};
+  d.direction = direction;
+  d.group_count = groups;
+  const int D = x.size() - 2;
+  d.strides = Dims::filled(D, stride);
+  d.start_padding = d.end_padding = Dims::filled(D, pad);
+  return d;
+}
+
+// The list's choice for representative layers, pinned: a refactor or a new algorithm that
+// changes one of them fails here. (Every layer has at least 16 output channels per group, a
+// vector of floats on AVX-512 and two on AVX2, or fewer than 8, so the choice is the same with
+// either.)
+TEST(ConvolutionAlgorithms, TheListsChoiceForRepresentativeLayers) {
+  const auto f32 = DataType::Float32, f16 = DataType::Float16, f64 = DataType::Float64;
+  const auto B = ConvolutionDirection::Backward;
+  struct Pinned {
+    const char* what;
+    ConvolutionDesc desc;
+    const char* algorithm;
+    const char* rewrite;
+  };
+  ConvolutionDesc compact = layer(f32, {1, 16, 40}, {32, 16, 3}, 1, 3, 100000);
+  compact.dilations = {100000};
+  const Pinned pinned[] = {
+      {"ResNet 3x3 64@56", layer(f32, {1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, 1), "direct", ""},
+      {"ResNet 3x3 512@7 float16", layer(f16, {1, 512, 7, 7}, {512, 512, 3, 3}, 1, 1, 1), "direct", ""},
+      {"ResNet 1x1 1024>256@14", layer(f32, {1, 1024, 14, 14}, {256, 1024, 1, 1}), "direct", ""},
+      {"ResNet 1x1 64>256@56", layer(f32, {1, 64, 56, 56}, {256, 64, 1, 1}), "gemm", ""},
+      {"ResNet 1x1 512>1024 stride 2", layer(f32, {1, 512, 28, 28}, {1024, 512, 1, 1}, 1, 2), "direct", "sampled"},
+      {"1x1 64>128 stride 2", layer(f32, {1, 64, 28, 28}, {128, 64, 1, 1}, 1, 2), "gemm", "sampled"},
+      {"3x3 float64", layer(f64, {1, 64, 28, 28}, {64, 64, 3, 3}, 1, 1, 1), "gemm", ""},
+      {"depthwise 3x3 32@112", layer(f32, {1, 32, 112, 112}, {32, 1, 3, 3}, 32, 1, 1), "depthwise_lanes", ""},
+      {"depthwise 3x3 stride 2", layer(f32, {1, 144, 56, 56}, {144, 1, 3, 3}, 144, 2, 1), "depthwise_lanes", ""},
+      {"one channel, 16 outputs", layer(f32, {1, 1, 64, 64}, {16, 1, 3, 3}, 1, 1, 1), "depthwise_rows", ""},
+      {"grouped 3x3 32 groups", layer(f32, {1, 256, 28, 28}, {512, 8, 3, 3}, 32, 1, 1), "direct", ""},
+      {"grouped 3x3 4 out per group", layer(f32, {1, 64, 28, 28}, {64, 4, 3, 3}, 16, 1, 1), "gemm", ""},
+      {"strided 3x3", layer(f32, {1, 128, 56, 56}, {128, 128, 3, 3}, 1, 2, 1), "direct", ""},
+      {"backward 4x4 stride 2 64@28", layer(f32, {1, 64, 28, 28}, {64, 32, 4, 4}, 1, 2, 1, B), "backward_phases", ""},
+      {"backward 2x2 stride 2", layer(f32, {1, 64, 28, 28}, {64, 32, 2, 2}, 1, 2, 0, B), "backward_scatter", ""},
+      {"backward float16", layer(f16, {1, 64, 28, 28}, {64, 32, 4, 4}, 1, 2, 1, B), "backward_scatter", ""},
+      {"huge dilation", compact, "direct", "compact"},
+  };
+  for (const Pinned& p : pinned) {
+    const ConvolutionPlan plan = plan_convolution(p.desc);
+    EXPECT_EQ(plan.algorithm, p.algorithm) << p.what << ": " << plan.reason;
+    EXPECT_EQ(plan.rewrite, p.rewrite) << p.what;
+  }
+}
+
+TEST(ConvolutionAlgorithms, ForcingOneThatDoesNotApplyIsRefusedSayingWhy) {
+  const ConvolutionDesc f64 = layer(DataType::Float64, {1, 8, 9, 9}, {16, 8, 3, 3});
+  std::string message = testing::message_of<InvalidArgument>([&] { plan_convolution(f64, "direct"); });
+  EXPECT_NE(message.find("'direct' does not apply"), std::string::npos) << message;
+  EXPECT_NE(message.find("float32 and float16"), std::string::npos) << message;
+  message = testing::message_of<InvalidArgument>([&] { plan_convolution(f64, "depthwise_lanes"); });
+  EXPECT_NE(message.find("not depthwise"), std::string::npos) << message;
+  message = testing::message_of<InvalidArgument>([&] { plan_convolution(f64, "backward_scatter"); });
+  EXPECT_NE(message.find("a backward algorithm"), std::string::npos) << message;
+  message = testing::message_of<InvalidArgument>([&] { plan_convolution(f64, "winograd"); });
+  EXPECT_NE(message.find("'winograd' is unknown; expected one of depthwise_lanes"), std::string::npos) << message;
+  // execute refuses before writing anything.
+  Tensor x(DataType::Float64, {1, 8, 9, 9}), w(DataType::Float64, {16, 8, 3, 3}), y(DataType::Float64, {1, 16, 7, 7});
+  y.for_each([&](const Dims& i) { y.set(i, 7.0); });
+  const std::vector<std::byte> before = y.bytes;
+  TensorView xv = x.view(), wv = w.view(), yv = y.view();
+  message = testing::message_of<InvalidArgument>([&] { execute(f64, xv, wv, nullptr, yv, "backward_phases"); });
+  EXPECT_NE(message.find("backward_phases"), std::string::npos) << message;
+  EXPECT_EQ(y.bytes, before);
+}
+
+TEST(ConvolutionAlgorithms, ThePlanNamesTheAlgorithmItsTilesAndThreads) {
+  ThreadCountGuard guard(3);
+  const ConvolutionPlan plan = plan_convolution(layer(DataType::Float32, {2, 32, 20, 20}, {48, 32, 1, 1}));
+  EXPECT_EQ(plan.algorithm, "gemm");
+  EXPECT_EQ(plan.threads, 3);
+  EXPECT_TRUE(plan.isa == "avx512" || plan.isa == "avx2" || plan.isa == "portable") << plan.isa;
+  EXPECT_FALSE(plan.reason.empty());
+  std::map<std::string, std::int64_t> tiles(plan.tiles.begin(), plan.tiles.end());
+  EXPECT_EQ(tiles.at("MR"), 6);
+  EXPECT_EQ(tiles.at("K"), 32);
+  EXPECT_GE(plan.tasks, 2);
+  const ConvolutionPlan forced = plan_convolution(layer(DataType::Float32, {2, 32, 20, 20}, {48, 32, 3, 3}), "gemm");
+  EXPECT_EQ(forced.algorithm, "gemm");
+  EXPECT_EQ(forced.reason.rfind("forced (", 0), 0u) << forced.reason;
+  const ConvolutionPlan phases = plan_convolution(
+      layer(DataType::Float32, {1, 64, 28, 28}, {64, 32, 4, 4}, 1, 2, 1, ConvolutionDirection::Backward));
+  EXPECT_EQ(phases.reason, "4 phases, each a forward layer; the first phase runs direct");
+}
+
+// A prepared convolution (filter packed once for gemm and direct) gives execute()'s bits, on
+// any thread count, for every algorithm.
+TEST(ConvolutionAlgorithms, PreparedGivesExecutesBits) {
+  std::mt19937 rng(3);
+  const auto F = ConvolutionDirection::Forward, B = ConvolutionDirection::Backward;
+  const Case cases[] = {
+      algorithm_case("gemm", {2, 6, 9, 11}, {10, 3, 3, 2}, F, 2, {2, 1}, {1, 2}, {1, 0}, {0, 1}),
+      // One position block and 512 output channels: unprepared, A is packed inside the product.
+      algorithm_case("gemm", {1, 64, 7, 7}, {512, 64, 1, 1}, F, 1, {1, 1}, {1, 1}, {0, 0}, {0, 0}),
+      algorithm_case("direct", {1, 64, 7, 7}, {64, 64, 3, 3}, F, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+      algorithm_case("direct", {3, 8, 10, 9}, {32, 8, 3, 3}, F, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+      algorithm_case("", {1, 20, 11, 12}, {20, 1, 3, 3}, F, 20, {1, 2}, {1, 1}, {1, 1}, {1, 1}),
+      algorithm_case("", {1, 8, 16, 16}, {8, 16, 4, 4}, B, 1, {2, 2}, {1, 1}, {1, 1}, {1, 1}),
+  };
+  for (const Case& c : cases) {
+    for (DataType dtype : {DataType::Float32, DataType::Float16}) {
+      Tensor x(dtype, c.x_sizes), w(dtype, c.w_sizes);
+      fill_random(x, rng);
+      fill_random(w, rng);
+      ConvolutionDesc d = c.desc;
+      d.input = x.desc();
+      d.filter = w.desc();
+      TensorView xv = x.view(), wv = w.view();
+      const PreparedConvolution prepared(d, wv, nullptr, c.algorithm);
+      EXPECT_EQ(prepared.packed(), c.algorithm == "gemm" || c.algorithm == "direct") << c.algorithm;
+      for (int threads : {1, 2, 7}) {
+        ThreadCountGuard guard(threads);
+        Tensor expected(dtype, infer_output(d).sizes), got(dtype, infer_output(d).sizes);
+        TensorView ev = expected.view(), gv = got.view();
+        execute(d, xv, wv, nullptr, ev, c.algorithm);
+        prepared(xv, gv);
+        EXPECT_EQ(got.bytes, expected.bytes) << c.algorithm << " " << name(dtype) << " " << threads << " threads";
+      }
     }
   }
 }

@@ -2371,7 +2371,7 @@ TEST(Direct, WindowProductMatchesDoubleSums) {
 // The promise of direct.hpp: every output is one chain in increasing (c, t), from zero or from
 // out, so its bits are a plain loop's: one fused multiply-add per term with AVX2 or AVX-512 (the im2col
 // GEMM's chain), a rounded product then a rounded sum on the portable kernel. Hence also
-// splitting the channels into passes (the later ones accumulating, as forward_direct does when
+// splitting the channels into passes (the later ones accumulating, as the direct convolution algorithm does when
 // a layer's filter outgrows L1) changes no bit.
 TEST(Direct, WindowProductIsOneChainPerOutput) {
   std::mt19937 rng(43);

@@ -921,6 +921,226 @@ def test_direct_other_kernels_agree(switch, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
+# The algorithm list: every algorithm forced, the list's choice pinned, plan(), DMLOPS_VERBOSE,
+# prepare()
+
+# (algorithm, x shape, filter shape, keywords): layers each algorithm applies to, with strides,
+# dilations, padding, groups, channel multipliers and tails of its vectors, 1-D to 3-D.
+FORCED = [
+    ("gemm", (2, 6, 9, 11), (10, 3, 3, 2), dict(group_count=2, strides=(2, 1), dilations=(1, 2), start_padding=(1, 0))),
+    ("gemm", (1, 3, 30), (7, 3, 4), dict(strides=3, start_padding=2, end_padding=2, mode="convolution")),
+    ("gemm", (1, 24, 9, 9), (40, 24, 1, 1), dict(strides=2)),
+    ("direct", (2, 8, 10, 9), (32, 8, 3, 3), dict(start_padding=1, end_padding=1)),
+    ("direct", (1, 6, 13, 7), (40, 3, 2, 3), dict(group_count=2, strides=(2, 1), dilations=(2, 1), mode="convolution")),
+    ("direct", (1, 130, 5, 6), (17, 130, 1, 1), {}),
+    ("direct", (1, 4, 5, 6, 7), (16, 4, 2, 2, 3), dict(strides=(1, 1, 2), start_padding=(1, 0, 1))),
+    ("depthwise_lanes", (2, 20, 11, 12), (20, 1, 3, 3), dict(group_count=20, strides=(1, 2), start_padding=1)),
+    ("depthwise_lanes", (1, 9, 40), (18, 1, 5), dict(group_count=9, strides=2, dilations=2, mode="convolution")),
+    ("depthwise_rows", (1, 2, 9, 40), (6, 1, 3, 3), dict(group_count=2, start_padding=1, end_padding=1)),
+    ("depthwise_rows", (2, 20, 7, 9), (20, 1, 2, 3), dict(group_count=20, strides=(2, 3), dilations=(1, 2))),
+    ("backward_phases", (2, 8, 16, 16), (8, 16, 4, 4),
+     dict(direction="backward", strides=2, start_padding=1, end_padding=1)),
+    ("backward_phases", (2, 4, 20, 23), (4, 18, 3, 5),
+     dict(direction="backward", group_count=2, strides=(2, 3), start_padding=(0, 2), mode="convolution")),
+    ("backward_scatter", (2, 6, 5, 7), (6, 4, 3, 3),
+     dict(direction="backward", group_count=2, strides=(2, 1), dilations=(1, 2), start_padding=(1, 0))),
+    ("backward_scatter", (2, 8, 16, 16), (8, 16, 4, 4), dict(direction="backward", strides=2, start_padding=1)),
+]
+
+
+def forced_dtypes(algorithm):
+    """backward_phases computes float32 only, direct float32 and float16."""
+    return {"backward_phases": FLOATS[:1], "direct": FLOATS[:2]}.get(algorithm, FLOATS)
+
+
+def test_every_algorithm_is_forced_somewhere():
+    assert {case[0] for case in FORCED} == set(dmlops.convolution_algorithms())
+
+
+@pytest.mark.parametrize("case", FORCED, ids=lambda c: c[0] + "_" + "x".join(map(str, c[1])))
+def test_forced_algorithm_matches_the_reference_on_every_thread_count(case):
+    algorithm, x_shape, w_shape, kw = case
+    rng = np.random.default_rng(7)
+    out_channels = w_shape[0] if kw.get("direction", "forward") == "forward" else w_shape[1] * kw.get("group_count", 1)
+    for dtype in forced_dtypes(algorithm):
+        x = rng.standard_normal(x_shape).astype(dtype)
+        w = rng.standard_normal(w_shape).astype(dtype)
+        b = rng.standard_normal((1, out_channels) + (1,) * (len(x_shape) - 2)).astype(dtype)
+        desc = dmlops.ConvolutionDesc(dmlops.TensorDesc(dtype, x.shape), dmlops.TensorDesc(dtype, w.shape),
+                                      dmlops.TensorDesc(dtype, b.shape), **kw)
+        assert desc.plan(algorithm=algorithm).algorithm == algorithm
+        results = []
+        for threads in (1, 2, 3, 7):
+            with dmlops.threads(threads):
+                results.append(desc(x, w, b, algorithm=algorithm))
+        assert_close(results[0], x, w, b, **{name: getattr(desc, name) for name in (
+            "strides", "dilations", "start_padding", "end_padding", "group_count", "mode", "direction")})
+        for threads, y in zip((2, 3, 7), results[1:]):
+            np.testing.assert_array_equal(y, results[0], err_msg=f"{algorithm} {dtype} on {threads} threads")
+
+
+def layer(dtype, x_shape, w_shape, **kw):
+    return dmlops.ConvolutionDesc(dmlops.TensorDesc(dtype, x_shape), dmlops.TensorDesc(dtype, w_shape), **kw)
+
+
+# The list's choice for representative layers, pinned so that a change of the list or of a
+# predicate cannot change it silently. Every layer has at least 16 output channels per group (a
+# vector of floats with AVX-512, two with AVX2) or fewer than 8, so the choice is the same on either.
+PINNED = [
+    ("ResNet 3x3 64@56", layer("float32", (1, 64, 56, 56), (64, 64, 3, 3), start_padding=1, end_padding=1), "direct", ""),
+    ("ResNet 1x1 1024>256@14", layer("float32", (1, 1024, 14, 14), (256, 1024, 1, 1)), "direct", ""),
+    ("ResNet 1x1 64>256@56", layer("float32", (1, 64, 56, 56), (256, 64, 1, 1)), "gemm", ""),
+    ("1x1 512>1024 stride 2", layer("float32", (1, 512, 28, 28), (1024, 512, 1, 1), strides=2), "direct", "sampled"),
+    ("3x3 float64", layer("float64", (1, 64, 28, 28), (64, 64, 3, 3), start_padding=1), "gemm", ""),
+    ("depthwise 3x3", layer("float32", (1, 32, 112, 112), (32, 1, 3, 3), group_count=32, start_padding=1),
+     "depthwise_lanes", ""),
+    ("one channel, 16 outputs", layer("float32", (1, 1, 64, 64), (16, 1, 3, 3)), "depthwise_rows", ""),
+    ("grouped 3x3", layer("float32", (1, 256, 28, 28), (512, 8, 3, 3), group_count=32, start_padding=1), "direct", ""),
+    ("grouped, 4 outputs per group", layer("float32", (1, 64, 28, 28), (64, 4, 3, 3), group_count=16), "gemm", ""),
+    ("strided 3x3", layer("float32", (1, 128, 56, 56), (128, 128, 3, 3), strides=2, start_padding=1), "direct", ""),
+    ("backward 4x4 stride 2", layer("float32", (1, 64, 28, 28), (64, 32, 4, 4), direction="backward", strides=2,
+                                    start_padding=1, end_padding=1), "backward_phases", ""),
+    ("backward 2x2 stride 2", layer("float32", (1, 64, 28, 28), (64, 32, 2, 2), direction="backward", strides=2),
+     "backward_scatter", ""),
+    ("huge dilation", layer("float32", (1, 16, 40), (32, 16, 3), strides=3, dilations=100000, start_padding=100000,
+                            end_padding=100000), "direct", "compact"),
+]
+
+
+@pytest.mark.parametrize("case", PINNED, ids=lambda c: c[0])
+def test_the_lists_choice_is_pinned(case):
+    _, desc, algorithm, rewrite = case
+    plan = desc.plan()
+    assert (plan.algorithm, plan.rewrite) == (algorithm, rewrite), plan
+
+
+def test_forcing_an_algorithm_that_does_not_apply_raises_naming_it():
+    x = np.ones((1, 8, 9, 9))
+    w = np.ones((16, 8, 3, 3))
+    desc = layer("float64", x.shape, w.shape)
+    with pytest.raises(ValueError, match=r"'direct' does not apply to this layer: float32 and float16 sums only"):
+        desc.plan(algorithm="direct")
+    out = np.full((1, 16, 7, 7), 7.0)
+    with pytest.raises(ValueError, match=r"'backward_phases' does not apply to this layer: a backward algorithm"):
+        desc(x, w, out=out, algorithm="backward_phases")
+    assert np.all(out == 7.0)
+    with pytest.raises(ValueError, match=r"'winograd' is unknown; expected one of depthwise_lanes, depthwise_rows"):
+        desc(x, w, algorithm="winograd")
+    with pytest.raises(TypeError, match="algorithm must be a str"):
+        desc.plan(algorithm=3)
+
+
+def test_plan_fields():
+    desc = layer("float32", (2, 32, 20, 20), (48, 32, 1, 1))
+    with dmlops.threads(3):
+        plan = desc.plan()
+    assert plan.algorithm == "gemm" and plan.threads == 3 and plan.rewrite == ""
+    assert plan.isa in ("avx512", "avx2", "portable")
+    assert plan.tiles["MR"] == 6 and plan.tiles["K"] == 32 and plan.tiles["NR"] == 16
+    assert plan.tasks >= 2 and plan.reason == "any forward layer"
+    assert str(plan).startswith(f"algorithm=gemm isa={plan.isa} MR=6 NR=16 K=32")
+    forced = desc.plan(algorithm="gemm")
+    assert forced.reason == "forced (any forward layer)"
+    direct = layer("float32", (1, 64, 56, 56), (64, 64, 3, 3)).plan()
+    assert direct.algorithm == "direct" and {"lanes", "vectors", "bands", "band", "channel_pass"} <= set(direct.tiles)
+    phases = layer("float32", (1, 64, 28, 28), (64, 32, 4, 4), direction="backward", strides=2, start_padding=1,
+                   end_padding=1).plan()
+    assert phases.algorithm == "backward_phases" and phases.tiles == {"phases": 4} and phases.tasks == 4
+    assert phases.reason == "4 phases, each a forward layer; the first phase runs direct", phases
+
+
+def run_child(code, **env):
+    return subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env), check=True, capture_output=True,
+                          text=True)
+
+
+def test_verbose_logs_one_line_per_call():
+    code = ("import numpy as np, dmlops\n"
+            "dmlops.convolution(np.ones((1, 64, 8, 8), np.float32), np.ones((64, 64, 3, 3), np.float32))\n"
+            "dmlops.convolution(np.ones((1, 4, 5), np.float64), np.ones((4, 2, 2)), direction='backward', strides=2)\n")
+    lines = run_child(code, DMLOPS_VERBOSE="1", DMLOPS_NUM_THREADS="2").stderr.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("dmlops: convolution forward 1x64x8x8 f32 3x3 -> algorithm=direct isa="), lines[0]
+    assert " tasks=" in lines[0] and " threads=2 reason=a window of several taps" in lines[0], lines[0]
+    assert lines[1].startswith("dmlops: convolution backward 1x4x5 f64 2 -> algorithm=backward_scatter"), lines[1]
+    assert run_child(code).stderr == ""
+
+
+def test_the_environment_forces_an_algorithm():
+    code = ("import numpy as np, dmlops\n"
+            "x, w = np.ones((1, 64, 8, 8), np.float32), np.ones((64, 64, 3, 3), np.float32)\n"
+            "d = dmlops.ConvolutionDesc(dmlops.TensorDesc('float32', x.shape), dmlops.TensorDesc('float32', w.shape))\n"
+            "print(d.plan().algorithm, d.plan(algorithm='direct').algorithm, d(x, w)[0, 0, 0, 0])\n"
+            "try:\n"
+            "    dmlops.convolution(x[:, :1], w[:1, :1], direction='backward')\n"
+            "except ValueError as e:\n"
+            "    print(e)\n")
+    out = run_child(code, DMLOPS_CONVOLUTION_ALGORITHM="gemm").stdout.splitlines()
+    assert out[0] == "gemm direct 576.0", out
+    assert out[1] == "Convolution: the algorithm 'gemm' does not apply to this layer: a forward algorithm", out
+
+
+PREPARED = [
+    ("direct", (1, 64, 7, 7), (64, 64, 3, 3), dict(start_padding=1, end_padding=1)),
+    ("direct", (3, 8, 10, 9), (32, 8, 3, 3), dict(strides=2, mode="convolution")),
+    ("gemm", (2, 6, 9, 11), (10, 3, 3, 2), dict(group_count=2, strides=(2, 1))),
+    ("gemm", (1, 24, 9, 9), (40, 24, 1, 1), dict(strides=2)),
+    ("gemm", (1, 64, 7, 7), (512, 64, 1, 1), {}),  # one task per channel block: A packed inside the product
+    ("depthwise_lanes", (1, 20, 11, 12), (20, 1, 3, 3), dict(group_count=20, start_padding=1)),
+    ("backward_phases", (2, 8, 16, 16), (8, 16, 4, 4), dict(direction="backward", strides=2, start_padding=1)),
+]
+
+
+@pytest.mark.parametrize("case,dtype", [(c, dtype) for c in PREPARED for dtype in forced_dtypes(c[0])[:2]],
+                         ids=lambda c: c if isinstance(c, str) else c[0] + "_" + "x".join(map(str, c[1])))
+def test_prepare_gives_the_calls_bits(case, dtype):
+    algorithm, x_shape, w_shape, kw = case
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    out_channels = w_shape[0] if kw.get("direction", "forward") == "forward" else w_shape[1] * kw.get("group_count", 1)
+    b = rng.standard_normal(out_channels).astype(dtype)
+    desc = dmlops.ConvolutionDesc(dmlops.TensorDesc(dtype, x.shape), dmlops.TensorDesc(dtype, w.shape),
+                                  dmlops.TensorDesc(dtype, (1, out_channels) + (1,) * (len(x_shape) - 2)), **kw)
+    f = desc.prepare(w[..., ::1], b)  # a (OutC,) bias, as the call takes it
+    assert f.plan().algorithm == algorithm and f.packed == (algorithm in ("gemm", "direct"))
+    expected = desc(x, w, b)
+    for threads in (1, 2, 7):
+        with dmlops.threads(threads):
+            np.testing.assert_array_equal(f(x), expected, err_msg=f"{threads} threads")
+    out = np.empty_like(expected)
+    assert f(x, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    # The filter and bias were copied: changing the caller's arrays changes nothing.
+    w[...] = 0
+    b[...] = 0
+    np.testing.assert_array_equal(f(x), expected)
+    forced = desc.prepare(w, b, algorithm="gemm") if desc.direction == "forward" else None
+    if forced is not None:
+        assert forced.plan().algorithm == "gemm" and forced.packed
+
+
+def test_prepare_rejects_wrong_arrays():
+    desc = layer("float32", (1, 8, 9, 9), (16, 8, 3, 3), bias=dmlops.TensorDesc("float32", (1, 16, 1, 1)))
+    w, b = np.ones((16, 8, 3, 3), np.float32), np.ones(16, np.float32)
+    with pytest.raises(ValueError, match=r"filter has shape \(16, 8, 3, 2\) but the descriptor says"):
+        desc.prepare(w[..., :2], b)
+    with pytest.raises(TypeError, match="filter has dtype float64"):
+        desc.prepare(w.astype(np.float64), b)
+    with pytest.raises(ValueError, match="the descriptor has a bias tensor but the prepare passes none"):
+        desc.prepare(w)
+    with pytest.raises(ValueError, match="'depthwise_rows' does not apply"):
+        desc.prepare(w, b, algorithm="depthwise_rows")
+    f = desc.prepare(w, b)
+    with pytest.raises(ValueError, match=r"input has shape \(1, 8, 9, 8\) but the descriptor says"):
+        f(np.ones((1, 8, 9, 8), np.float32))
+    with pytest.raises(TypeError, match="input has dtype float64"):
+        f(np.ones((1, 8, 9, 9)))
+    with pytest.raises(ValueError, match="out"):
+        f(np.ones((1, 8, 9, 9), np.float32), out=np.empty((1, 16, 7, 6), np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
 # Both instruction-set paths, docstrings
 
 

@@ -17,8 +17,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "dmlops/core/activation.hpp"
 #include "dmlops/core/dims.hpp"
@@ -53,10 +57,55 @@ struct ConvolutionDesc {
 // the output TensorDesc (the given one, if it is right).
 TensorDesc infer_output(const ConvolutionDesc& desc);
 
+// How a call computes: the first algorithm of an ordered list (cpp/src/convolution/algorithms.cpp)
+// that applies to the layer, after the geometry rewrites (compact, sampled) that are not
+// algorithms. A name in `algorithm` (else in DMLOPS_CONVOLUTION_ALGORITHM, read once) forces one,
+// which must apply (InvalidArgument naming it and saying why otherwise).
+struct ConvolutionPlan {
+  std::string algorithm;  // depthwise_lanes, depthwise_rows, direct, gemm, backward_phases, backward_scatter
+  std::string reason;     // why it applies (first in the list), or "forced (...)"
+  std::string isa;        // the kernels' instruction set: avx512, avx2 or portable
+  std::string rewrite;    // "", "compact", "sampled" or "compact, sampled"
+  std::vector<std::pair<std::string, std::int64_t>> tiles;  // the algorithm's tiles and blocking
+  std::int64_t tasks = 0;  // of its main parallel loop (backward_phases: its phases, one after the other)
+  int threads = 0;         // num_threads() of the calling thread
+};
+
+// The algorithm names in the order the list tries them.
+std::vector<std::string> convolution_algorithms();
+
+// The plan execute() follows for desc on the calling thread's thread count (checks desc first).
+ConvolutionPlan plan_convolution(const ConvolutionDesc& desc, std::string_view algorithm = {});
+
 // Runs the operator. The views must match the descriptor (bias present exactly when the
 // descriptor has one); `out` must be writable distinct elements sharing nothing with the
-// inputs. All of it is checked before any write.
+// inputs. All of it is checked before any write. DMLOPS_VERBOSE=1 (read once) logs each call's
+// plan as one line on stderr.
 void execute(const ConvolutionDesc& desc, const TensorView& in, const TensorView& filter, const TensorView* bias,
-             const TensorView& out);
+             const TensorView& out, std::string_view algorithm = {});
+
+// A convolution whose filter (and bias) are fixed: the algorithm is chosen, and the filter packed
+// in its layout (gemm, direct; the others pack nothing worth keeping), once, so that each call
+// skips that work. Bit-identical to execute() with the same arrays. The filter and bias views
+// must stay valid and unchanged while it is used (the Python layer hands it copies).
+class PreparedConvolution {
+ public:
+  PreparedConvolution(const ConvolutionDesc& desc, const TensorView& filter, const TensorView* bias,
+                      std::string_view algorithm = {});
+  ~PreparedConvolution();
+  PreparedConvolution(PreparedConvolution&&) noexcept;
+  PreparedConvolution& operator=(PreparedConvolution&&) noexcept;
+
+  // execute(desc, in, filter, bias, out) with the views given at construction.
+  void operator()(const TensorView& in, const TensorView& out) const;
+  // The plan the calls follow (with the calling thread's thread count).
+  ConvolutionPlan plan() const;
+  // Whether the filter was packed at construction (the algorithm has a packed layout).
+  bool packed() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace dmlops

@@ -1,0 +1,69 @@
+// The convolution algorithms as one ordered list (as oneDNN's implementation lists and XNNPACK's
+// configs): a call takes the first whose applies() accepts its (rewritten) geometry, unless an
+// algorithm is forced (DMLOPS_CONVOLUTION_ALGORITHM, or the `algorithm` argument of execute and
+// plan_convolution), which must then apply. Adding an algorithm is a file defining its Algorithm
+// and a line in the list (algorithms.cpp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "dmlops/core/dispatch.hpp"
+#include "dmlops/ops/convolution.hpp"
+#include "geometry.hpp"
+
+namespace dmlops::conv {
+
+// What the predicates may ask of the processor: the ISA the kernels run and its vector width.
+struct Cpu {
+  std::string_view isa;       // "avx512", "avx2" or "portable"
+  std::int64_t vector_bytes;  // of the vectors the kernels use (the portable code's as AVX2's)
+  std::int64_t lanes(DataType dtype) const;  // of its accumulation type (float for float16)
+  static Cpu detect();
+};
+
+// Whether an algorithm applies, and why (or why not), in a few words.
+struct Verdict {
+  bool applies;
+  std::string reason;
+};
+
+struct Algorithm {
+  std::string_view name;
+  Verdict (*applies)(const Geometry& g, const Cpu& cpu);
+  // The tiles, blocking and task count run() will use for g on num_threads() threads: computed by
+  // the same functions run() calls, so the plan cannot disagree with the run.
+  void (*describe)(const Geometry& g, ConvolutionPlan& plan);
+  void (*run)(const ConvolutionDesc& desc, const Geometry& g, const Views& views);
+  // Packs the filter in the layout run() then reads from views.packed instead of packing it per
+  // call (the same values, so the same bits); null where run() packs nothing worth keeping.
+  void (*pack)(const ConvolutionDesc& desc, const Geometry& g, const TensorView& filter, PackedFilter& packed);
+};
+
+// Every algorithm, in the order they are tried.
+std::span<const Algorithm* const> algorithms();
+
+// The first algorithm that applies to g, or `forced` (a name; empty: the list's choice), which
+// must exist and apply (InvalidArgument naming it and saying why otherwise). `reason` gets the
+// chosen one's verdict.
+const Algorithm& choose(const Geometry& g, const Cpu& cpu, std::string_view forced, std::string& reason);
+
+// A forward convolution with the list's choice, never a forced one: the backward phases' layers.
+void run_forward(const ConvolutionDesc& desc, const Geometry& g, const Views& views);
+
+// fn(tag) for the dtypes convolution computes in: float, Half and double.
+template <class Fn>
+void visit_float(DataType dtype, Fn&& fn) {
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>) fn(tag);
+  });
+}
+
+// The algorithms (one file each).
+extern const Algorithm kDepthwiseLanes, kDepthwiseRows, kDirect, kGemm, kBackwardPhases, kBackwardScatter;
+
+}  // namespace dmlops::conv

@@ -1,0 +1,255 @@
+// FORWARD, dense layers of float sums, direct (core/direct.hpp): no im2col panel. The output
+// channels of a group are cut into blocks of `vectors` x L (direct_vectors() vectors while that
+// many remain, then 2, then 1); a block's filter is packed once, [k][o]. A task is (n, group,
+// band of consecutive output positions, channel block): per pass over a few input channels
+// (whose packed filter, kDirectFilterBytes, stays in L1), direct_window_product adds their terms
+// to the band's interleaved sums (position-major, `width` channels), every output reading its
+// window in the padded planes at row_base + column: output channels in the vector lanes, every
+// input value broadcast from the padded planes, no im2col copy. Then the bias and activation go
+// on in place, and store_lanes moves the channels into the output. The sums run in the GEMM's
+// order (the same FMAs in the same order, so the same bits), so they do not depend on the bands,
+// the blocks or the thread count.
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "algorithms.hpp"
+#include "common.hpp"
+#include "dmlops/core/direct.hpp"
+#include "dmlops/core/error.hpp"
+
+namespace dmlops::conv {
+namespace {
+
+constexpr std::int64_t kDirectFilterBytes = 32 * 1024;  // a direct pass's packed filter: stays in L1
+constexpr std::int64_t kDirectBandBytes = 128 * 1024;   // a direct task's sums: stay in L2
+constexpr std::int64_t kDirectMinBand = 24;             // positions: four 6-position tiles
+constexpr std::int64_t kDirectPointwiseChannels = 128;  // input channels a 1x1 layer needs to run direct
+constexpr std::int64_t kDirectPackColumns = 64;         // filter columns packed per task
+constexpr std::int64_t kCacheLine = 64;                 // bytes
+
+struct ChannelBlock {
+  std::int64_t first, vectors;  // first output channel in the group
+};
+
+// The blocking of a layer on num_threads() threads.
+struct Blocking {
+  using Acc = float;
+  std::int64_t L = simd_lanes<Acc>(), most = direct_vectors();
+  std::vector<ChannelBlock> blocks;
+  std::int64_t block_count = 0, padded_M = 0;
+  std::int64_t positions = 0, max_width = 0, per_band = 0, bands = 0, band_max = 0, channel_pass = 0;
+  bool pack_in_pass = false;
+  std::int64_t tasks = 0, grain = 0;
+
+  explicit Blocking(const Geometry& g) {
+    const std::int64_t taps = g.kernel.product(), M = g.out_per_group, K = g.in_per_group * taps;
+    for (std::int64_t first = 0, left = ceil_div(M, L); left > 0;) {
+      const std::int64_t vectors = left >= most ? most : left >= 2 ? 2 : 1;
+      blocks.push_back({first, vectors});
+      first += vectors * L, left -= vectors;
+    }
+    block_count = std::ssize(blocks), padded_M = ceil_div(M, L) * L;
+    // Bands of consecutive output positions, about kDirectBandBytes of sums each, but at least two
+    // tasks per thread (a small layer on many threads: 3x3 64@56 has 7 bands of that size, for 16
+    // threads) while bands keep kDirectMinBand positions, as many as spread the tasks evenly over
+    // the threads.
+    positions = g.out_spatial.product();
+    const std::int64_t threads = num_threads();
+    max_width = most * L, per_band = g.batch * g.groups * block_count;
+    bands = ceil_div(positions * max_width * std::int64_t{sizeof(Acc)}, kDirectBandBytes);
+    bands = std::max(bands, std::min(ceil_div(2 * threads, per_band), positions / kDirectMinBand));
+    bands = std::clamp<std::int64_t>(balanced_count(per_band, bands, threads), 1, positions);
+    band_max = ceil_div(positions, bands);
+    // Input channels per pass: their packed filter stays in L1.
+    channel_pass = std::clamp<std::int64_t>(kDirectFilterBytes / (taps * max_width * std::int64_t{sizeof(Acc)}), 1,
+                                            g.in_per_group);
+    // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7, whose
+    // filter is 9 MB) is packed by that task a pass at a time, just before the pass, into L1;
+    // else every block's once, up front, by all threads (group grp's block at packed +
+    // (grp * padded_M + first) * K), and shared.
+    pack_in_pass = g.batch * bands == 1;
+    tasks = per_band * bands;
+    grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * K * max_width * band_max));
+  }
+};
+
+// The filter as direct_window_product reads it: per group and block of output channels, [k][o].
+template <class T>
+struct FilterBlocks {
+  using Acc = float;
+  std::int64_t M, L;
+  AccFilter<T> acc_filter;
+  Taps tap;
+  FilterMatrix<Acc> matrix;
+
+  FilterBlocks(const ConvolutionDesc& desc, const Geometry& g, const BlockWalker& walker, const TensorView& filter,
+               std::int64_t lanes)
+      : M(g.out_per_group), L(lanes), acc_filter(g, filter), tap(walker, acc_filter.view()),
+        matrix(g, acc_filter.view(), tap, desc.mode == ConvolutionMode::Convolution) {}
+
+  // Columns [k0, k0 + depth) of group grp's block, as direct_window_product reads them ([k][o]).
+  void pack(std::int64_t grp, const ChannelBlock& block, std::int64_t k0, std::int64_t depth, Acc* dst) const {
+    const std::int64_t oc = grp * M + block.first, width = block.vectors * L, used = std::min(width, M - block.first);
+    if (matrix.dense) return pack_direct_filter(matrix.dense_row(oc) + k0, matrix.ld, used, depth, width, dst);
+    matrix.gather_columns(oc, used, k0, depth, width, dst);
+  }
+  // The same columns into L2, ahead of pack: each row's piece is a few cache lines, 18 KB
+  // from the next row's (3x3 512@7), too short a run for the hardware prefetcher, so packing
+  // them pass by pass would wait on L3 or memory for every line (a third of such a layer's time).
+  void prefetch(std::int64_t grp, const ChannelBlock& block, std::int64_t k0, std::int64_t depth) const {
+    if (!matrix.dense) return;
+    const std::int64_t oc = grp * M + block.first, used = std::min(block.vectors * L, M - block.first);
+    for (std::int64_t o = 0; o < used; ++o) {
+      const Acc* row = matrix.dense_row(oc + o) + k0;
+      for (std::int64_t k = 0; k < depth; k += kCacheLine / std::int64_t{sizeof(Acc)}) DMLOPS_PREFETCH(row + k);
+    }
+  }
+  // Every block's filter, by all threads: group grp's block at dst + (grp * padded_M + first) * K.
+  void pack_all(const Geometry& g, const Blocking& b, std::int64_t K, Acc* dst) const {
+    // In pieces of kDirectPackColumns columns, so that one block's filter (all a 64-channel
+    // layer has) is packed by every thread too.
+    const std::int64_t pieces = ceil_div(K, kDirectPackColumns), block_count = b.block_count;
+    parallel_for(0, g.groups * block_count * pieces, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        const std::int64_t grp = i / (block_count * pieces), k0 = i % pieces * kDirectPackColumns;
+        const ChannelBlock& block = b.blocks[static_cast<std::size_t>(i / pieces % block_count)];
+        const std::int64_t width = block.vectors * L;
+        pack(grp, block, k0, std::min(kDirectPackColumns, K - k0), dst + (grp * b.padded_M + block.first) * K + k0 * width);
+      }
+    });
+  }
+};
+
+template <class T>
+void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  using Acc = float;
+  const BlockWalker walker = forward_walker(g);
+  const std::int64_t taps = walker.tap_count(), M = g.out_per_group, K = g.in_per_group * taps;
+  const Blocking blocking(g);
+  const std::int64_t L = blocking.L, block_count = blocking.block_count, padded_M = blocking.padded_M;
+  const std::int64_t bands = blocking.bands, band_max = blocking.band_max, channel_pass = blocking.channel_pass;
+  const std::int64_t max_width = blocking.max_width, positions = blocking.positions;
+  const std::vector<ChannelBlock>& blocks = blocking.blocks;
+  // The filter's blocks, unless they come packed (then neither widened nor packed here).
+  const Acc* prepacked = v.packed ? v.packed->data<Acc>() : nullptr;
+  std::optional<FilterBlocks<T>> filter_blocks;
+  if (!prepacked) filter_blocks.emplace(desc, g, walker, v.filter, L);
+  const Taps tap(walker, v.filter);  // for the padded planes: tap.index only
+  const PaddedPlane pad(g, tap, false);
+  const PaddedInput<T> input(g, pad, v.in, true);
+  const std::int64_t step = input.position_step();
+  std::vector<std::int64_t> tap_offsets(pad.tap_offset);
+  for (std::int64_t& offset : tap_offsets) offset *= step;
+  const auto band_start = [&](std::int64_t b) { return positions * b / bands; };
+
+  // Unless pack_in_pass, every block's filter once, up front, by all threads, and shared.
+  const bool pack_in_pass = blocking.pack_in_pass && !prepacked;
+  const Scratch<Acc> packing(pack_in_pass || prepacked ? 0 : checked_mul(g.groups * padded_M, K, kOp, ": the packed filter's element count"));
+  if (!pack_in_pass && !prepacked) filter_blocks->pack_all(g, blocking, K, packing.get());
+  const Acc* packed = prepacked ? prepacked : packing.get();
+
+  const Dims out_strides = spatial(v.out.byte_strides);
+  auto* out_base = static_cast<std::byte*>(v.out.data);
+  const bool direct_out = std::is_same_v<T, Acc> && elements_of<Acc>(v.out);
+  const std::int64_t tasks = blocking.tasks, grain = blocking.grain, out_width = pad.out_width;
+  parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
+    const Scratch<Acc> sums(band_max * max_width), staging(direct_out ? 0 : L * band_max);
+    const Scratch<Acc> pass_filter(pack_in_pass ? channel_pass * taps * max_width : 0);
+    std::vector<Acc> bias(static_cast<std::size_t>(max_width));
+    std::vector<const Acc*> planes(static_cast<std::size_t>(channel_pass));
+    std::vector<std::int64_t> offsets(static_cast<std::size_t>(band_max));
+    for (std::int64_t task = begin; task < end; ++task) {
+      const ChannelBlock& block = blocks[static_cast<std::size_t>(task % block_count)];
+      const std::int64_t b = task / block_count % bands, grp = task / (block_count * bands) % g.groups;
+      const std::int64_t n = task / (block_count * bands * g.groups);
+      const std::int64_t width = block.vectors * L, used = std::min(width, M - block.first);
+      const std::int64_t p0 = band_start(b), count = band_start(b + 1) - p0;
+      for (std::int64_t p = 0; p < count; ++p)  // where each output's window starts in the padded planes
+        offsets[p] = (pad.row_base[(p0 + p) / out_width] + (p0 + p) % out_width * pad.column_step) * step;
+      for (std::int64_t c0 = 0; c0 < g.in_per_group; c0 += channel_pass) {
+        const std::int64_t channels = std::min(channel_pass, g.in_per_group - c0);
+        for (std::int64_t c = 0; c < channels; ++c) planes[c] = input.plane(n, grp * g.in_per_group + c0 + c);
+        const Acc* filter = packed + (grp * padded_M + block.first) * K + c0 * taps * width;
+        if (pack_in_pass) {
+          filter_blocks->pack(grp, block, c0 * taps, channels * taps, pass_filter.get());
+          filter = pass_filter.get();
+          const std::int64_t next = (c0 + channels) * taps;
+          filter_blocks->prefetch(grp, block, next, std::min(K - next, channel_pass * taps));
+        }
+        direct_window_product(channels, taps, planes.data(), tap_offsets.data(), offsets.data(), count, block.vectors,
+                              filter, c0 > 0, sums.get());
+      }
+      const std::int64_t oc = grp * M + block.first;
+      if (v.bias) {
+        for (std::int64_t o = 0; o < width; ++o) bias[o] = o < used ? bias_of<T, Acc>(v.bias, oc + o) : Acc(0);
+        for (std::int64_t x = 0; x < count; ++x) {
+          for (std::int64_t o = 0; o < width; ++o) sums.get()[x * width + o] += bias[o];
+        }
+      }
+      if (desc.fused_activation) apply_activation(*desc.fused_activation, sums.get(), count * width);
+      store_lanes<T, Acc>(sums.get(), width, count, used, out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1],
+                          v.out.byte_strides[1], g, out_strides, p0, direct_out, staging.get());
+    }
+  });
+}
+
+// Layers of float sums with at least a vector of output channels per group, any window, and
+// pointwise layers with enough input channels (with fewer, a tile sums too few terms to pay for
+// reading the input once per channel block, where the GEMM reads one packed panel for all
+// output channels: 1x1 64>256@56 is 5% slower direct, 256>64@56 12% faster).
+Verdict applies(const Geometry& g, const Cpu& cpu) {
+  if (g.direction != ConvolutionDirection::Forward) return {false, "a forward algorithm"};
+  if (g.dtype == DataType::Float64) return {false, "float32 and float16 sums only"};
+  const std::int64_t lanes = cpu.lanes(DataType::Float32);
+  if (g.out_per_group < lanes)
+    return {false, "fewer output channels per group (" + std::to_string(g.out_per_group) + ") than a vector holds (" +
+                       std::to_string(lanes) + ")"};
+  if (g.kernel.product() == 1 && g.in_per_group < kDirectPointwiseChannels)
+    return {false, "a pointwise layer with fewer than " + std::to_string(kDirectPointwiseChannels) +
+                       " input channels per group (the GEMM reads the input once for all output channels)"};
+  return {true, g.kernel.product() > 1 ? "a window of several taps and a vector of output channels per group"
+                                        : "a pointwise layer with many input channels and a vector of output channels"};
+}
+
+void describe(const Geometry& g, ConvolutionPlan& plan) {
+  const Blocking b(g);
+  plan.tiles = {{"lanes", b.L},
+                {"vectors", b.most},
+                {"channel_blocks", b.block_count},
+                {"bands", b.bands},
+                {"band", b.band_max},
+                {"channel_pass", b.channel_pass}};
+  plan.tasks = b.tasks;
+}
+
+void run(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
+  visit_float(g.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<typename AccumulatorOf<T>::type, float>) {
+      run_typed<T>(desc, g, v);
+    } else {
+      fail(kOp, ": the direct algorithm computes float32 and float16 only");  // applies() says so first
+    }
+  });
+}
+
+// Every block's filter, as run() packs it when it packs it up front.
+void pack(const ConvolutionDesc& desc, const Geometry& g, const TensorView& filter, PackedFilter& packed) {
+  visit_float(g.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<typename AccumulatorOf<T>::type, float>) {
+      const BlockWalker walker = forward_walker(g);
+      const Blocking b(g);
+      const std::int64_t K = g.in_per_group * walker.tap_count();
+      packed.f32.resize(static_cast<std::size_t>(checked_mul(g.groups * b.padded_M, K, kOp, ": the packed filter's element count")));
+      FilterBlocks<T>(desc, g, walker, filter, b.L).pack_all(g, b, K, packed.f32.data());
+    }
+  });
+}
+
+}  // namespace
+
+const Algorithm kDirect{"direct", applies, describe, run, pack};
+
+}  // namespace dmlops::conv
