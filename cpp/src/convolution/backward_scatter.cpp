@@ -24,8 +24,10 @@
 namespace dmlops::conv {
 namespace {
 
-constexpr std::int64_t kBackwardPanelBytes = 256 * 1024;  // a backward input panel stays in L2
-constexpr std::int64_t kPlaneBytes = 1024 * 1024;         // a backward task's accumulator planes
+// A backward input panel stays in L2 (a quarter of it), a task's accumulator planes fill about
+// one L2 (256 KiB and 1 MiB on Zen 4 and 5, where they were tuned).
+std::int64_t backward_panel_bytes() { return platform::cache_sizes().l2 / 4; }
+std::int64_t plane_bytes_per_task() { return platform::cache_sizes().l2; }
 constexpr std::int64_t kSharedPanelBytes = 16 << 20;      // backward input panels packed up front, at most
 
 #if DMLOPS_X86
@@ -106,14 +108,14 @@ struct Blocking {
     if (!margins) padded = g.out_spatial;
     plane_size = padded.product();
 
-    // Output channels per task: the accumulator planes fit kPlaneBytes, and there are enough
+    // Output channels per task: the accumulator planes fit plane_bytes_per_task(), and there are enough
     // tasks for every thread when the channels allow it.
     const std::int64_t plane_bytes = plane_size * static_cast<std::int64_t>(sizeof(Acc));
-    per_task = std::clamp<std::int64_t>(kPlaneBytes / plane_bytes, 1, g.out_per_group);
+    per_task = std::clamp<std::int64_t>(plane_bytes_per_task() / plane_bytes, 1, g.out_per_group);
     per_task = std::max<std::int64_t>(1, std::min(per_task, ceil_div(g.batch * g.groups * g.out_per_group,
                                                                       4 * static_cast<std::int64_t>(num_threads()))));
     chunks = ceil_div(g.out_per_group, per_task), tasks = g.batch * g.groups * chunks;
-    const std::int64_t fit = std::max<std::int64_t>(NR, kBackwardPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))) / NR * NR);
+    const std::int64_t fit = std::max<std::int64_t>(NR, backward_panel_bytes() / (K * static_cast<std::int64_t>(sizeof(Acc))) / NR * NR);
     block = std::min(fit, round_up(positions, NR));
     grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, per_task * taps * K * positions));
   }

@@ -2,7 +2,7 @@
 // channels of a group are cut into blocks of `vectors` x L (direct_vectors() vectors while that
 // many remain, then 2, then 1); a block's filter is packed once, [k][o]. A task is (n, group,
 // band of consecutive output positions, channel block): per pass over a few input channels
-// (whose packed filter, kDirectFilterBytes, stays in L1), direct_window_product adds their terms
+// (whose packed filter, direct_filter_bytes(), stays in L1), direct_window_product adds their terms
 // to the band's interleaved sums (position-major, `width` channels), every output reading its
 // window in the padded planes at row_base + column: output channels in the vector lanes, every
 // input value broadcast from the padded planes, no im2col copy. Then the bias and activation go
@@ -21,8 +21,11 @@
 namespace dmlops::conv {
 namespace {
 
-constexpr std::int64_t kDirectFilterBytes = 32 * 1024;  // a direct pass's packed filter: stays in L1
-constexpr std::int64_t kDirectBandBytes = 128 * 1024;   // a direct task's sums: stay in L2
+// A direct pass's packed filter stays in L1: as large as L1 (on Zen 4's 32 KiB, two thirds of it
+// made 3x3 layers 1-16% slower, one and a half times it no different).
+std::int64_t direct_filter_bytes() { return platform::cache_sizes().l1d; }
+// A direct task's sums stay in L2: an eighth of it (128 KiB on Zen 4 and 5, where it was tuned).
+std::int64_t direct_band_bytes() { return platform::cache_sizes().l2 / 8; }
 constexpr std::int64_t kDirectMinBand = 24;             // positions: four 6-position tiles
 constexpr std::int64_t kDirectPointwiseChannels = 128;  // input channels a 1x1 layer needs to run direct
 constexpr std::int64_t kDirectPackColumns = 64;         // filter columns packed per task
@@ -50,19 +53,19 @@ struct Blocking {
       first += vectors * L, left -= vectors;
     }
     block_count = std::ssize(blocks), padded_M = ceil_div(M, L) * L;
-    // Bands of consecutive output positions, about kDirectBandBytes of sums each, but at least two
+    // Bands of consecutive output positions, about direct_band_bytes() of sums each, but at least two
     // tasks per thread (a small layer on many threads: 3x3 64@56 has 7 bands of that size, for 16
     // threads) while bands keep kDirectMinBand positions, as many as spread the tasks evenly over
     // the threads.
     positions = g.out_spatial.product();
     const std::int64_t threads = num_threads();
     max_width = most * L, per_band = g.batch * g.groups * block_count;
-    bands = ceil_div(positions * max_width * std::int64_t{sizeof(Acc)}, kDirectBandBytes);
+    bands = ceil_div(positions * max_width * std::int64_t{sizeof(Acc)}, direct_band_bytes());
     bands = std::max(bands, std::min(ceil_div(2 * threads, per_band), positions / kDirectMinBand));
     bands = std::clamp<std::int64_t>(balanced_count(per_band, bands, threads), 1, positions);
     band_max = ceil_div(positions, bands);
     // Input channels per pass: their packed filter stays in L1.
-    channel_pass = std::clamp<std::int64_t>(kDirectFilterBytes / (taps * max_width * std::int64_t{sizeof(Acc)}), 1,
+    channel_pass = std::clamp<std::int64_t>(direct_filter_bytes() / (taps * max_width * std::int64_t{sizeof(Acc)}), 1,
                                             g.in_per_group);
     // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7, whose
     // filter is 9 MB) is packed by that task a pass at a time, just before the pass, into L1;

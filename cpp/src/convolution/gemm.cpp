@@ -19,7 +19,8 @@
 namespace dmlops::conv {
 namespace {
 
-constexpr std::int64_t kPanelBytes = 768 * 1024;  // a forward im2col panel: with A's K block, about L2
+// A forward im2col panel: with A's K block, about L2 (three quarters of it: 768 KiB on Zen 4 and 5).
+std::int64_t panel_bytes() { return platform::cache_sizes().l2 * 3 / 4; }
 constexpr std::int64_t kMinBlock = 128;           // forward positions per task, at least
 constexpr std::int64_t kMinChannelBlock = 48;     // output channels per forward task, at least
 
@@ -36,9 +37,9 @@ struct Blocking {
       : taps(walker.tap_count()), positions(walker.block_count()), K(g.in_per_group * taps), M(g.out_per_group),
         M_pad(round_up(M, kGemmRows)) {
     // Position blocks: whole micro-panels, spread evenly (their sizes differ by at most NR), whose
-    // im2col panel fits kPanelBytes (at least kMinBlock positions, so that A, streamed once per
+    // im2col panel fits panel_bytes() (at least kMinBlock positions, so that A, streamed once per
     // task, is reused).
-    const std::int64_t fit = std::max(kMinBlock, kPanelBytes / (K * static_cast<std::int64_t>(sizeof(Acc))));
+    const std::int64_t fit = std::max(kMinBlock, panel_bytes() / (K * static_cast<std::int64_t>(sizeof(Acc))));
     position_panels = ceil_div(positions, NR);
     blocks = ceil_div(positions, fit);
     // Output-channel blocks (multiples of kGemmRows) only when (batch, group, position block)
@@ -56,7 +57,7 @@ struct Blocking {
     shared_b = channel_blocks > 1;
     // Else B is packed piece by piece inside the product (in L1, never written out whole) when
     // A's K block fits L2, which that order needs; else the whole panel first, once per task.
-    inline_b = !shared_b && channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= kGemmBlockBytes;
+    inline_b = !shared_b && channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= gemm_block_bytes();
     // A B that is never written out does not bound the blocks: their count is then chosen so that
     // the (equal) tasks spread evenly over the threads.
     if (inline_b) blocks = balanced_count(g.batch * g.groups, blocks, threads);

@@ -199,12 +199,15 @@ void single_micro_panel(std::int64_t depth, std::int64_t p0, std::int64_t p1, Pa
   for (; p < p1; p += kGemmRows) tile(depth, a_at(p), b, c + p * ldc, ldc, accumulate);
 }
 
-// Rows of A per pass: their K block (kGemmBlockBytes) stays in L2 while the micro-panels of B
+// Rows of A per pass: their K block (gemm_block_bytes()) stays in L2 while the micro-panels of B
 // pass over it. The blocks only choose which tile runs when; every C element still sums its K
 // blocks in increasing order, so the bits do not depend on them.
 template <class Acc>
-constexpr std::int64_t kBlockRows =
-    std::max<std::int64_t>(kGemmRows, kGemmBlockBytes / (kGemmDepth * std::int64_t{sizeof(Acc)}) / kGemmRows * kGemmRows);
+std::int64_t block_rows_of() {
+  static const std::int64_t rows = std::max<std::int64_t>(
+      kGemmRows, gemm_block_bytes() / (kGemmDepth * std::int64_t{sizeof(Acc)}) / kGemmRows * kGemmRows);
+  return rows;
+}
 
 // With `pack_a` (gemm_pack_a_inline), each K block of each block of rows is packed into
 // `a_block` first and read from there; else `a` is the whole packed A.
@@ -212,7 +215,7 @@ template <class Acc, class Tile, class PairTile = std::nullptr_t>
 void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int64_t ldc,
            Tile tile, PairTile pair_tile = kNoPairTile, const GemmPackA<Acc>* pack_a = nullptr, Acc* a_block = nullptr) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
-  constexpr std::int64_t block_rows = kBlockRows<Acc>;
+  const std::int64_t block_rows = block_rows_of<Acc>();
   for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
     const std::int64_t depth = std::min(kGemmDepth, K - k0);
     for (std::int64_t m0 = 0; m0 < M; m0 += block_rows) {
@@ -451,7 +454,7 @@ void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a
 
 void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<float>& pack_a, const float* b,
                         float* c, std::int64_t ldc) {
-  const Scratch<float> block(kBlockRows<float> * kGemmDepth);
+  const Scratch<float> block(block_rows_of<float>() * kGemmDepth);
 #if DMLOPS_X86
   if (avx512_enabled())
     return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, Avx512Tiles{}, &pack_a, block.get());
@@ -462,7 +465,7 @@ void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const Ge
 
 void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<double>& pack_a,
                         const double* b, double* c, std::int64_t ldc) {
-  const Scratch<double> block(kBlockRows<double> * kGemmDepth);
+  const Scratch<double> block(block_rows_of<double>() * kGemmDepth);
 #if DMLOPS_X86
   if (avx2_fma_enabled()) return drive<double>(M, N, K, nullptr, b, c, ldc, tile_f64_avx2, kNoPairTile, &pack_a, block.get());
 #endif
