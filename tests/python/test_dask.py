@@ -278,7 +278,7 @@ def test_chunks_follow_the_stride_and_never_overlap():
                        direction="backward")
     assert y.chunks == ((1, 1), (1, 1), (200,))  # spatial axes whole (see dmlops.dask.convolution)
     assert dd.resample(x, (1, 1, 0.5), "linear").chunks[2] == (5,) * 10
-    assert dd.pad(x, (0, 0, 25), (0, 0, 3)).chunks[2] == (8, 8, 9) + (10,) * 10 + (3,)
+    assert dd.pad(x, (0, 0, 25), (0, 0, 3)).chunks[2] == (8, 8, 9) + (10,) * 9 + (13,)  # 3 <= 10 // 2: joins
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,4 +355,4 @@ def test_benchmark_smoke(capsys):
 
     assert bench.main(["--smoke"]) == 0
     out = capsys.readouterr().out
-    assert out.count(" True ") == len(bench.cases(True, 64)) and "overhead" in out
+    assert out.count(" True ") == len(bench.cases()) and "compute x" in out and "floor x" in out
