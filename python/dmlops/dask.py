@@ -7,6 +7,11 @@ chunk is one task: it reads only the input region that chunk needs, calls the in
 function on it with paddings (or pixel offsets) shifted to the chunk, and so gives the in-memory
 result bit for bit, for any input chunking.
 
+- One graph layer per call: an output chunk's task reads the input blocks its region overlaps
+  (a view of the block when the region lies in one, no copy), and each small piece of a
+  neighbouring block (a halo of at most half a block) through a task that copies just that
+  piece out, so that a task holds, and a dask.distributed worker moves, its own block and
+  thin halos, not its neighbours' blocks.
 - Output chunks follow the input's chunks mapped through the operator (``o * stride`` for
   windows, ``o * scale`` for resampling, shifted by the padding), so no output is computed twice.
 - Windowed operators (convolution, Lp pooling): an output chunk ``[o0, o1)`` reads the padded
@@ -15,22 +20,33 @@ result bit for bit, for any input chunking.
   group reads all its input channels). Transposed convolution is chunked along N and groups
   only: its kernel adds each sum's terms in an order set by how it cuts the flattened input
   into blocks, so a spatial chunk would give other bits.
-- Padding: an output chunk reads the set of input indices its outputs map to. Constant and edge
-  modes read one contiguous range and pad it locally; reflection, symmetric and wrap may fold
-  far from the border, so a chunk gathers just the runs of indices it reads and moves them.
-- Resampling runs one axis after the other, in the order the in-memory kernel runs its passes
-  (every pass rounds to the arithmetic type: float32, or float64; float16 runs in float32 and
-  is rounded once at the end, as in memory). Along an axis, an output chunk reads the input
-  range its taps touch, with pixel offsets shifted by the chunk's first output and input
-  indices. Shifted offsets can change the float64 rounding of the source coordinate, so the
-  taps of every chunk are recomputed at graph-build time exactly as the kernel computes them
-  and compared with the whole axis's; a chunk whose shifted taps differ reads the input from
-  index 0 instead (the same coordinates), or at worst the whole axis.
+- Padding: the first and last chunk along an axis take in the padding next to them (when it is
+  at most half a chunk), and pad their own input range locally when its padding folds within
+  that range as the whole axis's does (constant, edge, and reflection, symmetric or wrap near
+  the border); a chunk further out in a reflection, symmetric or wrap padding gathers just
+  the runs of indices it reads.
+- Resampling: a chunk resamples every axis of its region in one call. With linear
+  interpolation each pass rounds to the arithmetic type (float32, or float64; float16 runs in
+  float32 and is rounded once at the end, as in memory), so the passes must run in the order
+  the in-memory kernel runs them on the whole array; the kernel picks its order from the
+  call's sizes, which is replayed here for each chunk, and a chunk for which it would pick
+  another order runs one call per axis in the whole array's order instead. Along an axis, a
+  chunk reads the input range its taps touch, with pixel offsets shifted by the chunk's first
+  output and input indices. Shifted offsets can change the float64 rounding of the source
+  coordinate, so the taps of every chunk are recomputed at graph-build time exactly as the
+  kernel computes them and compared with the whole axis's; a chunk whose shifted taps differ
+  reads the input from index 0 instead (the same coordinates), or at worst the whole axis.
 
 Threads: inside a task, dmlops runs on ``max(1, cpus // slots)`` threads, where ``slots`` is
 the number of tasks that run at once beside it: a dask.distributed worker's ``nthreads``, the
 local schedulers' ``num_workers`` (default: one per CPU); the synchronous scheduler runs one
 task at a time and gives it every CPU.
+
+Cost: the tasks do the in-memory call's work on their chunks; what a chunked path adds is
+Dask's own (graph, scheduling: about a millisecond per few tasks) and, to hand back one numpy
+array, a copy of the output (``.compute()`` concatenates the chunks into a new array;
+``da.store`` copies each into its target). For a memory-bound operator that copy costs about
+as much as the operator (see ``python -m dmlops.bench.dask``).
 
 ``unfold`` and ``fold`` are not provided: unfold's output puts every window's taps on the
 channel axis (``C * prod(window)`` channels), which no spatial chunking shrinks, and fold sums
@@ -39,6 +55,7 @@ overlapping windows across chunk borders, which breaks the in-memory summation o
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import multiprocessing
@@ -50,7 +67,6 @@ from typing import Any, Callable, Optional, Sequence
 import dask
 import dask.array as da
 import numpy as np
-from dask.array.core import concatenate3
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
@@ -81,7 +97,7 @@ def _as_dask(x: Any, what: str) -> da.Array:
     if isinstance(x, da.Array):
         return x
     if isinstance(x, np.ndarray):
-        return da.from_array(x, chunks=x.shape or ())
+        return da.from_array(x, chunks="auto" if x.ndim else ())  # Dask's array.chunk-size
     raise TypeError(f"{what} must be a dask.array.Array or a numpy.ndarray, not {type(x).__name__}")
 
 
@@ -98,29 +114,41 @@ def _meta(x: da.Array) -> np.ndarray:
     return np.zeros((1,) * x.ndim, x.dtype)
 
 
-def _bounds(chunks: Sequence[int]) -> np.ndarray:
-    return np.concatenate(([0], np.cumsum(chunks, dtype=np.int64)))
+def _bounds(chunks: Sequence[int]) -> list[int]:
+    return list(itertools.accumulate(chunks, initial=0))
 
 
-def _read(name: str, bounds: list, ranges: Ranges) -> Any:
-    """The task that assembles input rows ``ranges`` (per axis, runs of indices) from blocks."""
-    pieces = []
+def _pieces(name: str, bounds: list, ranges: Ranges) -> tuple[tuple, tuple, list]:
+    """Where the input region ``ranges`` (per axis, runs of indices) comes from: its shape, per
+    piece (source slices in its block, destination slices in the region) and the blocks' keys.
+    A region inside one block is a view of it (destination None)."""
+    per_axis = []
     for b, runs in zip(bounds, ranges):
-        axis = []
+        axis, at = [], 0
         for lo, hi in runs:
-            first = int(np.searchsorted(b, lo, side="right")) - 1
-            last = int(np.searchsorted(b, hi, side="left"))
-            for block in range(first, last):
-                a, z = max(lo, int(b[block])), min(hi, int(b[block + 1]))
-                axis.append((block, slice(a - int(b[block]), z - int(b[block]))))
-        pieces.append(axis)
+            for block in range(bisect.bisect_right(b, lo) - 1, bisect.bisect_left(b, hi)):
+                a, z = max(lo, b[block]), min(hi, b[block + 1])
+                axis.append((block, slice(a - b[block], z - b[block]), slice(at, at + z - a)))
+                at += z - a
+        per_axis.append((axis, at))
+    shape = tuple(at for _, at in per_axis)
+    keys, places = [], []
+    for combo in itertools.product(*(axis for axis, _ in per_axis)):
+        keys.append((name,) + tuple(block for block, _, _ in combo))
+        places.append((tuple(s for _, s, _ in combo), tuple(d for _, _, d in combo)))
+    if len(places) == 1:
+        places = [(places[0][0], None)]
+    return shape, tuple(places), keys
 
-    def nest(axis: int, key: tuple, index: tuple) -> Any:
-        if axis == len(pieces):
-            return (np.ndarray.__getitem__, (name,) + key, index)
-        return [nest(axis + 1, key + (blk,), index + (s,)) for blk, s in pieces[axis]]
 
-    return (concatenate3, nest(0, (), ()))
+def _region(shape: tuple, places: tuple, blocks: Sequence[np.ndarray]) -> np.ndarray:
+    """A task's input region: a view of its one block, or its pieces copied into one array."""
+    if places[0][1] is None:
+        return blocks[0][places[0][0]]
+    region = np.empty(shape, blocks[0].dtype)
+    for (source, destination), block in zip(places, blocks):
+        region[destination] = block[source]
+    return region
 
 
 def _task_threads() -> int:
@@ -143,19 +171,48 @@ def _run(fn: Callable, region: np.ndarray, operands: tuple, kwargs: dict) -> np.
         return fn(region, *operands, **kwargs)
 
 
+def _task(fn: Callable, kwargs: dict, layout: tuple, *inputs: Any) -> np.ndarray:
+    """A task of the graph: ``inputs`` are the blocks ``layout = (shape, places)`` assembles
+    into the region, then the operands."""
+    shape, places = layout
+    return _run(fn, _region(shape, places, inputs[:len(places)]), inputs[len(places):], kwargs)
+
+
+def _halo(block: np.ndarray, source: tuple) -> np.ndarray:
+    """A small piece of a block, copied: a task reading it then needs only the piece (what a
+    dask.distributed worker moves and holds), not the whole neighbouring block."""
+    return block[source].copy()
+
+
 def _graph(op: str, x: da.Array, chunks: tuple, dtype: Any, plan: Callable, key: Any,
            operands: Sequence[Any] = ()) -> da.Array:
     """A lazy array of ``chunks`` whose block ``index`` is ``fn(region, *operands, **kwargs)``,
     where ``plan(index)`` gives ``(ranges, fn, kwargs)`` and region is x's rows ``ranges``;
-    ``key`` holds every argument the plan depends on (it names the graph's layer)."""
+    ``key`` holds every argument the plan depends on (it names the graph's layer). One task
+    per output chunk: it reads the blocks its region overlaps directly, except the pieces of
+    at most half a block (a halo), which a task of their own copies out first."""
     deps = [x] + [o for o in operands if o is not None]
     name = f"dmlops-{op}-{tokenize(x, chunks, dtype, *[o.name for o in deps[1:]], key)}"
     bounds = [_bounds(c) for c in x.chunks]
-    keys = tuple(None if o is None else (o.name,) + (0,) * o.ndim for o in operands)
-    layer = {}
+    keys = [None if o is None else (o.name,) + (0,) * o.ndim for o in operands]
+    whole = (slice(None),) * x.ndim
+    layer: dict = {}
+    halos: dict = {}
     for index in itertools.product(*(range(len(c)) for c in chunks)):
         ranges, fn, kwargs = plan(index)
-        layer[(name,) + index] = (_run, fn, _read(x.name, bounds, ranges), (tuple, list(keys)), kwargs)
+        shape, places, blocks = _pieces(x.name, bounds, ranges)
+        if len(places) > 1:
+            places, blocks = list(places), list(blocks)
+            for i, ((source, destination), block) in enumerate(zip(places, blocks)):
+                size = math.prod(s.stop - s.start for s in source)
+                if 2 * size <= math.prod(x.chunks[a][b] for a, b in enumerate(block[1:])):
+                    at = (block, tuple((s.start, s.stop) for s in source))
+                    if at not in halos:
+                        halos[at] = (f"{name}-halo", len(halos))
+                        layer[halos[at]] = (_halo, block, source)
+                    places[i], blocks[i] = (whole, destination), halos[at]
+            places = tuple(places)
+        layer[(name,) + index] = (_task, fn, kwargs, (shape, places), *blocks, *keys)
     graph = HighLevelGraph.from_collections(name, layer, dependencies=deps)
     return da.Array(graph, name, chunks, meta=np.empty((0,) * len(chunks), dtype))
 
@@ -164,7 +221,8 @@ _SECTIONS = """
     Parameters
     ----------
     x : dask.array.Array or numpy.ndarray
-        The input, any chunking (a numpy array becomes one chunk).{extra}
+        The input, any chunking (a numpy array is chunked as ``da.from_array`` does by default:
+        ``chunks="auto"``, chunks of Dask's ``array.chunk-size``, 128 MiB unless configured).{extra}
     *args, **kwargs
         As for :func:`dmlops.{name}`, without ``out``.
 
@@ -418,16 +476,61 @@ def _pad_chunk(region: np.ndarray, *, takes: tuple, crops: tuple, **kwargs: Any)
     return _pad(region, **kwargs)[crops]
 
 
+def _pad_chunks(chunks: Sequence[int], start: int, end: int) -> tuple[int, ...]:
+    """An axis's output chunks: x's, the first and last grown by the paddings when these are at
+    most half x's largest chunk (no sliver of padding as a task of its own), else the paddings
+    cut into chunks no larger than x's largest."""
+    limit = max(chunks)
+    middle, head, tail = list(chunks), (), ()
+    if start <= limit // 2:
+        middle[0] += start
+    else:
+        head = _split([], start, limit)
+    if end <= limit // 2:
+        middle[-1] += end
+    else:
+        tail = _split([], end, limit)
+    return tuple(c for c in head + tuple(middle) + tail if c)
+
+
+def _pad_axis(mode: str, n: int, p: int, o0: int, o1: int) -> tuple:
+    """How outputs [o0, o1) of an axis (input size n, start padding p) are made: the runs of
+    input indices they read, the gather index into those (or None), the local start and end
+    padding, and the slice of the local result that is the chunk."""
+    length = o1 - o0
+    lo, hi = min(max(o0 - p, 0), n), min(max(o1 - p, 0), n)
+    before, after = min(max(p - o0, 0), length), min(max(o1 - p - n, 0), length)  # around [lo, hi)
+    if mode in ("constant", "edge"):
+        if hi > lo:
+            return [(lo, hi)], None, before, after, slice(None)
+        if before:  # only start padding: pad the first element, crop it off
+            return [(0, 1)], None, length, 0, slice(0, length)
+        return [(n - 1, n)], None, 0, length, slice(1, length + 1)  # the same with the last one
+    src = _sources(mode, n, np.arange(o0 - p, o1 - p, dtype=np.int64))
+    # The chunk's padding folds within [lo, hi) as the whole axis's does: pad that range locally.
+    if hi > lo and np.array_equal(_sources(mode, hi - lo, np.arange(-before, hi - lo + after, dtype=np.int64)) + lo,
+                                  src):
+        return [(lo, hi)], None, before, after, slice(None)
+    if src[-1] - src[0] == length - 1 and np.all(np.diff(src) == 1):
+        return [(int(src[0]), int(src[-1]) + 1)], None, 0, 0, slice(None)
+    needed = np.unique(src)  # else gather just the indices it reads
+    breaks = np.flatnonzero(np.diff(needed) != 1) + 1
+    return ([(int(r[0]), int(r[-1]) + 1) for r in np.split(needed, breaks)], np.searchsorted(needed, src), 0, 0,
+            slice(None))
+
+
 @_documented("pad")
 def pad(x: Any, start_padding: Sequence[int], end_padding: Sequence[int], mode: str = "constant",
         value: Any = 0) -> da.Array:
     """:func:`dmlops.pad` on a Dask array: the same arguments (no ``out``), the same errors
     raised here, the in-memory result bit for bit (any mode, paddings larger than the input).
 
-    Output chunks: x's chunks shifted by the start padding; each padded region is cut into
-    chunks no larger than x's largest. Constant and edge chunks read one input range and pad it;
-    reflection, symmetric and wrap chunks gather exactly the input indices they read (a chunk
-    far out in a large reflection reads at most its own size per axis, never the whole axis).
+    Output chunks: x's chunks, the first and last along each axis grown by the padding when it
+    is at most half x's largest chunk; a longer padding is cut into chunks no larger than x's
+    largest. A chunk whose padding folds within its own input range (constant, edge, and
+    reflection, symmetric or wrap near the border) reads that range and pads it; a chunk
+    further out in a reflection, symmetric or wrap padding gathers exactly the input indices
+    it reads (at most its own size per axis, never the whole axis).
 
 
     Examples
@@ -446,46 +549,18 @@ def pad(x: Any, start_padding: Sequence[int], end_padding: Sequence[int], mode: 
     end = per_axis(end_padding, x.ndim, f"{op}: end_padding")
     value = number(value, f"{op}: padding_value")
     check_bool_value(meta, value, f"{op}: padding_value")
-    out_sizes, _ = _core.padding_infer(op, (array_dtype_name(meta, f"{op}: input dtype"), x.shape, None), None,
-                                       mode, start, end, value, True)
-    chunks = tuple(_split([b + s for b in _bounds(c)], m, max(c)) for c, s, m in zip(x.chunks, start, out_sizes))
-    spans = [_offsets(c) for c in chunks]
-    folded = mode not in ("constant", "edge")
+    _core.padding_infer(op, (array_dtype_name(meta, f"{op}: input dtype"), x.shape, None), None, mode, start, end,
+                        value, True)
+    chunks = tuple(_pad_chunks(c, s, e) for c, s, e in zip(x.chunks, start, end))
+    # per axis, per output chunk: (runs, gather index, start padding, end padding, crop)
+    axes = [[_pad_axis(mode, n, p, o0, o1) for o0, o1 in _offsets(c)] for n, p, c in zip(x.shape, start, chunks)]
 
     def plan(index: tuple) -> tuple:
-        ranges: Ranges = []
-        takes, crops, s, e = [], [], [], []
-        for a, (n, p) in enumerate(zip(x.shape, start)):
-            o0, o1 = spans[a][index[a]]
-            length = o1 - o0
-            if folded:
-                src = _sources(mode, n, np.arange(o0 - p, o1 - p, dtype=np.int64))
-                if src[-1] - src[0] == length - 1 and np.all(np.diff(src) == 1):
-                    ranges.append([(int(src[0]), int(src[-1]) + 1)])
-                else:
-                    needed = np.unique(src)
-                    breaks = np.flatnonzero(np.diff(needed) != 1) + 1
-                    runs = [(int(r[0]), int(r[-1]) + 1) for r in np.split(needed, breaks)]
-                    ranges.append(runs)
-                    takes.append((a, np.searchsorted(needed, src)))
-                s.append(0)
-                e.append(0)
-                crops.append(slice(None))
-                continue
-            lo, hi = min(max(o0 - p, 0), n), min(max(o1 - p, 0), n)
-            before, after, crop = min(max(p - o0, 0), length), 0, slice(None)
-            if hi == lo and before:  # only start padding: pad the first element, crop it off
-                lo, hi, crop = 0, 1, slice(0, length)
-            elif hi == lo:  # only end padding: the same with the last element
-                lo, hi, after, crop = n - 1, n, length, slice(1, length + 1)
-            else:
-                after = length - before - (hi - lo)
-            ranges.append([(lo, hi)])
-            s.append(before)
-            e.append(after)
-            crops.append(crop)
-        return ranges, _pad_chunk, dict(takes=tuple(takes), crops=tuple(crops), start_padding=tuple(s),
-                                        end_padding=tuple(e), mode=mode, value=value)
+        ways = [axes[a][i] for a, i in enumerate(index)]
+        takes = tuple((a, w[1]) for a, w in enumerate(ways) if w[1] is not None)
+        return [w[0] for w in ways], _pad_chunk, dict(
+            takes=takes, crops=tuple(w[4] for w in ways), start_padding=tuple(w[2] for w in ways),
+            end_padding=tuple(w[3] for w in ways), mode=mode, value=value)
 
     return _graph("pad", x, chunks, x.dtype, plan, (start, end, mode, value))
 
@@ -564,25 +639,32 @@ class _Axis:
                 return start, hi, io, oo, o1 - o0, slice(None)
         return 0, self.n, self.io, self.oo, o1, slice(o0, o1)
 
+    def chunk(self, o0: int, o1: int) -> tuple:
+        """:meth:`local`, and what the kernel's pass order sees of that call along this axis: its
+        tap count, and whether the call is the identity here (the kernel then skips the axis)."""
+        lo, hi, io, oo, size, crop = self.local(o0, o1)
+        taps = self.taps[o0 if crop == slice(None) else 0:][:size]
+        identity = hi - lo == size and all(f - lo == k and len(w) <= 1 for k, (f, w) in enumerate(taps))
+        return lo, hi, io, oo, size, crop, sum(max(1, len(w)) for _, w in taps), identity
 
-def _resample_chunk(region: np.ndarray, *, axis: int, scale: float, offsets: tuple[float, float], size: int,
-                    crop: slice, cast: tuple, **kwargs: Any) -> np.ndarray:
-    rank = region.ndim
+
+def _resample_chunk(region: np.ndarray, *, calls: tuple, crops: tuple, cast: tuple, **kwargs: Any) -> np.ndarray:
+    """One output chunk: ``calls`` (scales, offsets, sizes) run on the region one after the
+    other (one call for all axes, or one per axis), then the chunk is cropped out."""
     if cast[0] is not None:
         region = region.astype(cast[0])
-    scales, io, oo = [1.0] * rank, [0.5] * rank, [-0.5] * rank  # the identity on the other axes
-    scales[axis], (io[axis], oo[axis]) = scale, offsets
-    sizes = list(region.shape)
-    sizes[axis] = size
-    y = _resample(region, scales, input_pixel_offsets=io, output_pixel_offsets=oo, output_sizes=sizes, **kwargs)
-    y = y[(slice(None),) * axis + (crop,)]
-    return y if cast[1] is None else y.astype(cast[1])
+    for scales, io, oo, sizes in calls:
+        region = _resample(region, scales, input_pixel_offsets=io, output_pixel_offsets=oo, output_sizes=sizes,
+                           **kwargs)
+    region = region[crops]
+    return region if cast[1] is None else region.astype(cast[1])
 
 
-def _pass_order(shape: Sequence[int], out: Sequence[int], axes: dict) -> list[int]:
-    """The order dmlops' separable filter runs its passes in (filter.cpp's pass_order)."""
-    filtered = sorted(axes)
-    taps = {a: float(axes[a].tap_count()) / float(out[a]) for a in filtered}
+def _pass_order(shape: Sequence[int], out: Sequence[int], taps: dict) -> list[int]:
+    """The order dmlops' separable filter runs its passes in (filter.cpp's pass_order), given
+    the tap count of each filtered axis."""
+    filtered = sorted(taps)
+    per_output = {a: float(taps[a]) / float(out[a]) for a in filtered}
     last = len(shape) - 1
 
     def cost(order: Sequence[int]) -> float:
@@ -593,7 +675,7 @@ def _pass_order(shape: Sequence[int], out: Sequence[int], axes: dict) -> list[in
             elements = 1.0
             for n in sizes:
                 elements *= n
-            total += elements * taps[a] * (3.0 if a == last else 1.0)
+            total += elements * per_output[a] * (3.0 if a == last else 1.0)
         return total
 
     if len(filtered) > 5:
@@ -608,33 +690,58 @@ def _pass_order(shape: Sequence[int], out: Sequence[int], axes: dict) -> list[in
 
 def _resample_graph(x: da.Array, out_sizes: Sequence[int], scales: Sequence[float], io: Sequence[float],
                     oo: Sequence[float], mode: str, rounding: Optional[str], antialiased: bool) -> da.Array:
+    """One task per output chunk, resampling every axis of its region. With linear
+    interpolation each pass rounds to the arithmetic type, so the passes must run in the whole
+    array's order: one call when the kernel picks that order for the chunk too (it picks by
+    the call's sizes), else one call per axis in that order (float16 then runs its passes in
+    float32 and is rounded once, at the end, as in memory). Nearest neighbour only gathers,
+    in any order the same bits: always one call."""
     axes = {a: _Axis(n, m, s, i, o, mode, rounding, antialiased)
             for a, (n, m, s, i, o) in enumerate(zip(x.shape, out_sizes, scales, io, oo))}
     axes = {a: ax for a, ax in axes.items() if not ax.identity()}
     if not axes:
         return x.map_blocks(np.copy)
-    order = _pass_order(x.shape, out_sizes, axes)
-    # float16 runs its passes in float32 and is rounded once, at the end (as in memory)
-    final = x.dtype
-    work = np.dtype(np.float32) if mode == "linear" and final == np.float16 else None
-    for step, a in enumerate(order):
-        ax = axes[a]
-        cast = (work if step == 0 else None, final if work is not None and step == len(order) - 1 else None)
-        chunks = x.chunks[:a] + (ax.chunks(x.chunks[a]),) + x.chunks[a + 1:]
-        spans = [_offsets(c) for c in chunks]
-        dtype = final if work is None or cast[1] is not None else work
+    order = _pass_order(x.shape, out_sizes, {a: ax.tap_count() for a, ax in axes.items()})
+    chunks = tuple(axes[a].chunks(c) if a in axes else c for a, c in enumerate(x.chunks))
+    spans = [_offsets(c) for c in chunks]
+    local = {a: [ax.chunk(o0, o1) for o0, o1 in spans[a]] for a, ax in axes.items()}
+    work = np.dtype(np.float32) if mode == "linear" and x.dtype == np.float16 else None
+    orders: dict = {}
 
-        def plan(index: tuple, a: int = a, ax: _Axis = ax, cast: tuple = cast, spans: list = spans) -> tuple:
-            lo, hi, i_off, o_off, size, crop = ax.local(*spans[a][index[a]])
-            ranges: Ranges = [[spans[d][index[d]]] for d in range(x.ndim)]
-            ranges[a] = [(lo, hi)]
-            return ranges, _resample_chunk, dict(axis=a, scale=ax.scale, offsets=(i_off, o_off), size=size,
-                                                 crop=crop, cast=cast, interpolation_mode=mode,
-                                                 rounding_direction=rounding, antialiased=antialiased)
+    def plan(index: tuple) -> tuple:
+        ranges, shape, out, crops, taps = [], [], [], [], {}
+        scales_, io_, oo_ = [1.0] * x.ndim, [0.5] * x.ndim, [-0.5] * x.ndim  # the identity
+        for a, i in enumerate(index):
+            if a in axes:
+                lo, hi, io_[a], oo_[a], size, crop, count, identity = local[a][i]
+                scales_[a] = axes[a].scale
+                if not identity:
+                    taps[a] = count
+            else:
+                (lo, hi), size, crop = spans[a][i], spans[a][i][1] - spans[a][i][0], slice(None)
+            ranges.append([(lo, hi)])
+            shape.append(hi - lo)
+            out.append(size)
+            crops.append(crop)
+        key = (tuple(shape), tuple(out), tuple(taps.items()))
+        if key not in orders:
+            orders[key] = _pass_order(shape, out, taps) == [a for a in order if a in taps]
+        if mode == "nearest_neighbor" or orders[key]:
+            calls, cast = ((scales_, io_, oo_, out),), (None, None)
+        else:
+            calls, sizes = [], list(shape)
+            for a in order:
+                one = [1.0] * x.ndim, [0.5] * x.ndim, [-0.5] * x.ndim
+                one[0][a], one[1][a], one[2][a] = scales_[a], io_[a], oo_[a]
+                sizes[a] = out[a]
+                calls.append(one + (list(sizes),))
+            cast = (work, None if work is None else x.dtype)
+        return ranges, _resample_chunk, dict(calls=tuple(calls), crops=tuple(crops), cast=cast,
+                                             interpolation_mode=mode, rounding_direction=rounding,
+                                             antialiased=antialiased)
 
-        key = (a, ax.n, ax.out, ax.scale, ax.io, ax.oo, mode, rounding, antialiased, cast)
-        x = _graph("resample", x, chunks, dtype, plan, key)
-    return x
+    key = (tuple(out_sizes), tuple(scales), tuple(io), tuple(oo), mode, rounding, antialiased)
+    return _graph("resample", x, chunks, x.dtype, plan, key)
 
 
 @_documented("resample")
@@ -645,9 +752,9 @@ def resample(x: Any, scales: Sequence[float], interpolation_mode: str = "nearest
     """:func:`dmlops.resample` on a Dask array: the same arguments (no ``out``), the same errors
     raised here, the in-memory result bit for bit.
 
-    Output chunks: along each resampled axis, x's chunk starts times the scale. The axes run one
-    after the other, in the in-memory kernel's pass order (see the module docstring), so a
-    chunk of each pass reads only the input rows its taps touch along that axis.
+    Output chunks: along each resampled axis, x's chunk starts times the scale. A chunk reads
+    the input range its taps touch along every axis and resamples all of them in one call, its
+    passes in the in-memory kernel's order (see the module docstring).
 
 
     Examples

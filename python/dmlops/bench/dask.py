@@ -1,16 +1,41 @@
-"""The Dask path's cost: ``python -m dmlops.bench.dask [--smoke] [--chunk N] [--json out.json]``.
+"""The Dask path's cost: ``python -m dmlops.bench.dask [--smoke] [--size S] [--chunk N] [--no-zarr] [--json out.json]``.
 
-For each case (an array that fits in memory) it checks that ``dmlops.dask`` gives the in-memory
-result bit for bit, then times both (the schedule of dmlops.bench: warm-up, median of repeated
-calls) and measures the peak memory Python allocates during each (tracemalloc sees every numpy
-array, dmlops' outputs included). The Dask result is stored into a preallocated array
-(``da.store``), so its peak counts what the chunks in flight hold, not the result.
+Each case is a float32 volume (N=1, C=4, D=H=W=S; S=256 by default: 256 MiB) in chunks of 4
+channels and N^3 voxels (N=128 by default: 32 MiB a chunk, 8 chunks; an upsampled output chunk
+is 128 MiB). Dask's guidance is chunks of about 100 MB (its ``array.chunk-size`` setting,
+printed in the header, is what ``chunks="auto"`` aims at) and tasks of 100 ms or more; the
+memory-bound operators spend only a few milliseconds on a chunk of that size.
 
-Columns: ``in-memory ms``, ``dask ms``, ``overhead`` (dask / in-memory; the target is <= 1.3x on
-2 cores with chunks of a few MB), ``peak in-memory`` and ``peak dask`` (MiB), and ``peak /
-chunk``: the Dask peak over the largest output chunk's bytes. It is bounded by the tasks in
-flight (the threaded scheduler runs one per CPU), each holding its output chunk, its input
-region and the kernel's own arrays, whatever the array's size; the in-memory peak grows with it.
+The Dask input holds the chunks in memory as contiguous arrays, as they come from a chunked
+store: not ``da.from_array(x)``, whose blocks are strided views of x, which the kernels read
+more slowly than a contiguous chunk (on the development machine an Lp pooling chunk took 13 ms
+against 4 ms, a padding chunk 20 ms against 12 ms).
+
+The benchmark first checks that ``dmlops.dask`` gives the in-memory result bit for bit, then
+times, interleaved (the schedule of dmlops.bench: warm-up, rounds, median):
+
+- ``in-memory``: ``dmlops.<op>(x)``, the call as a user makes it (a new output array);
+- ``compute``: building the graph from a chunked ``dask.array`` of x and ``.compute()`` on the
+  threaded scheduler (one worker per CPU): the tasks, then Dask concatenating the chunks into
+  one new array;
+- ``store``: building the graph and ``da.store`` into a preallocated numpy array: each chunk is
+  copied into it as it is done;
+- the floors: ``copy`` (a new copy of the output, what ``.compute()``'s concatenation costs at
+  least) and ``copyto`` (a copy into the preallocated target, what ``da.store`` costs at least).
+
+``compute x`` and ``store x`` are those times over the in-memory call's; ``floor x`` beside each
+is (in-memory + copy) / in-memory and (in-memory + copyto) / in-memory: the ratio a Dask path
+would have if everything but that one copy of the output were free. For a memory-bound
+operator that copy takes about as long as the operator itself, so no chunked path that hands
+back one numpy array can reach 1.3x; a compute-bound one (the convolution) hides it.
+
+With zarr installed (and without ``--no-zarr``) it also times writing the result into an
+uncompressed in-memory zarr array with the output's chunks: ``da.store`` of the Dask graph
+against the in-memory call followed by writing its result into the same zarr array.
+
+Peak memory (tracemalloc, which sees every numpy array, dmlops' outputs included) is given per
+column in MiB, and for ``store`` also over the largest output chunk: it is bounded by the
+tasks in flight, whatever the array's size, while the in-memory call holds the whole output.
 
 Requires the dask extra (``pip install "dmlops[dask]"``).
 """
@@ -21,7 +46,7 @@ import json
 import sys
 import tracemalloc
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import dask
 import dask.array as da
@@ -30,38 +55,34 @@ import numpy as np
 import dmlops
 import dmlops.dask as dd
 
-from ._harness import make_input, median_ms, time_calls, usable_cpus
+from ._harness import (cpu_model, load_average, load_gauge_start, make_input, median_ms, other_load, time_calls,
+                       usable_cpus)
 
 
 @dataclass
 class Case:
     name: str
-    shape: tuple
-    chunks: tuple
     memory: Callable[[np.ndarray], np.ndarray]
     lazy: Callable[[Any], Any]
 
 
-def cases(smoke: bool, chunk: int) -> list:
-    """Cases of a 3-D volume (N=1, C=4, D=H=W=s), chunked in cubes of ``chunk`` along D, H, W."""
-    s = 24 if smoke else 128
-    c = max(4, chunk // 8) if smoke else chunk
-    shape, chunks = (1, 4, s, s, s), (1, 4, c, c, c)
+def cases() -> list:
     w = make_input((4, 4, 3, 3, 3), "float32", seed=1) * np.float32(0.1)
     b = make_input((1, 4, 1, 1, 1), "float32", seed=2)
     conv = dict(start_padding=(1, 1, 1), end_padding=(1, 1, 1), fused_activation="relu")
     pool = dict(strides=(2, 2, 2), p=2)
+    pads = (0, 0, 3, 3, 3)
+    half = (1, 1, 0.5, 0.5, 0.5)  # a trilinear downsampling (x2 on D, H, W would hold 2 GiB outputs)
     return [
-        Case("pad 3x3x3 reflection", shape, chunks, lambda x: dmlops.pad(x, (0, 0, 3, 3, 3), (0, 0, 3, 3, 3),
-                                                                           "reflection"),
-             lambda x: dd.pad(x, (0, 0, 3, 3, 3), (0, 0, 3, 3, 3), "reflection")),
-        Case("convolution 3x3x3 4->4 bias relu", shape, chunks, lambda x: dmlops.convolution(x, w, b, **conv),
+        Case("pad 3 reflection", lambda x: dmlops.pad(x, pads, pads, "reflection"),
+             lambda x: dd.pad(x, pads, pads, "reflection")),
+        Case("convolution 3x3x3 4->4 bias relu", lambda x: dmlops.convolution(x, w, b, **conv),
              lambda x: dd.convolution(x, w, b, **conv)),
-        Case("upsample_2d x2 linear", shape, chunks, lambda x: dmlops.upsample_2d(x, 2, "linear"),
+        Case("upsample_2d x2 linear", lambda x: dmlops.upsample_2d(x, 2, "linear"),
              lambda x: dd.upsample_2d(x, 2, "linear")),
-        Case("resample x2 linear (D, H, W)", shape, chunks, lambda x: dmlops.resample(x, (1, 1, 2, 2, 2), "linear"),
-             lambda x: dd.resample(x, (1, 1, 2, 2, 2), "linear")),
-        Case("lp_pooling 2x2x2 s2 p2", shape, chunks, lambda x: dmlops.lp_pooling(x, (2, 2, 2), **pool),
+        Case("resample x0.5 linear antialiased", lambda x: dmlops.resample(x, half, "linear", antialiased=True),
+             lambda x: dd.resample(x, half, "linear", antialiased=True)),
+        Case("lp_pooling 2x2x2 s2 p2", lambda x: dmlops.lp_pooling(x, (2, 2, 2), **pool),
              lambda x: dd.lp_pooling(x, (2, 2, 2), **pool)),
     ]
 
@@ -75,49 +96,95 @@ def peak_mib(fn: Callable[[], Any]) -> float:
         tracemalloc.stop()
 
 
-def run_case(case: Case, quick: bool) -> dict:
-    x = make_input(case.shape, "float32")
+def zarr_target(shape: tuple, chunks: tuple, dtype: Any) -> Optional[Any]:
+    """An uncompressed zarr array in memory, or None without zarr."""
+    try:
+        import zarr
+    except ImportError:
+        return None
+    if hasattr(zarr, "create_array"):  # zarr 3
+        return zarr.create_array(store=zarr.storage.MemoryStore(), shape=shape, chunks=chunks, dtype=dtype,
+                                 compressors=None)
+    return zarr.zeros(shape, chunks=chunks, dtype=dtype, compressor=None)  # zarr 2
+
+
+def run_case(case: Case, shape: tuple, chunks: tuple, quick: bool, with_zarr: bool) -> dict:
+    x = make_input(shape, "float32")
+    # contiguous chunks in memory (see the module docstring)
+    xd = da.from_array(x, chunks=chunks).map_blocks(np.ascontiguousarray).persist(scheduler="threads")
     expected = case.memory(x)
-    lazy = case.lazy(da.from_array(x, chunks=case.chunks))
-    target = np.empty(lazy.shape, lazy.dtype)
+    lazy = case.lazy(xd)
+    exact = bool(np.array_equal(lazy.compute(scheduler="threads").view(np.uint8), expected.view(np.uint8)))
+    target = np.zeros(lazy.shape, lazy.dtype)
+    calls = {
+        "in-memory": lambda: case.memory(x),
+        "compute": lambda: case.lazy(xd).compute(scheduler="threads"),
+        "store": lambda: da.store(case.lazy(xd), target, lock=False, scheduler="threads"),
+        "copy": lambda: expected.copy(),
+        "copyto": lambda: np.copyto(target, expected),
+    }
+    z = zarr_target(lazy.shape, tuple(max(c) for c in lazy.chunks), lazy.dtype) if with_zarr else None
+    if z is not None:
+        def zarr_memory() -> None:
+            z[...] = case.memory(x)
 
-    def via_dask() -> None:
-        da.store(lazy, target, lock=False, scheduler="threads")
-
-    via_dask()
-    exact = bool(np.array_equal(target.view(np.uint8), expected.view(np.uint8)))
-    ms = median_ms(time_calls({"memory": lambda: case.memory(x), "dask": via_dask}, warmup=2,
-                              repeat=5 if quick else 20, time_budget=0.5 if quick else 3.0))
+        calls["zarr in-memory"] = zarr_memory
+        calls["zarr store"] = lambda: da.store(case.lazy(xd), z, lock=False, scheduler="threads")
+    ms = median_ms(time_calls(calls, warmup=1, repeat=5 if quick else 15, time_budget=0.5 if quick else 4.0))
+    peaks = {name: peak_mib(calls[name]) for name in ("in-memory", "compute", "store")}
     chunk = max(int(np.prod([max(c) for c in lazy.chunks])) * lazy.dtype.itemsize, 1)
-    peak_memory, peak_dask = peak_mib(lambda: case.memory(x)), peak_mib(via_dask)
-    return dict(case=case.name, shape=case.shape, chunks=case.chunks, exact=exact, ms=ms,
-                overhead=ms["dask"] / ms["memory"], peak_mib={"memory": peak_memory, "dask": peak_dask},
-                output_mib=expected.nbytes / 2**20, largest_output_chunk_mib=chunk / 2**20,
-                peak_per_chunk=peak_dask * 2**20 / chunk)
+    base = ms["in-memory"]
+    row = dict(case=case.name, shape=shape, chunks=chunks, tasks=lazy.npartitions, exact=exact, ms=ms,
+               compute_x=ms["compute"] / base, store_x=ms["store"] / base,
+               compute_floor_x=(base + ms["copy"]) / base, store_floor_x=(base + ms["copyto"]) / base,
+               peak_mib=peaks, output_mib=expected.nbytes / 2**20, largest_output_chunk_mib=chunk / 2**20,
+               store_peak_per_chunk=peaks["store"] * 2**20 / chunk)
+    if z is not None:
+        row["zarr_x"] = ms["zarr store"] / ms["zarr in-memory"]
+    return row
 
 
 def main(argv: Any = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dmlops.bench.dask", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="tiny volumes (the test suite's run)")
-    parser.add_argument("--chunk", type=int, default=64, help="chunk edge along D, H and W (default 64)")
+    parser.add_argument("--smoke", action="store_true", help="a tiny volume, few repeats (the test suite's run)")
+    parser.add_argument("--size", type=int, default=256, help="D = H = W of the volume (default 256)")
+    parser.add_argument("--chunk", type=int, default=128, help="chunk edge along D, H and W (default 128)")
+    parser.add_argument("--no-zarr", action="store_true", help="leave out the zarr columns")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
+    size, chunk = (24, 12) if args.smoke else (args.size, args.chunk)
+    shape, chunks = (1, 4, size, size, size), (1, 4, chunk, chunk, chunk)
     workers = usable_cpus()
-    rows = []
+    gauge, load_start = load_gauge_start(), load_average()
     with dask.config.set(num_workers=workers):
-        for case in cases(args.smoke, args.chunk):
-            rows.append(run_case(case, args.smoke))
-    print(f"dmlops.dask vs in-memory dmlops, float32, {workers} CPUs, threaded scheduler with {workers} workers, "
-          f"dmlops {dmlops.__version__}, dask {dask.__version__}")
-    print(f"{'case':34} {'shape':>18} {'chunks':>16} {'exact':>5} {'in-memory ms':>12} {'dask ms':>9} "
-          f"{'overhead':>8} {'peak in-memory MiB':>18} {'peak dask MiB':>13} {'peak / chunk':>12}")
+        rows = [run_case(case, shape, chunks, args.smoke, not args.no_zarr) for case in cases()]
+    others = other_load(*gauge)
+    chunk_mib = 4 * chunk**3 * 4 / 2**20
+    print(f"dmlops.dask vs in-memory dmlops: float32 volume {shape} ({4 * size**3 * 4 / 2**20:.1f} MiB) in chunks of "
+          f"{chunks} ({chunk_mib:.1f} MiB; Dask's array.chunk-size is {dask.config.get('array.chunk-size')}); "
+          f"{workers} CPUs ({cpu_model()}), threaded scheduler with {workers} workers; dmlops {dmlops.__version__}, "
+          f"dask {dask.__version__}")
+    print(f"load average {load_start} at the start, {load_average()} at the end; other processes kept "
+          f"{'n/a' if others is None else f'{others:.1f}'} CPUs busy on average")
+    zarr_column = any("zarr_x" in r for r in rows)
+    print(f"{'case':33} {'tasks':>5} {'exact':>5} {'in-memory ms':>12} {'compute ms':>10} {'store ms':>9} "
+          f"{'compute x':>9} {'floor x':>7} {'store x':>7} {'floor x':>7}" + (f" {'zarr x':>6}" if zarr_column else "")
+          + f" {'peak MiB: in-memory':>19} {'compute':>7} {'store':>6} {'store / chunk':>13}")
     for r in rows:
-        print(f"{r['case']:34} {str(r['shape'][2:]):>18} {str(r['chunks'][2:]):>16} {str(r['exact']):>5} "
-              f"{r['ms']['memory']:12.2f} {r['ms']['dask']:9.2f} {r['overhead']:7.2f}x "
-              f"{r['peak_mib']['memory']:18.1f} {r['peak_mib']['dask']:13.1f} {r['peak_per_chunk']:12.1f}")
+        ms, peak = r["ms"], r["peak_mib"]
+        print(f"{r['case']:33} {r['tasks']:5} {str(r['exact']):>5} {ms['in-memory']:12.1f} {ms['compute']:10.1f} "
+              f"{ms['store']:9.1f} {r['compute_x']:8.2f}x {r['compute_floor_x']:6.2f}x {r['store_x']:6.2f}x "
+              f"{r['store_floor_x']:6.2f}x" + (f" {r['zarr_x']:5.2f}x" if "zarr_x" in r else "")
+              + f" {peak['in-memory']:19.1f} {peak['compute']:7.1f} {peak['store']:6.1f} "
+              f"{r['store_peak_per_chunk']:13.1f}")
+    print("compute x / store x: the Dask path's time (graph built and run) over the in-memory call's; floor x: "
+          "the same with only one copy of the output added to the in-memory time (a new array for compute, the "
+          "preallocated target for store)" + ("; zarr x: da.store into an uncompressed zarr array over the "
+                                              "in-memory call plus writing its result there" if zarr_column else ""))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"cpus": workers, "dask": dask.__version__, "results": rows}, f, indent=1)
+            json.dump({"cpus": workers, "cpu": cpu_model(), "dask": dask.__version__, "load_average_start": load_start,
+                       "other_processes_cpus": others, "results": rows}, f, indent=1)
     failed = [r["case"] for r in rows if not r["exact"]]
     if failed:
         print("FAILED (dask result differs from the in-memory one):", ", ".join(failed), file=sys.stderr)
