@@ -61,6 +61,12 @@ struct Blocking {
     // A B that is never written out does not bound the blocks: their count is then chosen so that
     // the (equal) tasks spread evenly over the threads.
     if (inline_b) blocks = balanced_count(g.batch * g.groups, blocks, threads);
+    // Still too few tasks when the channel blocks ran out (few output channels, and a panel bound
+    // that a large L2 raises: 1x1 64>256@56 had 5 tasks for 16 threads with a 2 MiB L2): more,
+    // smaller position blocks, down to kMinBlock positions.
+    const std::int64_t per_position_block = g.batch * g.groups * channel_blocks;
+    if (threads > 1 && per_position_block * blocks < 2 * threads)
+      blocks = std::max(blocks, std::min(ceil_div(2 * threads, per_position_block), positions / kMinBlock));
     blocks = std::min(blocks, position_panels);
     block = NR * ceil_div(position_panels, blocks);  // the largest
     outer = g.batch * g.groups * blocks, tasks = outer * channel_blocks;
