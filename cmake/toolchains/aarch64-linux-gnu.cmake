@@ -9,4 +9,8 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# The loader (ld-linux-aarch64.so.1) comes from the cross toolchain's root (-L); its library path
+# puts the same root's libc first. Without it the loader also searches /lib/aarch64-linux-gnu, where
+# Debian's multiarch libc6:arm64 (pulled in by libbenchmark-dev:arm64) may be a different build than
+# the loader: such a mismatched pair hangs in the first pthread_create (every threaded test did).
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib)

@@ -1106,8 +1106,9 @@ TEST_F(ParallelFor, OthersTakeOverTheShareOfADescheduledThread) {
 TEST_F(ParallelFor, ChunksOfRangesNearTheInt64Limits) {
   set_num_threads(3);
   const std::int64_t top = std::numeric_limits<std::int64_t>::max();
-  for (const auto& [begin, end] : {std::pair{top - 100003, top}, std::pair{std::numeric_limits<std::int64_t>::min(),
-                                                                             std::numeric_limits<std::int64_t>::min() + 777}}) {
+  for (const auto& range : {std::pair{top - 100003, top}, std::pair{std::numeric_limits<std::int64_t>::min(),
+                                                                      std::numeric_limits<std::int64_t>::min() + 777}}) {
+    const std::int64_t begin = range.first, end = range.second;  // captured below: no structured binding (Clang < 16)
     std::atomic<std::int64_t> covered{0};
     std::atomic<int> outside{0};
     parallel_for(begin, end, 1, [&](std::int64_t b, std::int64_t e) {
