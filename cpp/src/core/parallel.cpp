@@ -95,10 +95,10 @@ class ThreadPool {
                  std::memory_order_release);
     wake_children(0, job_);
     run_chunks(job_);
-    int done = 0;
-    const auto finished = [&] { return (done = done_.load(std::memory_order_acquire)) == chunks; };
+    std::uint32_t done = 0;
+    const auto finished = [&] { return (done = done_.load(std::memory_order_acquire)) == static_cast<std::uint32_t>(chunks); };
     if (!spin_until(finished)) {
-      while (!finished()) done_.wait(done, std::memory_order_acquire);
+      while (!finished()) platform::wait_while_equal(done_, done);
     }
     fn_.store(nullptr, std::memory_order_relaxed);
     if (error_) std::rethrow_exception(error_);
@@ -118,7 +118,7 @@ class ThreadPool {
       const int worker = child - 1;
       if (worker >= helpers || worker >= workers()) return;
       slots_[worker].signal.store(job, std::memory_order_release);
-      slots_[worker].signal.notify_one();
+      platform::wake_one(slots_[worker].signal);
     }
   }
 
@@ -128,7 +128,7 @@ class ThreadPool {
     const auto asked = [&] { return (job = signal.load(std::memory_order_acquire)) != seen; };
     for (;;) {
       if (!spin_until(asked)) {
-        while (!asked()) signal.wait(seen, std::memory_order_acquire);
+        while (!asked()) platform::wait_while_equal(signal, seen);
       }
       seen = job;
       wake_children(index + 1, job);
@@ -158,7 +158,7 @@ class ThreadPool {
           failed_.store(true, std::memory_order_relaxed);
         }
       }
-      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done_.notify_one();
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(chunks)) platform::wake_one(done_);
       claim = claim_.load(std::memory_order_acquire);
     }
     t_inside_chunk = false;
@@ -177,7 +177,7 @@ class ThreadPool {
   std::atomic<std::int64_t> begin_{0}, length_{0};
   std::atomic<int> helpers_{0};
   std::atomic<bool> failed_{false};
-  alignas(64) std::atomic<int> done_{0};
+  alignas(64) std::atomic<std::uint32_t> done_{0};
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };

@@ -244,6 +244,24 @@ void cpu_relax() {
 #endif
 }
 
+void wait_while_equal(std::atomic<std::uint32_t>& word, std::uint32_t old) {
+#if defined(_WIN32)
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  if (word.load(std::memory_order_acquire) != old) return;
+  WaitOnAddress(reinterpret_cast<volatile void*>(&word), &old, sizeof(old), INFINITE);
+#else
+  word.wait(old, std::memory_order_acquire);
+#endif
+}
+
+void wake_one(std::atomic<std::uint32_t>& word) {
+#if defined(_WIN32)
+  WakeByAddressSingle(reinterpret_cast<void*>(&word));
+#else
+  word.notify_one();
+#endif
+}
+
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = detect();
   return features;

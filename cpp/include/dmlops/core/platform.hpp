@@ -20,6 +20,7 @@
 // so no symbol visibility or __declspec(dllexport) is needed anywhere.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -83,6 +84,14 @@ void on_fork_in_child(void (*fn)());
 
 // A hint for spin-wait loops: lets the sibling hyperthread run (x86 pause, Arm yield).
 void cpu_relax();
+
+// Blocks while word == old (it may also return early: callers loop on their condition), and
+// wakes one thread blocked on word. std::atomic::wait/notify_one (a futex on Linux), except on
+// Windows: MinGW's libstdc++ 12 has no futex there and its fallback for std::atomic::wait can lose
+// a wake-up (it tests the value outside the mutex its notify takes), which hung the thread pool;
+// WaitOnAddress/WakeByAddressSingle are the OS's own address waits.
+void wait_while_equal(std::atomic<std::uint32_t>& word, std::uint32_t old);
+void wake_one(std::atomic<std::uint32_t>& word);
 
 // What the processor and the operating system support, detected once (x86: cpuid, and xgetbv
 // for the register state the OS saves; Arm64: Advanced SIMD is part of the architecture).
