@@ -34,6 +34,15 @@
 namespace dmlops::platform {
 namespace {
 
+// Stores a data or unified cache's size by its level; false for a level the kernels do not use.
+bool record_cache(CacheSizes& sizes, int level, std::int64_t bytes) {
+  if (level == 1) sizes.l1d = bytes;
+  else if (level == 2) sizes.l2 = bytes;
+  else if (level == 3) sizes.l3 = bytes;
+  else return false;
+  return true;
+}
+
 // The OS's answer, or 0 when it has none.
 int affinity_cpu_count() {
 #if defined(__linux__)
@@ -131,11 +140,7 @@ bool cpuid_caches(CacheSizes& sizes) {
     if (type != 1 && type != 3) continue;  // data or unified, not instruction
     const std::int64_t bytes = std::int64_t{((r.ebx >> 22) & 0x3ff) + 1} * (((r.ebx >> 12) & 0x3ff) + 1) *
                                ((r.ebx & 0xfff) + 1) * (std::int64_t{r.ecx} + 1);
-    if (level == 1) sizes.l1d = bytes;
-    else if (level == 2) sizes.l2 = bytes;
-    else if (level == 3) sizes.l3 = bytes;
-    else continue;
-    found = true;
+    found = record_cache(sizes, static_cast<int>(level), bytes) || found;
   }
   return found;
 }
@@ -164,11 +169,7 @@ bool sysfs_caches(CacheSizes& sizes) {
     if (i < size.size() && (size[i] == 'K' || size[i] == 'k')) bytes <<= 10;
     else if (i < size.size() && size[i] == 'M') bytes <<= 20;
     if (bytes <= 0) continue;
-    if (level == 1) sizes.l1d = bytes;
-    else if (level == 2) sizes.l2 = bytes;
-    else if (level == 3) sizes.l3 = bytes;
-    else continue;
-    found = true;
+    found = record_cache(sizes, static_cast<int>(level), bytes) || found;
   }
   return found;
 }
@@ -207,11 +208,7 @@ CacheSizes detect_caches() {
       if (info[i].Relationship != RelationCache) continue;
       const CACHE_DESCRIPTOR& cache = info[i].Cache;
       if (cache.Type == CacheInstruction) continue;
-      if (cache.Level == 1) sizes.l1d = cache.Size;
-      else if (cache.Level == 2) sizes.l2 = cache.Size;
-      else if (cache.Level == 3) sizes.l3 = cache.Size;
-      else continue;
-      sizes.source = "windows";
+      if (record_cache(sizes, cache.Level, cache.Size)) sizes.source = "windows";
     }
   }
 #endif
