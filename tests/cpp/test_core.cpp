@@ -462,7 +462,16 @@ TEST(Platform, CacheSizesArePlausibleAndAgreeWithSysfs) {
   EXPECT_LE(c.l2, std::int64_t{256} << 20);
   EXPECT_GT(c.l3, 0);
   const std::string source = c.source;
-  if (source == "environment") GTEST_SKIP() << "DMLOPS_CACHE_SIZES overrides the detected sizes";
+  if (source == "environment") {  // DMLOPS_CACHE_SIZES replaced the detection: its values exactly
+    const char* env = std::getenv("DMLOPS_CACHE_SIZES");
+    ASSERT_NE(env, nullptr);
+    const auto parsed = platform::parse_cache_sizes(env);
+    ASSERT_TRUE(parsed.has_value());
+    EXPECT_EQ(c.l1d, parsed->l1d);
+    EXPECT_EQ(c.l2, parsed->l2);
+    EXPECT_EQ(c.l3, parsed->l3);
+    return;
+  }
   EXPECT_TRUE(source == "cpuid" || source == "sysfs" || source == "sysctl" || source == "windows" || source == "default")
       << source;
 #if defined(__linux__)
@@ -477,9 +486,15 @@ TEST(Platform, CacheSizesArePlausibleAndAgreeWithSysfs) {
     const std::int64_t kib = std::stoll(size.substr(0, size.size() - 1));
     sysfs[level] = size.back() == 'M' ? kib << 20 : kib << 10;
   }
-  if (sysfs.count(1)) EXPECT_EQ(c.l1d, sysfs[1]);
-  if (sysfs.count(2)) EXPECT_EQ(c.l2, sysfs[2]);
-  if (!sysfs.empty()) EXPECT_NE(source, "default");
+  if (sysfs.count(1)) {
+    EXPECT_EQ(c.l1d, sysfs[1]);
+  }
+  if (sysfs.count(2)) {
+    EXPECT_EQ(c.l2, sysfs[2]);
+  }
+  if (!sysfs.empty()) {
+    EXPECT_NE(source, "default");
+  }
 #endif
 }
 
