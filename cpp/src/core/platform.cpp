@@ -43,6 +43,20 @@ bool record_cache(CacheSizes& sizes, int level, std::int64_t bytes) {
   return true;
 }
 
+// A byte count written as digits (at most 8) and an optional K/k or M suffix, as sysfs and
+// DMLOPS_CACHE_SIZES spell them, taken from the front of `text`; 0 when there are no digits.
+std::int64_t take_size(std::string_view& text) {
+  std::int64_t value = 0;
+  std::size_t digits = 0;
+  for (; digits < text.size() && digits < 8 && text[digits] >= '0' && text[digits] <= '9'; ++digits)
+    value = 10 * value + (text[digits] - '0');
+  if (digits == 0) return 0;
+  text.remove_prefix(digits);
+  if (!text.empty() && (text.front() == 'K' || text.front() == 'k')) value <<= 10, text.remove_prefix(1);
+  else if (!text.empty() && text.front() == 'M') value <<= 20, text.remove_prefix(1);
+  return value;
+}
+
 // The OS's answer, or 0 when it has none.
 int affinity_cpu_count() {
 #if defined(__linux__)
@@ -163,11 +177,8 @@ bool sysfs_caches(CacheSizes& sizes) {
     std::string type, size;
     if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) break;
     if (type == "Instruction" || size.empty()) continue;
-    std::int64_t bytes = 0;
-    std::size_t i = 0;
-    for (; i < size.size() && i < 12 && size[i] >= '0' && size[i] <= '9'; ++i) bytes = 10 * bytes + (size[i] - '0');
-    if (i < size.size() && (size[i] == 'K' || size[i] == 'k')) bytes <<= 10;
-    else if (i < size.size() && size[i] == 'M') bytes <<= 20;
+    std::string_view text = size;
+    const std::int64_t bytes = take_size(text);
     if (bytes <= 0) continue;
     found = record_cache(sizes, static_cast<int>(level), bytes) || found;
   }
@@ -268,14 +279,7 @@ std::optional<CacheSizes> parse_cache_sizes(std::string_view text) {
   std::int64_t values[3] = {};
   for (int i = 0; i < 3; ++i) {
     while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
-    std::int64_t value = 0;
-    std::size_t digits = 0;
-    for (; digits < text.size() && digits < 8 && text[digits] >= '0' && text[digits] <= '9'; ++digits)
-      value = 10 * value + (text[digits] - '0');
-    if (digits == 0) return std::nullopt;
-    text.remove_prefix(digits);
-    if (!text.empty() && (text.front() == 'K' || text.front() == 'k')) value <<= 10, text.remove_prefix(1);
-    else if (!text.empty() && text.front() == 'M') value <<= 20, text.remove_prefix(1);
+    const std::int64_t value = take_size(text);
     while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
     if (value < 1024 || value > (std::int64_t{1} << 30)) return std::nullopt;
     values[i] = value;
