@@ -3,7 +3,8 @@ python -m dmlops.bench.algorithms [--threads 1,4] [--repeat 15] [--json FILE]
 
 For each layer below, every algorithm of :func:`dmlops.convolution_algorithms` that applies
 (forced with ``algorithm=``) is timed in interleaved rounds (the median of each: CPU time of the
-calling thread at 1 thread, which other processes barely disturb; wall time otherwise), and the
+calling thread at 1 thread, which other processes barely disturb; wall time otherwise, or as
+``--clock`` says: a virtual machine may count time its vCPU was descheduled as CPU time), and the
 table shows the one the library chooses beside the fastest: the evidence for the thresholds
 between algorithms (e.g. how many input channels a 1x1 layer needs to run ``direct`` rather than
 ``gemm``). A row whose choice is more than 10% slower than the fastest is marked ``<<``.
@@ -65,6 +66,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dmlops.bench.algorithms", description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="1", help="comma-separated thread counts (default 1)")
     parser.add_argument("--repeat", type=int, default=15, help="timed calls per algorithm (default 15)")
+    parser.add_argument("--clock", choices=("auto", "thread", "wall"), default="auto",
+                        help="thread: CPU time of the calling thread (1 thread only); wall; auto (default): "
+                             "thread at 1 thread, else wall")
     parser.add_argument("--json", help="also write the medians to this file")
     args = parser.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",")]
@@ -74,7 +78,10 @@ def main(argv=None) -> int:
         with dmlops.threads(t):
             for name, *geometry in LAYERS:
                 chosen, calls = layer_calls(*geometry)
-                clock = time.thread_time if t == 1 else time.perf_counter
+                thread_clock = args.clock == "thread" or (args.clock == "auto" and t == 1)
+                if thread_clock and t != 1:
+                    parser.error("--clock thread measures the calling thread: use it with --threads 1")
+                clock = time.thread_time if thread_clock else time.perf_counter
                 ms = median_ms(time_calls(calls, warmup=3, repeat=args.repeat, time_budget=0.5, clock=clock))
                 fastest = min(ms, key=ms.get)
                 mark = "<<" if ms[chosen] > SLOWER * ms[fastest] else ""
