@@ -444,6 +444,26 @@ TEST(Platform, CpuFeaturesMatchTheCompilersDetection) {
   EXPECT_EQ(f.neon, DMLOPS_ARM64 == 1);
 }
 
+// Half-rate AVX-512 (one zmm FMA per cycle) is AMD family 19h with AVX-512 (Zen 4), as
+// /proc/cpuinfo names the vendor and family; vector_fmas_per_cycle() follows it.
+TEST(Platform, HalfRateAvx512IsZen4AsProcCpuinfoSaysIt) {
+  const platform::CpuFeatures& f = platform::cpu_features();
+  EXPECT_FALSE(f.avx512_half_rate && !f.avx512f);
+  EXPECT_EQ(vector_fmas_per_cycle(), avx512_enabled() && f.avx512_half_rate ? 1 : 2);
+#if defined(__linux__) && DMLOPS_X86
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, vendor;
+  int family = -1;
+  while (std::getline(cpuinfo, line) && (vendor.empty() || family < 0)) {
+    const auto value = [&] { return line.substr(line.find(':') + 2); };
+    if (line.rfind("vendor_id", 0) == 0) vendor = value();
+    if (line.rfind("cpu family", 0) == 0) family = std::stoi(value());
+  }
+  ASSERT_FALSE(vendor.empty());
+  EXPECT_EQ(f.avx512_half_rate, f.avx512f && vendor == "AuthenticAMD" && family == 25) << vendor << " family " << family;
+#endif
+}
+
 TEST(Platform, UsableCpusAreBetweenOneAndTheMachines) {
   const int cpus = platform::usable_cpu_count();
   EXPECT_GE(cpus, 1);

@@ -21,9 +21,17 @@
 namespace dmlops::conv {
 namespace {
 
-// A direct pass's packed filter stays in L1: as large as L1 (on Zen 4's 32 KiB, two thirds of it
-// made 3x3 layers 1-16% slower, one and a half times it no different).
-std::int64_t direct_filter_bytes() { return platform::cache_sizes().l1d; }
+// A direct pass's packed filter, read once per tile. At two vector FMAs per cycle it must come
+// from L1, next to the tile's input lines and sums: half an L1 (on the 16-core Xeon 3x3 layers
+// ran 8-14% and 1x1 layers 3-8% faster so than with a whole one), a quarter for a pointwise
+// layer, whose tiles read a new input line per channel (1x1 layers 8-22% faster again). At one
+// (Zen 4's AVX-512) L2 keeps up and fewer passes win: a whole L1 (half of it made 3x3 layers
+// 0-2% slower there, a quarter 3-9%; two thirds made 3x3 512@7 16% slower).
+std::int64_t direct_filter_bytes(bool pointwise) {
+  const std::int64_t l1 = platform::cache_sizes().l1d;
+  if (vector_fmas_per_cycle() == 1) return l1;
+  return pointwise ? l1 / 4 : l1 / 2;
+}
 // A direct task's sums stay in L2: an eighth of it (128 KiB on Zen 4 and 5, where it was tuned).
 std::int64_t direct_band_bytes() { return platform::cache_sizes().l2 / 8; }
 constexpr std::int64_t kDirectMinBand = 24;             // positions: four 6-position tiles
@@ -74,8 +82,8 @@ struct Blocking {
     bands = std::clamp<std::int64_t>(balanced_count(per_band, bands, threads), 1, positions);
     band_max = ceil_div(positions, bands);
     // Input channels per pass: their packed filter stays in L1.
-    channel_pass = std::clamp<std::int64_t>(direct_filter_bytes() / (taps * max_width * std::int64_t{sizeof(Acc)}), 1,
-                                            g.in_per_group);
+    channel_pass = std::clamp<std::int64_t>(direct_filter_bytes(taps == 1) / (taps * max_width * std::int64_t{sizeof(Acc)}),
+                                            1, g.in_per_group);
     // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7 on a few
     // threads, whose filter is 9 MB) is packed by that task a pass at a time, just before the
     // pass, into L1; so is one used by two tasks when the filter is larger than L2 (packed up

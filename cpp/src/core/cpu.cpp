@@ -36,4 +36,8 @@ bool avx512_enabled() {
   return enabled;
 }
 
+int vector_fmas_per_cycle() {
+  return avx512_enabled() && platform::cpu_features().avx512_half_rate ? 1 : 2;
+}
+
 }  // namespace dmlops

@@ -133,6 +133,10 @@ CpuFeatures detect() {
   const CpuidRegisters leaf7 = cpuid(7, 0);
   f.avx2 = (leaf7.ebx >> 5) & 1;
   f.avx512f = zmm_saved && ((leaf7.ebx >> 16) & 1);
+  const unsigned base_family = (leaf1.eax >> 8) & 0xf;
+  const unsigned family = base_family == 0xf ? base_family + ((leaf1.eax >> 20) & 0xff) : base_family;
+  const bool amd = cpuid(0, 0).ebx == 0x68747541u;  // "Auth"enticAMD
+  f.avx512_half_rate = f.avx512f && amd && family == 0x19;
   return f;
 }
 

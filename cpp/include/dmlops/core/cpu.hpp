@@ -26,6 +26,9 @@ bool avx2_fma_enabled();
 bool avx512_enabled();
 // The CPU has F16C (and AVX) and DMLOPS_DISABLE_F16C is unset (or "0").
 bool f16c_enabled();
+// Vector FMAs per cycle at the width the kernels use: 1 for AVX-512 on a CPU that runs it in
+// halves (Zen 4), else 2 (Intel's AVX-512 and AVX2 cores, Zen 5; the portable code's too).
+int vector_fmas_per_cycle();
 
 // IsaKernel<&body>::run(args...): the two-variant pattern above without hand-written wrappers.
 // `body` is a hot loop written once as a DMLOPS_ALWAYS_INLINE inline function; IsaKernel

@@ -101,6 +101,9 @@ struct CpuFeatures {
   bool fma = false;      // FMA3 (with avx)
   bool f16c = false;     // F16C (with avx)
   bool avx512f = false;  // AVX-512F, and the OS saves zmm and mask registers
+  // AVX-512 runs as two 256-bit halves, one zmm FMA per cycle (AMD Zen 4: family 19h with
+  // AVX-512); Intel's AVX-512 cores and Zen 5 do two.
+  bool avx512_half_rate = false;
   bool neon = false;     // Arm Advanced SIMD
 };
 const CpuFeatures& cpu_features();
