@@ -71,14 +71,16 @@ struct Blocking {
       first += vectors * L, left -= vectors;
     }
     block_count = std::ssize(blocks), padded_M = ceil_div(M, L) * L;
-    // Bands of consecutive output positions, about direct_band_bytes() of sums each, but at least two
-    // tasks per thread (a small layer on many threads: 3x3 64@56 has 7 bands of that size, for 16
+    // Bands of consecutive output positions, about direct_band_bytes() of sums each, but at least one
+    // task per thread (a small layer on many threads: 3x3 64@56 has 7 bands of that size, for 16
     // threads) while bands keep kDirectMinBand positions, as many as spread the tasks evenly over
-    // the threads.
+    // the threads. Not more: every band reads its blocks' filter again, and on the 16-core Xeon two
+    // tasks per thread made 3x3 256@14 40%, s2 256@28 27%, 1x1 1024>256@14 20% and 3x3 512@7 11%
+    // slower at 16 threads than one (no layer was faster; a third per thread gained nothing).
     positions = g.out_spatial.product();
     max_width = most * L, per_band = g.batch * g.groups * block_count;
     bands = ceil_div(positions * max_width * std::int64_t{sizeof(Acc)}, direct_band_bytes());
-    bands = std::max(bands, std::min(ceil_div(2 * threads, per_band), positions / kDirectMinBand));
+    bands = std::max(bands, std::min(ceil_div(threads, per_band), positions / kDirectMinBand));
     bands = std::clamp<std::int64_t>(balanced_count(per_band, bands, threads), 1, positions);
     band_max = ceil_div(positions, bands);
     // Input channels per pass: their packed filter stays in L1.
