@@ -8,6 +8,7 @@ docs/ (build it with ``sphinx-build docs build/docs``).
 """
 
 from ._activation import Activation
+from ._plan import Plan
 from ._tensor import DTYPES, TensorDesc, calc_buffer_tensor_size
 from ._threads import _check_environment, _register_threadpoolctl, get_num_threads, set_num_threads, threads
 from .convolution import ConvolutionDesc, ConvolutionPlan, PreparedConvolution, convolution, convolution_algorithms
@@ -30,6 +31,7 @@ __all__ = [
     "LpPoolingDesc",
     "Padding1Desc",
     "PaddingDesc",
+    "Plan",
     "PreparedConvolution",
     "Resample1Desc",
     "Resample2Desc",
