@@ -89,12 +89,13 @@ def test_the_plan_follows_the_thread_count():
     # One row, cut into 4 pieces per thread (at most one per 32 KiB of it: 32 here).
     assert (one.threads, one.tiles["pieces"], one.tasks) == (1, 4, 4), one
     assert (eight.threads, eight.tiles["pieces"], eight.tasks) == (8, 32, 32), eight
-    pad = dmlops.Padding1Desc(f32(2, 40000), start_padding=(0, 1), end_padding=(0, 1))
+    # Rows of 160 KB are cut into column blocks when there are fewer than 4 per thread.
+    pad = dmlops.Padding1Desc(f32(8, 40000), start_padding=(0, 1), end_padding=(0, 1))
     with dmlops.threads(1):
         assert "column_blocks" not in pad.plan().tiles
     with dmlops.threads(4):
         split = pad.plan()
-    assert split.tiles["column_blocks"] > 1 and split.tasks == 2 * split.tiles["column_blocks"], split
+    assert split.tiles["column_blocks"] == 3 and split.tasks == 8 * 3, split
 
 
 def run_child(code, **env):
