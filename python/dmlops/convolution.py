@@ -311,9 +311,6 @@ def convolution_algorithms() -> list[str]:
     return list(_core.convolution_algorithms())
 
 
-ConvolutionPlan = Plan  # the name of Plan before every operator had one
-
-
 class PreparedConvolution:
     """A :class:`ConvolutionDesc` with its filter (and bias) fixed: ``f(x, out=None)`` runs it on
     an input matching the descriptor's, bit for bit as ``desc(x, filter, bias, out=out)``. Made by

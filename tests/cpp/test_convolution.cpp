@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/ops/convolution.hpp"
