@@ -343,20 +343,14 @@ class LpPoolingKernel {
 
   // What run() does: the norm's path, the blocking and the tasks.
   KernelPlan describe() const {
-    KernelPlan k;
-    k.isa = kernel_isa(KernelKind::Avx2);
-    k.tasks = row_sizes_.product() * static_cast<std::int64_t>(blocks_.size());
-    k.threads = num_threads();
     const std::string p = std::to_string(p_);
-    if (p_ == 1) {
-      k.algorithm = "sum_abs";
-      k.reason = "p = 1: the sum of |x|";
-    } else {
-      k.algorithm = p_ == 2 ? "sum_squares" : "sum_powers";
-      k.reason = p_ == 2 ? "p = 2: the root of the sum of squares"
-                         : "p = " + p + ": the p-th root of the sum of |x|^" + p + " (binary powering)";
-      k.reason += "; outputs that overflow or lose precision are recomputed scaled by the window's max";
-    }
+    KernelPlan k = KernelPlan::of(
+        p_ == 1 ? "sum_abs" : p_ == 2 ? "sum_squares" : "sum_powers",
+        p_ == 1   ? "p = 1: the sum of |x|"
+        : p_ == 2 ? "p = 2: the root of the sum of squares"
+                  : "p = " + p + ": the p-th root of the sum of |x|^" + p + " (binary powering)",
+        kernel_isa(KernelKind::Avx2), row_sizes_.product() * static_cast<std::int64_t>(blocks_.size()));
+    if (p_ > 1) k.reason += "; outputs that overflow or lose precision are recomputed scaled by the window's max";
     const bool fixed = (row_.stride == 1 || row_.stride == 2) && (row_.window == 2 || row_.window == 3);
     k.reason += fixed ? "; the " + std::to_string(row_.window) + " taps of stride " + std::to_string(row_.stride) +
                             " along W are compiled in"
@@ -364,12 +358,8 @@ class LpPoolingKernel {
     k.reason += kReadsInPlace && in_col_stride_ == static_cast<std::int64_t>(sizeof(T))
                     ? "; input rows read in place"
                     : "; input rows packed into scratch first";
-    k.tile("rows", row_sizes_.product());
-    k.tile("blocks", static_cast<std::int64_t>(blocks_.size()));
-    k.tile("block", block_);
-    k.tile("span", span_);
-    k.tile("outer_taps", outer_taps_);
-    k.tile("grain", grain());
+    k.tiles = {{"rows", row_sizes_.product()}, {"blocks", static_cast<std::int64_t>(blocks_.size())}, {"block", block_},
+               {"span", span_}, {"outer_taps", outer_taps_}, {"grain", grain()}};
     return k;
   }
 

@@ -164,17 +164,12 @@ bool unit_strides(const BlockWalker& walker) {
 }
 
 KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker) {
-  KernelPlan k;
-  k.algorithm = "rows";
-  k.reason = "each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled";
-  k.reason += unit_strides(walker) ? "; stride 1: a run is one copy" : "; strided runs element by element";
-  k.isa = kernel_isa(KernelKind::Avx2);
-  k.tasks = t.rows * t.pieces;
-  k.threads = num_threads();
-  k.tile("rows", t.rows);
-  k.tile("pieces", t.pieces);
-  k.tile("blocks0_per_piece", t.blocks0_per_piece);
-  k.tile("grain", t.grain);
+  KernelPlan k = KernelPlan::of(
+      "rows",
+      std::string("each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled") +
+          (unit_strides(walker) ? "; stride 1: a run is one copy" : "; strided runs element by element"),
+      kernel_isa(KernelKind::Avx2), t.rows * t.pieces);
+  k.tiles = {{"rows", t.rows}, {"pieces", t.pieces}, {"blocks0_per_piece", t.blocks0_per_piece}, {"grain", t.grain}};
   return k;
 }
 
@@ -197,16 +192,10 @@ FoldTasks fold_tasks(const TensorView& in, const TensorView& out, std::size_t ac
 }
 
 KernelPlan describe(const FoldTasks& t) {
-  KernelPlan k;
-  k.algorithm = "slabs";
-  k.reason = "each task sums every tap into an accumulator for a slab of one output plane, taps in increasing order";
-  k.isa = kernel_isa(KernelKind::Avx2);
-  k.tasks = t.tasks;
-  k.threads = num_threads();
-  k.tile("planes", t.planes);
-  k.tile("slabs", t.slabs);
-  k.tile("slab_rows", t.slab_rows);
-  k.tile("grain", t.grain);
+  KernelPlan k = KernelPlan::of(
+      "slabs", "each task sums every tap into an accumulator for a slab of one output plane, taps in increasing order",
+      kernel_isa(KernelKind::Avx2), t.tasks);
+  k.tiles = {{"planes", t.planes}, {"slabs", t.slabs}, {"slab_rows", t.slab_rows}, {"grain", t.grain}};
   return k;
 }
 

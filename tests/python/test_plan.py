@@ -103,21 +103,20 @@ def run_child(code, **env):
                           text=True)
 
 
-# In a child (DMLOPS_VERBOSE is read once): every case's plan, printed as the log prints it, then
-# the call, whose log line must say the same.
+# In a child (DMLOPS_VERBOSE is read once): every case's plan inside dmlops.threads(3), printed as
+# the log prints it, then the call, whose log line must say the same.
 CHILD = """
 import numpy as np, dmlops, sys
 sys.path.insert(0, {here!r})
 from test_plan import CASES
 for name in sorted(CASES):
     d = CASES[name][0]()
-    p = d.plan()
-    tiles = ",".join(f"{{k}}:{{v}}" for k, v in p.tiles.items())
-    print(f"-> algorithm={{p.algorithm}} isa={{p.isa}} tiles={{tiles}} tasks={{p.tasks}} threads={{p.threads}} "
-          f"reason={{p.reason}}", flush=True)
-    x = np.ones(d.input.sizes, d.input.dtype)
-    sys.stderr.flush()
-    d(x)
+    with dmlops.threads(3):
+        p = d.plan()
+        tiles = ",".join(f"{{k}}:{{v}}" for k, v in p.tiles.items())
+        print(f"-> algorithm={{p.algorithm}} isa={{p.isa}} tiles={{tiles}} tasks={{p.tasks}} threads={{p.threads}} "
+              f"reason={{p.reason}}", flush=True)
+        d(np.ones(d.input.sizes, d.input.dtype))
 """
 
 
@@ -128,7 +127,7 @@ def test_the_call_logs_its_plan_one_line_per_call():
     assert len(plans) == len(CASES) and len(lines) == len(CASES), result.stderr
     for plan, line in zip(plans, lines):
         assert line.startswith("dmlops: ") and line.endswith(plan[len("-> "):]), (plan, line)
-        assert " -> algorithm=" in line and " threads=2 " in line, line
+        assert " -> algorithm=" in line and " threads=3 " in line, line
     assert lines[0].startswith("dmlops: Fold 1x27x36 f32 window 3x3 -> algorithm=slabs"), lines[0]
     by_name = dict(zip(sorted(CASES), lines))
     assert by_name["pad_reflection"].startswith("dmlops: Padding1 reflection 1x3x8x8 f32 -> algorithm=gather")

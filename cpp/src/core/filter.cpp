@@ -616,13 +616,10 @@ KernelPlan describe_separable_filter(const TensorView& in, const TensorView& out
   visit_float(in.dtype, [&](auto tag) {
     using Acc = AccOf<typename decltype(tag)::type>;
     const Plan<Acc> plan = make_plan<Acc>(in, out, axes);
-    k.algorithm = "filter";
-    k.isa = kernel_isa(KernelKind::Avx2);
-    k.tasks = plan.tasks;
-    k.threads = num_threads();
+    k = KernelPlan::of("filter", "one pass per resampled axis on each output tile, cheapest order first",
+                       kernel_isa(KernelKind::Avx2), plan.tasks);
     bool pairs = false, taps = false;
     for (int a : plan.filtered) (plan.pairs[a].first.empty() ? taps : pairs) = true;
-    k.reason = "one pass per resampled axis on each output tile, cheapest order first";
     if (pairs) k.reason += "; two-tap axes by the pairs kernel";
     if (taps) k.reason += "; wider filters tap by tap";
     for (std::size_t p = 0; p < plan.order.size(); ++p) k.tile("pass" + std::to_string(p + 1), plan.order[p]);

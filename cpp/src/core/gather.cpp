@@ -653,22 +653,13 @@ Plan make_plan(const TensorView& in, const TensorView& out, const std::vector<Ax
 
 KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps) {
   const Plan plan = make_plan(in, out, maps);
-  KernelPlan k;
-  k.isa = kernel_isa(KernelKind::Avx2);
-  k.tasks = plan.rows * plan.column_blocks;
-  k.threads = num_threads();
-  if (plan.all_fill) {
-    k.algorithm = "fill";
-    k.reason = "a size-1 output axis lies in the padding: every element is the fill value";
-  } else if (!plan.any_pinned) {
-    k.algorithm = "copy";
-    k.reason = "every axis maps onto itself: a strided copy, row by row";
-  } else {
-    k.algorithm = "gather";
-    k.reason = "each output row as runs along its inner axis (copies, mirrors, fills, broadcasts, repeats, gathers)";
-  }
-  k.tile("rows", plan.rows);
-  k.tile("row", plan.inner_size);
+  KernelPlan k = KernelPlan::of(
+      plan.all_fill ? "fill" : plan.any_pinned ? "gather" : "copy",
+      plan.all_fill     ? "a size-1 output axis lies in the padding: every element is the fill value"
+      : plan.any_pinned ? "each output row as runs along its inner axis (copies, mirrors, fills, broadcasts, repeats, gathers)"
+                        : "every axis maps onto itself: a strided copy, row by row",
+      kernel_isa(KernelKind::Avx2), plan.rows * plan.column_blocks);
+  k.tiles = {{"rows", plan.rows}, {"row", plan.inner_size}};
   if (plan.column_blocks > 1) {
     k.tile("column_blocks", plan.column_blocks);
     k.tile("columns", plan.columns_per_block);

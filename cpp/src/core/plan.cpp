@@ -2,8 +2,21 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
+
+#include "dmlops/core/parallel.hpp"
 
 namespace dmlops {
+
+KernelPlan KernelPlan::of(std::string algorithm, std::string reason, std::string isa, std::int64_t tasks) {
+  KernelPlan plan;
+  plan.algorithm = std::move(algorithm);
+  plan.reason = std::move(reason);
+  plan.isa = std::move(isa);
+  plan.tasks = tasks;
+  plan.threads = num_threads();
+  return plan;
+}
 
 bool verbose() {
   static const bool on = [] {

@@ -26,6 +26,8 @@ struct KernelPlan {
   std::int64_t tasks = 0;  // indices of its main parallel loop
   int threads = 0;         // num_threads() of the calling thread
 
+  // A plan of `tasks` tasks on the calling thread's num_threads().
+  static KernelPlan of(std::string algorithm, std::string reason, std::string isa, std::int64_t tasks);
   void tile(std::string name, std::int64_t value) { tiles.emplace_back(std::move(name), value); }
 };
 
