@@ -765,8 +765,12 @@ TEST(ConvolutionAlgorithms, EachForcedMatchesTheReferenceOnEveryThreadCount) {
       algorithm_case("direct", {1, 6, 13, 7}, {40, 3, 2, 3}, F, 2, {2, 1}, {2, 1}, {0, 2}, {1, 0}),
       algorithm_case("direct", {1, 130, 5, 6}, {17, 130, 1, 1}, F, 1, {1, 1}, {1, 1}, {0, 0}, {0, 0}),
       algorithm_case("direct", {1, 4, 5, 6, 7}, {16, 4, 2, 2, 3}, F, 1, {1, 1, 2}, {1, 1, 1}, {1, 0, 1}, {0, 1, 1}),
+      // Passed over by the list (few input channels; fewer output channels than a vector), run when forced.
+      algorithm_case("direct", {1, 24, 5, 6}, {20, 24, 1, 1}, F, 1, {1, 1}, {1, 1}, {0, 0}, {0, 0}),
+      algorithm_case("direct", {2, 5, 9, 8}, {6, 5, 3, 3}, F, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
       algorithm_case("depthwise_lanes", {2, 20, 11, 12}, {20, 1, 3, 3}, F, 20, {1, 2}, {1, 1}, {1, 1}, {1, 1}),
       algorithm_case("depthwise_lanes", {1, 9, 40}, {18, 1, 5}, F, 9, {2}, {2}, {3}, {0}),
+      algorithm_case("depthwise_lanes", {1, 3, 9, 10}, {3, 1, 3, 3}, F, 3, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
       algorithm_case("depthwise_rows", {1, 2, 9, 40}, {6, 1, 3, 3}, F, 2, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
       algorithm_case("depthwise_rows", {2, 20, 7, 9}, {20, 1, 2, 3}, F, 20, {2, 3}, {1, 2}, {0, 1}, {1, 0}),
       algorithm_case("backward_phases", {2, 8, 16, 16}, {8, 16, 4, 4}, B, 1, {2, 2}, {1, 1}, {1, 1}, {1, 1}),
@@ -775,10 +779,10 @@ TEST(ConvolutionAlgorithms, EachForcedMatchesTheReferenceOnEveryThreadCount) {
       algorithm_case("backward_scatter", {2, 8, 16, 16}, {8, 16, 4, 4}, B, 1, {2, 2}, {1, 1}, {1, 1}, {1, 1}),
   };
   cases[4].desc.mode = ConvolutionMode::Convolution;
-  cases[8].desc.mode = ConvolutionMode::Convolution;
-  cases[12].desc.mode = ConvolutionMode::Convolution;
+  cases[10].desc.mode = ConvolutionMode::Convolution;
+  cases[15].desc.mode = ConvolutionMode::Convolution;
   cases[3].x_order = cases[3].out_order = {0, 2, 3, 1};  // channels-last
-  cases[7].x_order = cases[7].out_order = {0, 2, 3, 1};
+  cases[9].x_order = cases[9].out_order = {0, 2, 3, 1};
   cases[1].desc.fused_activation = make_activation("Test", "relu", {});
   std::set<std::string> reached;
   for (const Case& c : cases) {

@@ -933,9 +933,12 @@ FORCED = [
     ("direct", (2, 8, 10, 9), (32, 8, 3, 3), dict(start_padding=1, end_padding=1)),
     ("direct", (1, 6, 13, 7), (40, 3, 2, 3), dict(group_count=2, strides=(2, 1), dilations=(2, 1), mode="convolution")),
     ("direct", (1, 130, 5, 6), (17, 130, 1, 1), {}),
+    ("direct", (1, 24, 5, 6), (20, 24, 1, 1), {}),  # passed over (few input channels), runs when forced
+    ("direct", (2, 5, 9, 8), (6, 5, 3, 3), dict(start_padding=1)),  # passed over (6 output channels)
     ("direct", (1, 4, 5, 6, 7), (16, 4, 2, 2, 3), dict(strides=(1, 1, 2), start_padding=(1, 0, 1))),
     ("depthwise_lanes", (2, 20, 11, 12), (20, 1, 3, 3), dict(group_count=20, strides=(1, 2), start_padding=1)),
     ("depthwise_lanes", (1, 9, 40), (18, 1, 5), dict(group_count=9, strides=2, dilations=2, mode="convolution")),
+    ("depthwise_lanes", (1, 3, 9, 10), (3, 1, 3, 3), dict(group_count=3, start_padding=1)),  # passed over: 3 lanes
     ("depthwise_rows", (1, 2, 9, 40), (6, 1, 3, 3), dict(group_count=2, start_padding=1, end_padding=1)),
     ("depthwise_rows", (2, 20, 7, 9), (20, 1, 2, 3), dict(group_count=20, strides=(2, 3), dilations=(1, 2))),
     ("backward_phases", (2, 8, 16, 16), (8, 16, 4, 4),
@@ -1028,6 +1031,29 @@ def test_forcing_an_algorithm_that_does_not_apply_raises_naming_it():
         desc(x, w, algorithm="winograd")
     with pytest.raises(TypeError, match="algorithm must be a str"):
         desc.plan(algorithm=3)
+
+
+def test_direct_splits_the_channels_of_small_planes_on_many_threads():
+    # 3x3 192@5: the filter (192 x 192 x 9) far outweighs the input (192 x 25), so on many threads
+    # the blocks narrow to 2 vectors and the 2-reader filter is packed per pass; the bits do not move.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 192, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((192, 192, 3, 3)).astype(np.float32)
+    b = rng.standard_normal((1, 192, 1, 1)).astype(np.float32)
+    desc = dmlops.ConvolutionDesc(dmlops.TensorDesc("float32", x.shape), dmlops.TensorDesc("float32", w.shape),
+                                  dmlops.TensorDesc("float32", b.shape), start_padding=1, end_padding=1)
+    plans, results = {}, {}
+    for threads in (1, 2, 5, 16, 17):
+        with dmlops.threads(threads):
+            plans[threads] = desc.plan()
+            results[threads] = desc(x, w, b)
+    assert {p.algorithm for p in plans.values()} == {"direct"}
+    if plans[1].isa == "avx512":  # 3 blocks of 4 vectors for one thread, 6 of 2 for 16 threads
+        assert (plans[1].tiles["vectors"], plans[16].tiles["vectors"], plans[16].tiles["channel_blocks"]) == (4, 2, 6)
+    assert plans[16].tiles["vectors"] == 2
+    assert_close(results[1], x, w, b, start_padding=(1, 1), end_padding=(1, 1))
+    for threads, y in results.items():
+        np.testing.assert_array_equal(y, results[1], err_msg=f"on {threads} threads")
 
 
 def test_plan_fields():

@@ -45,7 +45,7 @@ const Algorithm& choose(const Geometry& g, const Cpu& cpu, std::string_view forc
   }
   for (const Algorithm* algorithm : kAlgorithms) {
     Verdict verdict = algorithm->applies(g, cpu);
-    if (verdict.applies) {
+    if (verdict.applies && verdict.preferred) {
       reason = std::move(verdict.reason);
       return *algorithm;
     }

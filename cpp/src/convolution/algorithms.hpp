@@ -24,10 +24,13 @@ struct Cpu {
   static Cpu detect();
 };
 
-// Whether an algorithm applies, and why (or why not), in a few words.
+// Whether an algorithm applies, and why (or why not), in a few words. One that applies but is not
+// `preferred` computes the layer correctly, only slower than a later one: the list passes it over,
+// but it can be forced (so tests reach it, and benchmarks measure where the thresholds lie).
 struct Verdict {
   bool applies;
   std::string reason;
+  bool preferred = true;
 };
 
 struct Algorithm {
@@ -45,8 +48,8 @@ struct Algorithm {
 // Every algorithm, in the order they are tried.
 std::span<const Algorithm* const> algorithms();
 
-// The first algorithm that applies to g, or `forced` (a name; empty: the list's choice), which
-// must exist and apply (InvalidArgument naming it and saying why otherwise). `reason` gets the
+// The first algorithm that applies to g and is preferred, or `forced` (a name; empty: the list's
+// choice), which must exist and apply (InvalidArgument naming it and saying why otherwise). `reason` gets the
 // chosen one's verdict.
 const Algorithm& choose(const Geometry& g, const Cpu& cpu, std::string_view forced, std::string& reason);
 

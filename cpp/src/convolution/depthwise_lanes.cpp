@@ -223,14 +223,14 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   });
 }
 
-// Depthwise layers with enough channels to fill at least half of the vector lanes.
+// Depthwise layers; preferred with enough channels to fill at least half of the vector lanes.
 Verdict applies(const Geometry& g, const Cpu& cpu) {
   if (g.direction != ConvolutionDirection::Forward) return {false, "a forward algorithm"};
   if (g.in_per_group != 1) return {false, "not depthwise (" + std::to_string(g.in_per_group) + " input channels per group)"};
   const std::int64_t lanes = cpu.lanes(g.dtype);
   if (2 * g.in_channels < lanes)
-    return {false, std::to_string(g.in_channels) + " channels fill less than half of the " + std::to_string(lanes) +
-                       " vector lanes"};
+    return {true, std::to_string(g.in_channels) + " channels fill less than half of the " + std::to_string(lanes) +
+                      " vector lanes", false};
   return {true, "depthwise, channels in the " + std::to_string(lanes) + " vector lanes"};
 }
 

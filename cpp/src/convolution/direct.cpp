@@ -1,6 +1,6 @@
 // FORWARD, dense layers of float sums, direct (core/direct.hpp): no im2col panel. The output
-// channels of a group are cut into blocks of `vectors` x L (direct_vectors() vectors while that
-// many remain, then 2, then 1); a block's filter is packed once, [k][o]. A task is (n, group,
+// channels of a group are cut into blocks of `vectors` x L (direct_vectors() vectors, or 2 where
+// wide blocks leave threads idle, while that many remain, then 2, then 1); a block's filter is packed once, [k][o]. A task is (n, group,
 // band of consecutive output positions, channel block): per pass over a few input channels
 // (whose packed filter, direct_filter_bytes(), stays in L1), direct_window_product adds their terms
 // to the band's interleaved sums (position-major, `width` channels), every output reading its
@@ -47,6 +47,16 @@ struct Blocking {
 
   explicit Blocking(const Geometry& g) {
     const std::int64_t taps = g.kernel.product(), M = g.out_per_group, K = g.in_per_group * taps;
+    const std::int64_t threads = num_threads();
+    // Too few blocks of `most` vectors for the threads, in a layer whose filter outweighs its
+    // input (small planes, many channels: 3x3 512@7, 256@14): blocks of 2 vectors give the
+    // threads tasks that split the filter rather than bands that each read all of it again.
+    // On the 16-core Xeon it made 3x3 512@7, s2 512@14 and 1x1 2048>512@7 14-23% faster at 8
+    // threads and 8-14% at 16; with a filter under twice the input (3x3 128@28, 1x1 1024>256@14,
+    // batch 8) the narrower tiles were 6-11% slower.
+    if (most > 2 && g.batch * g.groups * ceil_div(ceil_div(M, L), most) < 2 * threads &&
+        K * M >= 2 * g.in_per_group * g.in_spatial.product())
+      most = 2;
     for (std::int64_t first = 0, left = ceil_div(M, L); left > 0;) {
       const std::int64_t vectors = left >= most ? most : left >= 2 ? 2 : 1;
       blocks.push_back({first, vectors});
@@ -58,7 +68,6 @@ struct Blocking {
     // threads) while bands keep kDirectMinBand positions, as many as spread the tasks evenly over
     // the threads.
     positions = g.out_spatial.product();
-    const std::int64_t threads = num_threads();
     max_width = most * L, per_band = g.batch * g.groups * block_count;
     bands = ceil_div(positions * max_width * std::int64_t{sizeof(Acc)}, direct_band_bytes());
     bands = std::max(bands, std::min(ceil_div(2 * threads, per_band), positions / kDirectMinBand));
@@ -67,11 +76,15 @@ struct Blocking {
     // Input channels per pass: their packed filter stays in L1.
     channel_pass = std::clamp<std::int64_t>(direct_filter_bytes() / (taps * max_width * std::int64_t{sizeof(Acc)}), 1,
                                             g.in_per_group);
-    // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7, whose
-    // filter is 9 MB) is packed by that task a pass at a time, just before the pass, into L1;
-    // else every block's once, up front, by all threads (group grp's block at packed +
-    // (grp * padded_M + first) * K), and shared.
-    pack_in_pass = g.batch * bands == 1;
+    // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7 on a few
+    // threads, whose filter is 9 MB) is packed by that task a pass at a time, just before the
+    // pass, into L1; so is one used by two tasks when the filter is larger than L2 (packed up
+    // front it would go out to L3 and come back twice, after a barrier: 3x3 512@7 and 1x1
+    // 2048>512@7 at 16 threads 10-14% faster so; with a 1 MiB filter, 1x1 1024>256@14 on 4 threads,
+    // packing twice was 14% slower). Else every block's once, up front, by all threads (group
+    // grp's block at packed + (grp * padded_M + first) * K), and shared.
+    const std::int64_t readers = g.batch * bands;
+    pack_in_pass = readers == 1 || (readers == 2 && K * M * g.groups * std::int64_t{sizeof(Acc)} > platform::cache_sizes().l2);
     tasks = per_band * bands;
     grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * K * max_width * band_max));
   }
@@ -197,20 +210,21 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   });
 }
 
-// Layers of float sums with at least a vector of output channels per group, any window, and
-// pointwise layers with enough input channels (with fewer, a tile sums too few terms to pay for
-// reading the input once per channel block, where the GEMM reads one packed panel for all
-// output channels: 1x1 64>256@56 is 5% slower direct, 256>64@56 12% faster).
+// Layers of float sums. Preferred with at least a vector of output channels per group (fewer leave
+// lanes of every FMA idle), and for pointwise layers only with enough input channels (with fewer,
+// a tile sums too few terms to pay for reading the input once per channel block, where the GEMM
+// reads one packed panel for all output channels: 1x1 64>256@56 is 5% slower direct, 256>64@56
+// 12% faster on Zen 4).
 Verdict applies(const Geometry& g, const Cpu& cpu) {
   if (g.direction != ConvolutionDirection::Forward) return {false, "a forward algorithm"};
   if (g.dtype == DataType::Float64) return {false, "float32 and float16 sums only"};
   const std::int64_t lanes = cpu.lanes(DataType::Float32);
   if (g.out_per_group < lanes)
-    return {false, "fewer output channels per group (" + std::to_string(g.out_per_group) + ") than a vector holds (" +
-                       std::to_string(lanes) + ")"};
+    return {true, "fewer output channels per group (" + std::to_string(g.out_per_group) + ") than a vector holds (" +
+                      std::to_string(lanes) + ")", false};
   if (g.kernel.product() == 1 && g.in_per_group < kDirectPointwiseChannels)
-    return {false, "a pointwise layer with fewer than " + std::to_string(kDirectPointwiseChannels) +
-                       " input channels per group (the GEMM reads the input once for all output channels)"};
+    return {true, "a pointwise layer with fewer than " + std::to_string(kDirectPointwiseChannels) +
+                      " input channels per group (the GEMM reads the input once for all output channels)", false};
   return {true, g.kernel.product() > 1 ? "a window of several taps and a vector of output channels per group"
                                         : "a pointwise layer with many input channels and a vector of output channels"};
 }

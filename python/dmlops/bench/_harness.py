@@ -49,8 +49,10 @@ def make_input(shape: tuple, dtype: str, seed: int = SEED) -> np.ndarray:
 
 
 def time_calls(fns: dict, warmup: int, repeat: int, time_budget: float,
-               block_warmup: float = BLOCK_WARMUP_S) -> dict:
-    """Wall times in seconds of each callable (see the module docstring for the schedule)."""
+               block_warmup: float = BLOCK_WARMUP_S, clock: Callable[[], float] = time.perf_counter) -> dict:
+    """Wall times in seconds of each callable (see the module docstring for the schedule), or
+    the times of another ``clock`` (``time.thread_time`` for calls that run on the calling
+    thread alone: robust to other processes on a shared machine)."""
     times: dict = {name: [] for name in fns}
 
     def warm(fn: Callable, calls: int, cap: float) -> float:
@@ -79,9 +81,9 @@ def time_calls(fns: dict, warmup: int, repeat: int, time_budget: float,
             if r > 0 and one_call[name] < block_warmup:
                 warm(fn, 1, 0.25)
             for _ in range(calls):
-                t0 = time.perf_counter()
+                t0 = clock()
                 fn()
-                times[name].append(time.perf_counter() - t0)
+                times[name].append(clock() - t0)
     return times
 
 
