@@ -78,7 +78,13 @@ class _LpPoolingDescriptor(Descriptor):
         """How a call computes (a :class:`dmlops.Plan`): ``sum_abs`` (p = 1), ``sum_squares``
         (p = 2) or ``sum_powers`` (p >= 3), with its blocks of output rows, the input span a
         block reads, tasks and threads. The same code sets up the calls, so the plan is what
-        they do."""
+        they do.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
         i, o = self.input, self.output
         return Plan._of(_core.lp_pooling_plan(self.NAME, (i.dtype, i.sizes, i.strides), (o.dtype, o.sizes, o.strides),
                                               self.strides, self.window_size, self.start_padding, self.end_padding,

@@ -102,7 +102,13 @@ class _PaddingDescriptor(Descriptor):
         """How a call computes (a :class:`dmlops.Plan`): ``copy`` when nothing is padded,
         ``gather`` otherwise (each output row as runs: the interior one copy, reflected borders
         mirrored or gathered), with its rows, runs, tasks and threads. The same code sets up the
-        calls, so the plan is what they do on arrays laid out as ``input`` and ``output`` say."""
+        calls, so the plan is what they do on arrays laid out as ``input`` and ``output`` say.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
         i, o = self.input, self.output
         return Plan._of(_core.padding_plan(self.NAME, (i.dtype, i.sizes, i.strides), (o.dtype, o.sizes, o.strides),
                                            self.padding_mode, self.start_padding, self.end_padding,

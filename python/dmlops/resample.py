@@ -184,7 +184,13 @@ class Upsample2DDesc(Descriptor):
         """How a call computes (a :class:`dmlops.Plan`): nearest_neighbor, a ``gather`` whose
         rows repeat (``row_copies``: each gathered once and copied) and whose rows are
         ``repeat`` runs; linear, a ``filter`` with its pass order and tiles. The same code sets up
-        the calls, so the plan is what they do."""
+        the calls, so the plan is what they do.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
         return Plan._of(_core.upsample_2d_plan(_spec(self.input), _spec(self.output), self.scale_size,
                                                self.interpolation_mode))
 
@@ -316,7 +322,13 @@ class _ResampleDescriptor(Descriptor):
         """How a call computes (a :class:`dmlops.Plan`): nearest_neighbor, the separable gather's
         ``copy`` or ``gather`` (``row_copies`` where an integer scale repeats whole rows);
         linear, the separable ``filter``, its pass order (``pass1``, ``pass2``: axes, those that
-        shrink first) and tiles. The same code sets up the calls, so the plan is what they do."""
+        shrink first) and tiles. The same code sets up the calls, so the plan is what they do.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
         v = self._values
         return Plan._of(_core.resample_plan(self.NAME, _spec(v["input"]), _spec(v["output"]), v["interpolation_mode"],
                                             v["rounding_direction"], v["scales"], v["input_pixel_offsets"],

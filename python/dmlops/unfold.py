@@ -159,7 +159,13 @@ class UnfoldDesc(_WindowDescriptor):
     def plan(self) -> Plan:
         """How a call computes (a :class:`dmlops.Plan`): ``rows``, each output row (n, c, tap)
         copied run by run, with the pieces a row is cut into when rows are too few for the
-        threads. The same code sets up the calls, so the plan is what they do."""
+        threads. The same code sets up the calls, so the plan is what they do.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
         return Plan._of(_core.unfold_plan(_spec(self.input), _spec(self.output), *self._window_values()))
 
 
@@ -216,7 +222,13 @@ class FoldDesc(_WindowDescriptor):
     def plan(self) -> Plan:
         """How a call computes (a :class:`dmlops.Plan`): ``slabs``, each task summing every tap
         into a slab of one output plane (``slab_rows`` rows, sized to stay in L2). The same code
-        sets up the calls, so the plan is what they do."""
+        sets up the calls, so the plan is what they do.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
         return Plan._of(_core.fold_plan(_spec(self.input), _spec(self.output), *self._window_values()))
 
 
