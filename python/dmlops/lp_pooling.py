@@ -26,7 +26,7 @@ from . import _core
 from ._args import as_array, check_out, integer, keyword_hints, per_axis
 from ._descriptor import Descriptor, Field
 from ._plan import Plan
-from ._tensor import TensorDesc
+from ._tensor import TensorDesc, tensor_spec
 
 _PerAxis = Union[int, Sequence[int]]
 
@@ -85,8 +85,7 @@ class _LpPoolingDescriptor(Descriptor):
         Plan
             The algorithm, reason, instruction set, tiles, tasks and threads.
         """
-        i, o = self.input, self.output
-        return Plan._of(_core.lp_pooling_plan(self.NAME, (i.dtype, i.sizes, i.strides), (o.dtype, o.sizes, o.strides),
+        return Plan._of(_core.lp_pooling_plan(self.NAME, tensor_spec(self.input), tensor_spec(self.output),
                                               self.strides, self.window_size, self.start_padding, self.end_padding,
                                               self._values.get("dilations"), self.p))
 

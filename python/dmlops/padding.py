@@ -28,7 +28,7 @@ from . import _core
 from ._args import Enum, as_array, check_bool_value, check_out, keyword_hints, number, per_axis, real
 from ._descriptor import Descriptor, Field
 from ._plan import Plan
-from ._tensor import TensorDesc
+from ._tensor import TensorDesc, tensor_spec
 
 PADDING_MODE = Enum(
     "PADDING_MODE",
@@ -109,8 +109,7 @@ class _PaddingDescriptor(Descriptor):
         Plan
             The algorithm, reason, instruction set, tiles, tasks and threads.
         """
-        i, o = self.input, self.output
-        return Plan._of(_core.padding_plan(self.NAME, (i.dtype, i.sizes, i.strides), (o.dtype, o.sizes, o.strides),
+        return Plan._of(_core.padding_plan(self.NAME, tensor_spec(self.input), tensor_spec(self.output),
                                            self.padding_mode, self.start_padding, self.end_padding,
                                            self.padding_value, self.EXACT_VALUE))
 
