@@ -164,4 +164,18 @@ py::tuple to_tuple(const Dims& dims) {
   return t;
 }
 
+py::dict plan_dict(const KernelPlan& plan) {
+  py::dict tiles;
+  for (const auto& [name, value] : plan.tiles) tiles[py::str(name)] = value;
+  py::dict d;
+  d["algorithm"] = plan.algorithm;
+  d["reason"] = plan.reason;
+  d["isa"] = plan.isa;
+  d["rewrite"] = plan.rewrite;
+  d["tiles"] = tiles;
+  d["tasks"] = plan.tasks;
+  d["threads"] = plan.threads;
+  return d;
+}
+
 }  // namespace dmlops::bindings

@@ -11,6 +11,7 @@
 
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/tensor.hpp"
 
 namespace dmlops::bindings {
@@ -38,6 +39,9 @@ TensorDesc tensor_desc_of(const py::handle& obj, const std::string& what);
 Number number_of(const py::handle& obj, const std::string& what);
 
 py::tuple to_tuple(const Dims& dims);
+
+// A plan as the Python layer's Plan takes it: {algorithm, reason, isa, rewrite, tiles, tasks, threads}.
+py::dict plan_dict(const KernelPlan& plan);
 
 // `message` with the word uint8 said as bool.
 std::string bool_named(const std::string& message);

@@ -57,20 +57,6 @@ ConvolutionDesc desc_of_specs(const py::tuple& input, const py::tuple& filter, c
 
 TensorDesc packed_desc(const TensorView& view) { return TensorDesc{view.dtype, view.sizes, std::nullopt}; }
 
-py::dict plan_dict(const ConvolutionPlan& plan) {
-  py::dict tiles;
-  for (const auto& [name, value] : plan.tiles) tiles[py::str(name)] = value;
-  py::dict d;
-  d["algorithm"] = plan.algorithm;
-  d["reason"] = plan.reason;
-  d["isa"] = plan.isa;
-  d["rewrite"] = plan.rewrite;
-  d["tiles"] = tiles;
-  d["tasks"] = plan.tasks;
-  d["threads"] = plan.threads;
-  return d;
-}
-
 // A PreparedConvolution and the arrays its views point into (the Python layer's copies),
 // kept alive with it.
 struct Prepared {

@@ -29,6 +29,15 @@ LpPoolingDesc make_desc(const std::string& op, const TensorDesc& input, const py
   return desc;
 }
 
+// The descriptor of a Python descriptor's fields (tensor specs, the rest as make_desc takes them).
+LpPoolingDesc desc_of_specs(const std::string& op, const py::tuple& input, const py::object& output,
+                            const py::handle& strides, const py::handle& window, const py::handle& start,
+                            const py::handle& end, const py::handle& dilations, const py::handle& p) {
+  LpPoolingDesc desc = make_desc(op, tensor_desc_of(input, op + ": input"), strides, window, start, end, dilations, p);
+  if (!output.is_none()) desc.output = tensor_desc_of(output, op + ": output");
+  return desc;
+}
+
 }  // namespace
 
 void bind_lp_pooling(py::module_& m) {
@@ -37,12 +46,18 @@ void bind_lp_pooling(py::module_& m) {
       [](const std::string& op, const py::tuple& input, const py::object& output, const py::object& strides,
          const py::object& window, const py::object& start, const py::object& end, const py::object& dilations,
          const py::object& p) {
-        LpPoolingDesc desc =
-            make_desc(op, tensor_desc_of(input, op + ": input"), strides, window, start, end, dilations, p);
-        if (!output.is_none()) desc.output = tensor_desc_of(output, op + ": output");
-        return to_tuple(infer_output(desc).sizes);
+        return to_tuple(infer_output(desc_of_specs(op, input, output, strides, window, start, end, dilations, p)).sizes);
       },
       "Validates an Lp pooling descriptor; returns the output sizes.");
+
+  m.def(
+      "lp_pooling_plan",
+      [](const std::string& op, const py::tuple& input, const py::object& output, const py::object& strides,
+         const py::object& window, const py::object& start, const py::object& end, const py::object& dilations,
+         const py::object& p) {
+        return plan_dict(plan(desc_of_specs(op, input, output, strides, window, start, end, dilations, p)));
+      },
+      "The plan of an Lp pooling descriptor's calls.");
 
   m.def(
       "lp_pooling",

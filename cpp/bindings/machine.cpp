@@ -1,6 +1,7 @@
 // dmlops._core machine measurements for the benchmark report (python/dmlops/bench).
 #include "dmlops/machine.hpp"
 
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/platform.hpp"
 
 #include "convert.hpp"
@@ -12,7 +13,8 @@ void bind_machine(py::module_& m) {
   m.def("fma_peak_gflops", &fma_peak_gflops, py::arg("threads"), py::arg("milliseconds") = 100.0,
         py::call_guard<py::gil_scoped_release>(),
         "float32 FMA GFLOP/s of a register-only loop on `threads` threads (the ISA of fma_isa()).");
-  m.def("fma_isa", &fma_isa, "The instruction set fma_peak_gflops and the GEMM kernels use.");
+  m.def("fma_isa", [] { return kernel_isa(KernelKind::Fma); },
+        "The instruction set fma_peak_gflops and the GEMM kernels use: avx512, avx2, sse2, neon or portable.");
   m.def(
       "cache_sizes",
       [] {

@@ -34,6 +34,15 @@ PaddingDesc make_desc(const std::string& op, const TensorDesc& input, const std:
   return desc;
 }
 
+// The descriptor of a Python descriptor's fields (tensor specs, the rest as make_desc takes them).
+PaddingDesc desc_of_specs(const std::string& op, const py::tuple& input, const py::object& output,
+                          const std::string& mode, const py::handle& start, const py::handle& end,
+                          const py::handle& value, bool exact) {
+  PaddingDesc desc = make_desc(op, tensor_desc_of(input, op + ": input"), mode, start, end, value, exact);
+  if (!output.is_none()) desc.output = tensor_desc_of(output, op + ": output");
+  return desc;
+}
+
 }  // namespace
 
 void bind_padding(py::module_& m) {
@@ -41,12 +50,19 @@ void bind_padding(py::module_& m) {
       "padding_infer",
       [](const std::string& op, const py::tuple& input, const py::object& output, const std::string& mode,
          const py::object& start, const py::object& end, const py::object& value, bool exact) {
-        PaddingDesc desc = make_desc(op, tensor_desc_of(input, op + ": input"), mode, start, end, value, exact);
-        if (!output.is_none()) desc.output = tensor_desc_of(output, op + ": output");
+        const PaddingDesc desc = desc_of_specs(op, input, output, mode, start, end, value, exact);
         const TensorDesc out = infer_output(desc);
         return py::make_tuple(to_tuple(out.sizes), desc.value.bits);
       },
       "Validates a padding descriptor; returns (output sizes, padding value bits).");
+
+  m.def(
+      "padding_plan",
+      [](const std::string& op, const py::tuple& input, const py::object& output, const std::string& mode,
+         const py::object& start, const py::object& end, const py::object& value, bool exact) {
+        return plan_dict(plan(desc_of_specs(op, input, output, mode, start, end, value, exact)));
+      },
+      "The plan of a padding descriptor's calls.");
 
   m.def(
       "padding",

@@ -41,6 +41,24 @@ py::list to_list(const std::vector<float>& values) {
   return list;
 }
 
+// The descriptors of Python descriptors' fields (tensor specs, the rest as make_resample and
+// make_upsample take them).
+ResampleDesc resample_of_specs(const std::string& op, const py::tuple& input, const py::object& output,
+                               const std::string& mode, const py::object& rounding, const py::object& scales,
+                               const py::object& input_offsets, const py::object& output_offsets, bool antialiased) {
+  ResampleDesc desc = make_resample(op, tensor_desc_of(input, op + ": input"), mode, rounding, scales, input_offsets,
+                                    output_offsets, antialiased);
+  if (!output.is_none()) desc.output = tensor_desc_of(output, op + ": output");
+  return desc;
+}
+
+Upsample2DDesc upsample_of_specs(const py::tuple& input, const py::object& output, const py::object& scale_size,
+                                 const std::string& mode) {
+  Upsample2DDesc desc = make_upsample(tensor_desc_of(input, "Upsample2D: input"), scale_size, mode);
+  if (!output.is_none()) desc.output = tensor_desc_of(output, "Upsample2D: output");
+  return desc;
+}
+
 }  // namespace
 
 void bind_resample(py::module_& m) {
@@ -49,14 +67,23 @@ void bind_resample(py::module_& m) {
       [](const std::string& op, const py::tuple& input, const py::object& output, const std::string& mode,
          const py::object& rounding, const py::object& scales, const py::object& input_offsets,
          const py::object& output_offsets, bool antialiased) {
-        ResampleDesc desc = make_resample(op, tensor_desc_of(input, op + ": input"), mode, rounding, scales,
-                                          input_offsets, output_offsets, antialiased);
-        if (!output.is_none()) desc.output = tensor_desc_of(output, op + ": output");
+        const ResampleDesc desc =
+            resample_of_specs(op, input, output, mode, rounding, scales, input_offsets, output_offsets, antialiased);
         const TensorDesc out = infer_output(desc);
         return py::make_tuple(to_tuple(out.sizes), to_list(desc.scales), to_list(desc.input_pixel_offsets),
                               to_list(desc.output_pixel_offsets));
       },
       "Validates a resample descriptor; returns (output sizes, scales, input offsets, output offsets) as FLOATs.");
+
+  m.def(
+      "resample_plan",
+      [](const std::string& op, const py::tuple& input, const py::object& output, const std::string& mode,
+         const py::object& rounding, const py::object& scales, const py::object& input_offsets,
+         const py::object& output_offsets, bool antialiased) {
+        return plan_dict(plan(
+            resample_of_specs(op, input, output, mode, rounding, scales, input_offsets, output_offsets, antialiased)));
+      },
+      "The plan of a resample descriptor's calls.");
 
   m.def(
       "resample",
@@ -75,11 +102,16 @@ void bind_resample(py::module_& m) {
   m.def(
       "upsample_2d_infer",
       [](const py::tuple& input, const py::object& output, const py::object& scale_size, const std::string& mode) {
-        Upsample2DDesc desc = make_upsample(tensor_desc_of(input, "Upsample2D: input"), scale_size, mode);
-        if (!output.is_none()) desc.output = tensor_desc_of(output, "Upsample2D: output");
-        return to_tuple(infer_output(desc).sizes);
+        return to_tuple(infer_output(upsample_of_specs(input, output, scale_size, mode)).sizes);
       },
       "Validates an Upsample2D descriptor; returns the output sizes.");
+
+  m.def(
+      "upsample_2d_plan",
+      [](const py::tuple& input, const py::object& output, const py::object& scale_size, const std::string& mode) {
+        return plan_dict(plan(upsample_of_specs(input, output, scale_size, mode)));
+      },
+      "The plan of an Upsample2D descriptor's calls.");
 
   m.def(
       "upsample_2d",

@@ -46,6 +46,27 @@ void reject_bool(const py::object& x) {
                      "overlaps (or x.view(np.uint8), which wraps at 256)");
 }
 
+// The descriptors of Python descriptors' fields (tensor specs, the window arrays).
+UnfoldDesc unfold_of_specs(const py::tuple& input, const py::object& output, const py::object& window,
+                           const py::object& strides, const py::object& dilations, const py::object& start,
+                           const py::object& end) {
+  UnfoldDesc desc;
+  desc.input = tensor_desc_of(input, "Unfold: input");
+  if (!output.is_none()) desc.output = tensor_desc_of(output, "Unfold: output");
+  set_windows(desc, "Unfold", window, strides, dilations, start, end);
+  return desc;
+}
+
+FoldDesc fold_of_specs(const py::tuple& input, const py::tuple& output, const py::object& window,
+                       const py::object& strides, const py::object& dilations, const py::object& start,
+                       const py::object& end) {
+  FoldDesc desc;
+  desc.input = tensor_desc_of(input, "Fold: input");
+  desc.output = tensor_desc_of(output, "Fold: output");
+  set_windows(desc, "Fold", window, strides, dilations, start, end);
+  return desc;
+}
+
 }  // namespace
 
 void bind_unfold(py::module_& m) {
@@ -53,13 +74,17 @@ void bind_unfold(py::module_& m) {
       "unfold_infer",
       [](const py::tuple& input, const py::object& output, const py::object& window, const py::object& strides,
          const py::object& dilations, const py::object& start, const py::object& end) {
-        UnfoldDesc desc;
-        desc.input = tensor_desc_of(input, "Unfold: input");
-        if (!output.is_none()) desc.output = tensor_desc_of(output, "Unfold: output");
-        set_windows(desc, "Unfold", window, strides, dilations, start, end);
-        return to_tuple(infer_output(desc).sizes);
+        return to_tuple(infer_output(unfold_of_specs(input, output, window, strides, dilations, start, end)).sizes);
       },
       "Validates an unfold descriptor; returns the output sizes.");
+
+  m.def(
+      "unfold_plan",
+      [](const py::tuple& input, const py::object& output, const py::object& window, const py::object& strides,
+         const py::object& dilations, const py::object& start, const py::object& end) {
+        return plan_dict(plan(unfold_of_specs(input, output, window, strides, dilations, start, end)));
+      },
+      "The plan of an unfold descriptor's calls.");
 
   m.def(
       "unfold",
@@ -85,13 +110,17 @@ void bind_unfold(py::module_& m) {
       "fold_infer",
       [](const py::tuple& input, const py::tuple& output, const py::object& window, const py::object& strides,
          const py::object& dilations, const py::object& start, const py::object& end) {
-        FoldDesc desc;
-        desc.input = tensor_desc_of(input, "Fold: input");
-        desc.output = tensor_desc_of(output, "Fold: output");
-        set_windows(desc, "Fold", window, strides, dilations, start, end);
-        return to_tuple(infer_output(desc).sizes);
+        return to_tuple(infer_output(fold_of_specs(input, output, window, strides, dilations, start, end)).sizes);
       },
       "Validates a fold descriptor; returns the output sizes.");
+
+  m.def(
+      "fold_plan",
+      [](const py::tuple& input, const py::tuple& output, const py::object& window, const py::object& strides,
+         const py::object& dilations, const py::object& start, const py::object& end) {
+        return plan_dict(plan(fold_of_specs(input, output, window, strides, dilations, start, end)));
+      },
+      "The plan of a fold descriptor's calls.");
 
   m.def(
       "fold",

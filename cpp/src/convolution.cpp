@@ -4,7 +4,6 @@
 // the entry: plan, log when asked, run.
 #include "dmlops/ops/convolution.hpp"
 
-#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -20,22 +19,12 @@ namespace {
 
 using conv::kOp;
 
-std::string environment(const char* variable) {
-  const char* value = std::getenv(variable);
-  return value ? value : "";
-}
-
 const std::string& forced_by_environment() {
-  static const std::string algorithm = environment("DMLOPS_CONVOLUTION_ALGORITHM");
-  return algorithm;
-}
-
-bool verbose() {
-  static const bool on = [] {
-    const std::string value = environment("DMLOPS_VERBOSE");
-    return !value.empty() && value != "0";
+  static const std::string algorithm = [] {
+    const char* value = std::getenv("DMLOPS_CONVOLUTION_ALGORITHM");
+    return std::string(value ? value : "");
   }();
-  return on;
+  return algorithm;
 }
 
 struct Chosen {
@@ -59,30 +48,11 @@ Chosen choose(const conv::Geometry& g, std::string_view algorithm, bool describe
   return c;
 }
 
-std::string dims_text(const Dims& sizes) {
-  std::string text;
-  for (std::int64_t s : sizes) {
-    if (!text.empty()) text += 'x';
-    text += std::to_string(s);
-  }
-  return text;
-}
-
-// dmlops: convolution forward 1x64x56x56 f32 3x3 -> algorithm=direct isa=avx512 tiles=... tasks=14 threads=2 reason=...
+// dmlops: Convolution forward 1x64x56x56 f32 3x3 -> algorithm=direct isa=avx512 tiles=... tasks=14 threads=2 reason=...
 void log(const ConvolutionDesc& desc, const conv::Geometry& g, const ConvolutionPlan& plan, bool prepared) {
-  const char* dtype = g.dtype == DataType::Float16 ? "f16" : g.dtype == DataType::Float64 ? "f64" : "f32";
-  std::string tiles;
-  for (const auto& [tile, value] : plan.tiles) {
-    if (!tiles.empty()) tiles += ',';
-    tiles += tile + ":" + std::to_string(value);
-  }
-  std::string line = "dmlops: convolution " + std::string(name(desc.direction)) + " " + dims_text(desc.input.sizes) +
-                     " " + dtype + " " + dims_text(g.kernel) + " -> algorithm=" + plan.algorithm +
-                     (prepared ? " prepared" : "") + " isa=" + plan.isa +
-                     (plan.rewrite.empty() ? "" : " rewrite=" + plan.rewrite) + " tiles=" + tiles +
-                     " tasks=" + std::to_string(plan.tasks) + " threads=" + std::to_string(plan.threads) +
-                     " reason=" + plan.reason + "\n";
-  std::fputs(line.c_str(), stderr);  // one call: lines of concurrent calls do not interleave
+  log_plan("Convolution " + std::string(name(desc.direction)) + " " + dims_text(desc.input.sizes) + " " +
+               std::string(short_name(g.dtype)) + " " + dims_text(g.kernel),
+           plan, prepared ? "prepared" : "");
 }
 
 }  // namespace

@@ -53,6 +53,7 @@
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/platform.hpp"
 #include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
@@ -340,11 +341,31 @@ class LpPoolingKernel {
     }
   }
 
+  // What run() does: the norm's path, the blocking and the tasks.
+  KernelPlan describe() const {
+    const std::string p = std::to_string(p_);
+    KernelPlan k = KernelPlan::of(
+        p_ == 1 ? "sum_abs" : p_ == 2 ? "sum_squares" : "sum_powers",
+        p_ == 1   ? "p = 1: the sum of |x|"
+        : p_ == 2 ? "p = 2: the root of the sum of squares"
+                  : "p = " + p + ": the p-th root of the sum of |x|^" + p + " (binary powering)",
+        kernel_isa(KernelKind::Avx2), row_sizes_.product() * static_cast<std::int64_t>(blocks_.size()));
+    if (p_ > 1) k.reason += "; outputs that overflow or lose precision are recomputed scaled by the window's max";
+    const bool fixed = (row_.stride == 1 || row_.stride == 2) && (row_.window == 2 || row_.window == 3);
+    k.reason += fixed ? "; the " + std::to_string(row_.window) + " taps of stride " + std::to_string(row_.stride) +
+                            " along W are compiled in"
+                      : "; the taps along W one at a time";
+    k.reason += kReadsInPlace && in_col_stride_ == static_cast<std::int64_t>(sizeof(T))
+                    ? "; input rows read in place"
+                    : "; input rows packed into scratch first";
+    k.tiles = {{"rows", row_sizes_.product()}, {"blocks", static_cast<std::int64_t>(blocks_.size())}, {"block", block_},
+               {"span", span_}, {"outer_taps", outer_taps_}, {"grain", grain()}};
+    return k;
+  }
+
   void run() const {
     const std::int64_t blocks = static_cast<std::int64_t>(blocks_.size());
-    const std::int64_t work = outer_taps_ * span_ + block_ * row_.window;
-    const std::int64_t grain = std::max<std::int64_t>(1, kGrainWork / std::max<std::int64_t>(work, 1));
-    parallel_for(0, row_sizes_.product() * blocks, grain, [&](std::int64_t begin, std::int64_t end) {
+    parallel_for(0, row_sizes_.product() * blocks, grain(), [&](std::int64_t begin, std::int64_t end) {
       Scratch scratch(*this);
       // A chunk's tasks are consecutive (row, block) pairs, block fastest; the counter walks
       // the rows without dividing per row.
@@ -363,6 +384,12 @@ class LpPoolingKernel {
   }
 
  private:
+  // (row, block) tasks per parallel_for chunk: about kGrainWork element operations.
+  std::int64_t grain() const {
+    const std::int64_t work = outer_taps_ * span_ + block_ * row_.window;
+    return std::max<std::int64_t>(1, kGrainWork / std::max<std::int64_t>(work, 1));
+  }
+
   // One block of an output row: outputs [o0, o1) read input columns [lo, hi) (clipped to the
   // input); outputs [i0, i1) are interior (every W tap inside the input), the rest border.
   struct BorderOutput {
@@ -667,16 +694,35 @@ TensorDesc infer_output(const LpPoolingDesc& desc) {
   return checked_output(expected, desc.output, desc.op_name + ": output", " but the window geometry gives ");
 }
 
+namespace {
+
+// The kernel for these views: what execute() runs and plan() describes.
+template <class Fn>
+void with_kernel(const LpPoolingDesc& desc, const TensorView& in, const TensorView& out, Fn&& fn) {
+  const std::vector<WindowAxis> axes = validate(desc);
+  visit_float(in.dtype, [&](auto tag) { fn(LpPoolingKernel<typename decltype(tag)::type>(axes, in, out, desc.p)); });
+}
+
+}  // namespace
+
+KernelPlan plan(const LpPoolingDesc& desc) {
+  const TensorDesc out_desc = infer_output(desc);
+  const TensorView in = unbound_view(desc.input), out = unbound_view(out_desc);
+  KernelPlan k;
+  with_kernel(desc, in, out, [&](const auto& kernel) { k = kernel.describe(); });
+  return k;
+}
+
 void execute(const LpPoolingDesc& desc, const TensorView& in, const TensorView& out) {
   const TensorDesc out_desc = infer_output(desc);
   check_view_matches(in, desc.input, (desc.op_name + ": input").c_str());
   check_output_view(out, out_desc, (desc.op_name + ": out").c_str(), {&in});
-  const std::vector<WindowAxis> axes = validate(desc);
-  visit_dtype(in.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>) {
-      LpPoolingKernel<T>(axes, in, out, desc.p).run();
-    }
+  with_kernel(desc, in, out, [&](const auto& kernel) {
+    if (verbose())
+      log_plan(desc.op_name + " p=" + std::to_string(desc.p) + " " + dims_text(in.sizes) + " " +
+                   std::string(short_name(in.dtype)) + " window " + dims_text(desc.window_size),
+               kernel.describe());
+    kernel.run();
   });
 }
 

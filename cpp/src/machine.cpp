@@ -66,13 +66,6 @@ double thread_flops(double seconds, float m, float a) {
 
 }  // namespace
 
-const char* fma_isa() {
-  if (avx512_enabled()) return "avx512f";
-  if (avx2_fma_enabled()) return "avx2+fma";
-  if (DMLOPS_X86) return "sse2";
-  return DMLOPS_ARM64 ? "neon" : "portable";
-}
-
 double fma_peak_gflops(int threads, double milliseconds) {
   if (threads < 1) fail("fma_peak_gflops: threads is ", threads, "; it must be >= 1");
   if (!(milliseconds > 0)) fail("fma_peak_gflops: milliseconds is ", milliseconds, "; it must be > 0");

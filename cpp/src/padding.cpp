@@ -4,6 +4,7 @@
 
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/gather.hpp"
+#include "dmlops/core/plan.hpp"
 
 namespace dmlops {
 namespace {
@@ -82,14 +83,12 @@ std::int64_t padding_source_index(PaddingMode mode, std::int64_t o, std::int64_t
   return -1;
 }
 
-void execute(const PaddingDesc& desc, const TensorView& in, const TensorView& out) {
-  const TensorDesc out_desc = infer_output(desc);
-  check_view_matches(in, desc.input, (desc.op_name + ": input").c_str());
-  check_output_view(out, out_desc, (desc.op_name + ": out").c_str(), {&in});
+namespace {
 
+// Per axis: the borders element by element (they fold back and forth), the interior as one copy
+// run, so building the map costs the padding, not the whole axis.
+std::vector<AxisMap> padding_maps(const PaddingDesc& desc, const TensorDesc& out_desc) {
   const int rank = desc.input.sizes.size();
-  // Per axis: the borders element by element (they fold back and forth), the interior as one
-  // copy run, so building the map costs the padding, not the whole axis.
   std::vector<AxisMap> maps(rank);
   for (int d = 0; d < rank; ++d) {
     const std::int64_t n = desc.input.sizes[d], start = desc.start_padding[d];
@@ -99,6 +98,25 @@ void execute(const PaddingDesc& desc, const TensorView& in, const TensorView& ou
     for (std::int64_t o = start + n; o < out_desc.sizes[d]; ++o)
       maps[d].push(padding_source_index(desc.mode, o, n, start));
   }
+  return maps;
+}
+
+}  // namespace
+
+KernelPlan plan(const PaddingDesc& desc) {
+  const TensorDesc out_desc = infer_output(desc);
+  return describe_separable_gather(unbound_view(desc.input), unbound_view(out_desc), padding_maps(desc, out_desc));
+}
+
+void execute(const PaddingDesc& desc, const TensorView& in, const TensorView& out) {
+  const TensorDesc out_desc = infer_output(desc);
+  check_view_matches(in, desc.input, (desc.op_name + ": input").c_str());
+  check_output_view(out, out_desc, (desc.op_name + ": out").c_str(), {&in});
+  const std::vector<AxisMap> maps = padding_maps(desc, out_desc);
+  if (verbose())
+    log_plan(desc.op_name + " " + std::string(name(desc.mode)) + " " + dims_text(in.sizes) + " " +
+                 std::string(short_name(in.dtype)),
+             describe_separable_gather(in, out, maps));
   separable_gather(in, out, maps, desc.value);
 }
 

@@ -6,6 +6,7 @@
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/filter.hpp"
 #include "dmlops/core/gather.hpp"
+#include "dmlops/core/plan.hpp"
 
 namespace dmlops {
 namespace {
@@ -159,17 +160,42 @@ void validate(const ResampleDesc& desc) {
   check_dtype_for_mode(op, desc.input.dtype, desc.mode);
 }
 
-void run(const std::vector<Axis>& axes, InterpolationMode mode, Rounding rounding, bool antialiased,
-         const TensorView& in, const TensorView& out) {
-  if (mode == InterpolationMode::NearestNeighbor) {
-    std::vector<AxisMap> maps;
-    for (const Axis& a : axes) maps.push_back(nearest_map(a, rounding));
-    separable_gather(in, out, maps, Scalar{in.dtype, 0});
-  } else {
-    std::vector<AxisFilter> filters;
-    for (const Axis& a : axes) filters.push_back(linear_filter(a, antialiased));
-    separable_filter(in, out, filters);
+// The per-axis tables of a call, built once: nearest_neighbor's index maps (one separable_gather)
+// or linear's weight tables (one separable_filter).
+struct Tables {
+  InterpolationMode mode;
+  std::vector<AxisMap> maps;
+  std::vector<AxisFilter> filters;
+
+  Tables(const std::vector<Axis>& axes, InterpolationMode mode, Rounding rounding, bool antialiased) : mode(mode) {
+    for (const Axis& a : axes) {
+      if (mode == InterpolationMode::NearestNeighbor) maps.push_back(nearest_map(a, rounding));
+      else filters.push_back(linear_filter(a, antialiased));
+    }
   }
+  KernelPlan describe(const TensorView& in, const TensorView& out) const {
+    return mode == InterpolationMode::NearestNeighbor ? describe_separable_gather(in, out, maps)
+                                                      : describe_separable_filter(in, out, filters);
+  }
+  void run(const TensorView& in, const TensorView& out) const {
+    if (mode == InterpolationMode::NearestNeighbor) separable_gather(in, out, maps, Scalar{in.dtype, 0});
+    else separable_filter(in, out, filters);
+  }
+};
+
+// Logs the call's plan when DMLOPS_VERBOSE asks, then runs it.
+void run(const std::string& op, const Tables& tables, const TensorView& in, const TensorView& out) {
+  if (verbose())
+    log_plan(op + " " + std::string(name(tables.mode)) + " " + dims_text(in.sizes) + " " +
+                 std::string(short_name(in.dtype)) + " to " + dims_text(out.sizes),
+             tables.describe(in, out));
+  tables.run(in, out);
+}
+
+Rounding rounding_of(const ResampleDesc& desc) {
+  return !desc.rounding_direction                                        ? Rounding::HalfUp
+         : *desc.rounding_direction == AxisDirection::Decreasing ? Rounding::Floor
+                                                                  : Rounding::Ceil;
 }
 
 // Upsample2D's axes: scale 1 (the identity) on N, C and D, the integer scales on H and W.
@@ -258,17 +284,27 @@ void execute(const ResampleDesc& desc, const TensorView& in, const TensorView& o
   const TensorDesc out_desc = infer_output(desc);
   check_view_matches(in, desc.input, (desc.op_name + ": input").c_str());
   check_output_view(out, out_desc, (desc.op_name + ": out").c_str(), {&in});
-  const Rounding rounding = !desc.rounding_direction ? Rounding::HalfUp
-                            : *desc.rounding_direction == AxisDirection::Decreasing ? Rounding::Floor
-                                                                                    : Rounding::Ceil;
-  run(resample_axes(desc, out_desc.sizes), desc.mode, rounding, desc.antialiased, in, out);
+  run(desc.op_name, Tables(resample_axes(desc, out_desc.sizes), desc.mode, rounding_of(desc), desc.antialiased), in,
+      out);
 }
 
 void execute(const Upsample2DDesc& desc, const TensorView& in, const TensorView& out) {
   const TensorDesc out_desc = infer_output(desc);
   check_view_matches(in, desc.input, "Upsample2D: input");
   check_output_view(out, out_desc, "Upsample2D: out", {&in});
-  run(upsample_axes(desc), desc.mode, Rounding::HalfUp, /*antialiased=*/false, in, out);
+  run("Upsample2D", Tables(upsample_axes(desc), desc.mode, Rounding::HalfUp, /*antialiased=*/false), in, out);
+}
+
+KernelPlan plan(const ResampleDesc& desc) {
+  const TensorDesc out_desc = infer_output(desc);
+  return Tables(resample_axes(desc, out_desc.sizes), desc.mode, rounding_of(desc), desc.antialiased)
+      .describe(unbound_view(desc.input), unbound_view(out_desc));
+}
+
+KernelPlan plan(const Upsample2DDesc& desc) {
+  const TensorDesc out_desc = infer_output(desc);
+  return Tables(upsample_axes(desc), desc.mode, Rounding::HalfUp, /*antialiased=*/false)
+      .describe(unbound_view(desc.input), unbound_view(out_desc));
 }
 
 }  // namespace dmlops

@@ -12,6 +12,7 @@
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/platform.hpp"
 #include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
@@ -133,6 +134,82 @@ void store(const Acc* sums, std::byte* dst, const Dims& sizes, const Dims& byte_
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Plans: how each operator cuts its work into tasks, for the run and for plan() alike.
+
+// Unfold's tasks are (row, range of b_0); rows are split only when there are too few to keep
+// every thread busy, and never into pieces smaller than kBytesPerTask.
+struct UnfoldTasks {
+  std::int64_t rows, pieces, blocks0_per_piece, grain;
+};
+
+UnfoldTasks unfold_tasks(const BlockWalker& walker, std::int64_t rows, std::size_t element_bytes) {
+  const auto elem = static_cast<std::int64_t>(element_bytes);
+  const std::int64_t blocks0 = walker.blocks()[0], row_bytes = walker.block_count() * elem;
+  std::int64_t pieces = 1;
+  if (rows < 4 * num_threads())
+    pieces = std::clamp<std::int64_t>(ceil_div(4 * num_threads(), rows), 1,
+                                      std::min(blocks0, std::max<std::int64_t>(1, row_bytes / kBytesPerTask)));
+  const std::int64_t blocks0_per_piece = ceil_div(blocks0, pieces);
+  pieces = ceil_div(blocks0, blocks0_per_piece);
+  const std::int64_t grain = std::max<std::int64_t>(1, kBytesPerTask / (blocks0_per_piece * walker.block_stride(0) * elem));
+  return {rows, pieces, blocks0_per_piece, grain};
+}
+
+bool unit_strides(const BlockWalker& walker) {
+  for (int d = 0; d < walker.rank(); ++d) {
+    if (walker.axis(d).stride != 1) return false;
+  }
+  return true;
+}
+
+KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker) {
+  KernelPlan k = KernelPlan::of(
+      "rows",
+      std::string("each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled") +
+          (unit_strides(walker) ? "; stride 1: a run is one copy" : "; strided runs element by element"),
+      kernel_isa(KernelKind::Avx2), t.rows * t.pieces);
+  k.tiles = {{"rows", t.rows}, {"pieces", t.pieces}, {"blocks0_per_piece", t.blocks0_per_piece}, {"grain", t.grain}};
+  return k;
+}
+
+// Fold's tasks are slabs of output planes (n, c, rows [r0, r1) of the first spatial axis): the
+// accumulator stays in L2, and planes are split only when there are too few for every thread.
+struct FoldTasks {
+  std::int64_t planes, slab_rows, slabs, tasks, grain;
+};
+
+FoldTasks fold_tasks(const TensorView& in, const TensorView& out, std::size_t acc_bytes) {
+  const std::int64_t planes = out.sizes[0] * out.sizes[1];
+  const Dims spatial = spatial_sizes(out.sizes);
+  const std::int64_t rows0 = spatial[0], per_row0 = spatial.product() / rows0;
+  const std::int64_t cap = std::max<std::int64_t>(1, fold_scratch_bytes() / (per_row0 * static_cast<std::int64_t>(acc_bytes)));
+  const std::int64_t wanted_slabs = ceil_div(4 * num_threads(), planes);
+  const std::int64_t slab_rows = std::min({rows0, cap, ceil_div(rows0, wanted_slabs)});
+  const std::int64_t slabs = ceil_div(rows0, slab_rows), tasks = planes * slabs;
+  const std::int64_t bytes_per_task = in.element_count() / tasks * static_cast<std::int64_t>(element_size(in.dtype)) + 1;
+  return {planes, slab_rows, slabs, tasks, std::max<std::int64_t>(1, kBytesPerTask / bytes_per_task)};
+}
+
+KernelPlan describe(const FoldTasks& t) {
+  KernelPlan k = KernelPlan::of(
+      "slabs", "each task sums every tap into an accumulator for a slab of one output plane, taps in increasing order",
+      kernel_isa(KernelKind::Avx2), t.tasks);
+  k.tiles = {{"planes", t.planes}, {"slabs", t.slabs}, {"slab_rows", t.slab_rows}, {"grain", t.grain}};
+  return k;
+}
+
+// The type fold sums dtype in, as bytes.
+std::size_t fold_acc_bytes(DataType dtype) {
+  return visit_dtype(dtype, [](auto tag) { return sizeof(typename Sum<typename decltype(tag)::type>::type); });
+}
+
+// "Unfold 1x3x8x8 f32 window 3x3".
+std::string call_text(const char* op, const TensorView& in, const Dims& window) {
+  return std::string(op) + " " + dims_text(in.sizes) + " " + std::string(short_name(in.dtype)) + " window " +
+         dims_text(window);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -189,19 +266,12 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
   const BlockWalker walker = window_geometry("Unfold", spatial_sizes(in.sizes), desc);
 
   const Dims position_strides = spatial_sizes(in.byte_strides);
-  const std::int64_t taps = walker.tap_count(), channels = in.sizes[1];
-  const std::int64_t rows_per_batch = channels * taps, rows = in.sizes[0] * rows_per_batch;
-  const std::int64_t elem = static_cast<std::int64_t>(element_size(in.dtype));
-  // Tasks are (row, range of b_0); rows are split only when there are too few to keep every
-  // thread busy, and never into pieces smaller than kBytesPerTask.
-  const std::int64_t blocks0 = walker.blocks()[0], row_bytes = walker.block_count() * elem;
-  std::int64_t pieces = 1;
-  if (rows < 4 * num_threads())
-    pieces = std::clamp<std::int64_t>(ceil_div(4 * num_threads(), rows), 1,
-                                      std::min(blocks0, std::max<std::int64_t>(1, row_bytes / kBytesPerTask)));
-  const std::int64_t blocks0_per_piece = ceil_div(blocks0, pieces);
-  pieces = ceil_div(blocks0, blocks0_per_piece);
-  const std::int64_t grain = std::max<std::int64_t>(1, kBytesPerTask / (blocks0_per_piece * walker.block_stride(0) * elem));
+  const std::int64_t taps = walker.tap_count();
+  const std::int64_t rows_per_batch = in.sizes[1] * taps;
+  const UnfoldTasks t = unfold_tasks(walker, in.sizes[0] * rows_per_batch, element_size(in.dtype));
+  if (verbose()) log_plan(call_text("Unfold", in, desc.window_sizes), describe(t, walker));
+  const std::int64_t rows = t.rows, pieces = t.pieces, blocks0 = walker.blocks()[0],
+                     blocks0_per_piece = t.blocks0_per_piece, grain = t.grain;
 
   const auto* src_base = static_cast<const std::byte*>(in.data);
   auto* dst_base = static_cast<std::byte*>(out.data);
@@ -228,6 +298,14 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
   });
 }
 
+KernelPlan plan(const UnfoldDesc& desc) {
+  infer_output(desc);
+  const TensorView in = unbound_view(desc.input);
+  const BlockWalker walker = window_geometry("Unfold", spatial_sizes(in.sizes), desc);
+  return describe(unfold_tasks(walker, in.sizes[0] * in.sizes[1] * walker.tap_count(), element_size(in.dtype)),
+                  walker);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Fold: tasks are slabs of output planes (n, c, rows [r0, r1) of the first spatial axis), so
 // no two threads write the same element and no atomics are needed. A task zeroes a contiguous
@@ -241,24 +319,18 @@ void execute(const FoldDesc& desc, const TensorView& in, const TensorView& out) 
   const BlockWalker walker = window_geometry("Fold", spatial_sizes(out.sizes), desc);
 
   const std::int64_t taps = walker.tap_count(), channels = out.sizes[1];
-  const std::int64_t planes = out.sizes[0] * channels;
   const Dims slab_sizes_full = spatial_sizes(out.sizes);
   const std::int64_t rows0 = slab_sizes_full[0], per_row0 = slab_sizes_full.product() / rows0;
   const std::int64_t per_block0 = walker.block_stride(0);
   const auto* src_base = static_cast<const std::byte*>(in.data);
   auto* dst_base = static_cast<std::byte*>(out.data);
+  const FoldTasks t = fold_tasks(in, out, fold_acc_bytes(in.dtype));
+  if (verbose()) log_plan(call_text("Fold", in, desc.window_sizes), describe(t));
 
   visit_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = typename Sum<T>::type;
-    // Slab height: the accumulator stays in L2, and planes are split only when there are too
-    // few to keep every thread busy.
-    const std::int64_t cap = std::max<std::int64_t>(1, fold_scratch_bytes() / (per_row0 * sizeof(Acc)));
-    const std::int64_t wanted_slabs = ceil_div(4 * num_threads(), planes);
-    const std::int64_t slab_rows = std::min({rows0, cap, ceil_div(rows0, wanted_slabs)});
-    const std::int64_t slabs = ceil_div(rows0, slab_rows), tasks = planes * slabs;
-    const std::int64_t bytes_per_task = in.element_count() / tasks * static_cast<std::int64_t>(sizeof(T)) + 1;
-    const std::int64_t grain = std::max<std::int64_t>(1, kBytesPerTask / bytes_per_task);
+    const std::int64_t slab_rows = t.slab_rows, slabs = t.slabs, tasks = t.tasks, grain = t.grain;
 
     Dims slab_sizes = slab_sizes_full;
     slab_sizes[0] = slab_rows;
@@ -296,6 +368,11 @@ void execute(const FoldDesc& desc, const TensorView& in, const TensorView& out) 
       }
     });
   });
+}
+
+KernelPlan plan(const FoldDesc& desc) {
+  infer_output(desc);
+  return describe(fold_tasks(unbound_view(desc.input), unbound_view(desc.output), fold_acc_bytes(desc.input.dtype)));
 }
 
 }  // namespace dmlops

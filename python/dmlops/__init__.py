@@ -8,9 +8,10 @@ docs/ (build it with ``sphinx-build docs build/docs``).
 """
 
 from ._activation import Activation
+from ._plan import Plan
 from ._tensor import DTYPES, TensorDesc, calc_buffer_tensor_size
 from ._threads import _check_environment, _register_threadpoolctl, get_num_threads, set_num_threads, threads
-from .convolution import ConvolutionDesc, ConvolutionPlan, PreparedConvolution, convolution, convolution_algorithms
+from .convolution import ConvolutionDesc, PreparedConvolution, convolution, convolution_algorithms
 from .lp_pooling import LpPooling1Desc, LpPoolingDesc, lp_pooling
 from .padding import Padding1Desc, PaddingDesc, pad
 from .unfold import FoldDesc, UnfoldDesc, fold, unfold
@@ -23,13 +24,13 @@ __version__ = "0.1.0"
 __all__ = [
     "Activation",
     "ConvolutionDesc",
-    "ConvolutionPlan",
     "DTYPES",
     "FoldDesc",
     "LpPooling1Desc",
     "LpPoolingDesc",
     "Padding1Desc",
     "PaddingDesc",
+    "Plan",
     "PreparedConvolution",
     "Resample1Desc",
     "Resample2Desc",

@@ -20,7 +20,6 @@ float64 in their own type. Results do not depend on the thread count.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, TypeVar, Union, cast
 
 import numpy as np
@@ -30,6 +29,7 @@ from . import _core
 from ._activation import Activation
 from ._args import Enum, as_array, check_out, keyword_hints, per_axis
 from ._descriptor import Descriptor, Field
+from ._plan import Plan
 from ._tensor import TensorDesc
 from ._tensor import tensor_spec as _spec
 
@@ -228,7 +228,7 @@ class ConvolutionDesc(Descriptor):
         return _core.convolution(x, filter, bias, result, self._values["output"].sizes, *self._spec(),
                                  _algorithm(algorithm))
 
-    def plan(self, *, algorithm: Optional[str] = None) -> ConvolutionPlan:
+    def plan(self, *, algorithm: Optional[str] = None) -> Plan:
         """How a call computes on the calling thread's thread count: the algorithm (the first of
         :func:`convolution_algorithms` that applies to this layer, or ``algorithm``), why, the
         instruction set, the geometry rewrite, the tiles and blocking, the task count and the
@@ -241,7 +241,7 @@ class ConvolutionDesc(Descriptor):
         'direct'
         """
         v = self._values
-        return ConvolutionPlan._of(_core.convolution_plan(
+        return Plan._of(_core.convolution_plan(
             _spec(v["input"]), _spec(v["filter"]), _spec(v["bias"]), _spec(v["output"]), *self._spec(),
             _algorithm(algorithm)))
 
@@ -311,66 +311,6 @@ def convolution_algorithms() -> list[str]:
     return list(_core.convolution_algorithms())
 
 
-@dataclass(frozen=True)
-class ConvolutionPlan:
-    """How a convolution call computes: what :meth:`ConvolutionDesc.plan` returns (made by
-    dmlops, not by the caller).
-
-    Parameters
-    ----------
-    algorithm : str
-        One of :func:`convolution_algorithms`.
-    reason : str
-        Why it applies (the first in the list that does), or ``forced (...)``.
-    isa : str
-        The kernels' instruction set: ``avx512``, ``avx2`` or ``portable``.
-    rewrite : str
-        The geometry rewrite applied before choosing: ``""``, ``compact`` (large strides,
-        dilations or paddings: a compact copy of the positions the taps read), ``sampled`` (a
-        strided one-tap window: a 1x1 layer over ``x[..., ::stride]``) or both.
-    tiles : dict of str to int
-        The algorithm's tiles and blocking (the GEMM's ``MR``, ``NR``, ``K``, ``K_block`` and
-        blocks; the direct kernel's lanes, vectors, bands and channel passes; ...).
-    tasks : int
-        Tasks of its main parallel loop (``backward_phases``: its phases, run one after the
-        other, each a forward layer with its own tasks).
-    threads : int
-        The calling thread's thread count (:func:`dmlops.threads`).
-
-    Raises
-    ------
-    TypeError
-        A field is missing (a frozen dataclass: every field is required).
-
-    Examples
-    --------
-    >>> import dmlops
-    >>> d = dmlops.ConvolutionDesc(dmlops.TensorDesc("float32", (1, 8, 9, 9)),
-    ...                            dmlops.TensorDesc("float32", (16, 8, 1, 1)))
-    >>> plan = d.plan()
-    >>> plan.algorithm, plan.tiles["MR"], plan.rewrite, plan.reason
-    ('gemm', 6, '', 'any forward layer')
-    """
-
-    algorithm: str
-    reason: str
-    isa: str
-    rewrite: str
-    tiles: dict[str, int]
-    tasks: int
-    threads: int
-
-    @classmethod
-    def _of(cls, d: dict[str, Any]) -> ConvolutionPlan:
-        return cls(d["algorithm"], d["reason"], d["isa"], d["rewrite"], dict(d["tiles"]), d["tasks"], d["threads"])
-
-    def __str__(self) -> str:
-        tiles = " ".join(f"{k}={v}" for k, v in self.tiles.items())
-        rewrite = f" rewrite={self.rewrite}" if self.rewrite else ""
-        return (f"algorithm={self.algorithm} isa={self.isa}{rewrite} {tiles} tasks={self.tasks} "
-                f"threads={self.threads} ({self.reason})")
-
-
 class PreparedConvolution:
     """A :class:`ConvolutionDesc` with its filter (and bias) fixed: ``f(x, out=None)`` runs it on
     an input matching the descriptor's, bit for bit as ``desc(x, filter, bias, out=out)``. Made by
@@ -413,9 +353,9 @@ class PreparedConvolution:
         x = self.desc._input_array(x)
         return cast(np.ndarray, self._prepared(x, check_out(out, x.dtype, f"{self.desc.NAME}: out")))
 
-    def plan(self) -> ConvolutionPlan:
+    def plan(self) -> Plan:
         """The plan its calls follow (see :meth:`ConvolutionDesc.plan`)."""
-        return ConvolutionPlan._of(self._prepared.plan())
+        return Plan._of(self._prepared.plan())
 
     @property
     def packed(self) -> bool:

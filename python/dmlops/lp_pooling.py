@@ -25,7 +25,8 @@ import numpy.typing as npt
 from . import _core
 from ._args import as_array, check_out, integer, keyword_hints, per_axis
 from ._descriptor import Descriptor, Field
-from ._tensor import TensorDesc
+from ._plan import Plan
+from ._tensor import TensorDesc, tensor_spec
 
 _PerAxis = Union[int, Sequence[int]]
 
@@ -72,6 +73,21 @@ class _LpPoolingDescriptor(Descriptor):
         result = check_out(out, x.dtype, f"{op}: out")
         return _core.lp_pooling(op, x, result, self.strides, self.window_size, self.start_padding, self.end_padding,
                                 self._values.get("dilations"), self.p)
+
+    def plan(self) -> Plan:
+        """How a call computes (a :class:`dmlops.Plan`): ``sum_abs`` (p = 1), ``sum_squares``
+        (p = 2) or ``sum_powers`` (p >= 3), with its blocks of output rows, the input span a
+        block reads, tasks and threads. The same code sets up the calls, so the plan is what
+        they do.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
+        return Plan._of(_core.lp_pooling_plan(self.NAME, tensor_spec(self.input), tensor_spec(self.output),
+                                              self.strides, self.window_size, self.start_padding, self.end_padding,
+                                              self._values.get("dilations"), self.p))
 
 
 class LpPooling1Desc(_LpPoolingDescriptor):

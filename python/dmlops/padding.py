@@ -27,7 +27,8 @@ import numpy.typing as npt
 from . import _core
 from ._args import Enum, as_array, check_bool_value, check_out, keyword_hints, number, per_axis, real
 from ._descriptor import Descriptor, Field
-from ._tensor import TensorDesc
+from ._plan import Plan
+from ._tensor import TensorDesc, tensor_spec
 
 PADDING_MODE = Enum(
     "PADDING_MODE",
@@ -96,6 +97,21 @@ class _PaddingDescriptor(Descriptor):
         result = check_out(out, x.dtype, f"{op}: out")
         return _core.padding(op, x, result, self.padding_mode, self.start_padding, self.end_padding,
                              self.padding_value, self.EXACT_VALUE)
+
+    def plan(self) -> Plan:
+        """How a call computes (a :class:`dmlops.Plan`): ``copy`` when nothing is padded,
+        ``gather`` otherwise (each output row as runs: the interior one copy, reflected borders
+        mirrored or gathered), with its rows, runs, tasks and threads. The same code sets up the
+        calls, so the plan is what they do on arrays laid out as ``input`` and ``output`` say.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
+        return Plan._of(_core.padding_plan(self.NAME, tensor_spec(self.input), tensor_spec(self.output),
+                                           self.padding_mode, self.start_padding, self.end_padding,
+                                           self.padding_value, self.EXACT_VALUE))
 
 
 class Padding1Desc(_PaddingDescriptor):

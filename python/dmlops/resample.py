@@ -43,6 +43,7 @@ import numpy.typing as npt
 from . import _core
 from ._args import Enum, as_array, check_out, flag, float_tuple, int_tuple, integer, keyword_hints, real
 from ._descriptor import Descriptor, Field
+from ._plan import Plan
 from ._tensor import TensorDesc
 from ._tensor import tensor_spec as _spec
 
@@ -179,6 +180,20 @@ class Upsample2DDesc(Descriptor):
         result = check_out(out, x.dtype, f"{self.NAME}: out")
         return _core.upsample_2d(x, result, self.scale_size, self.interpolation_mode)
 
+    def plan(self) -> Plan:
+        """How a call computes (a :class:`dmlops.Plan`): nearest_neighbor, a ``gather`` whose
+        rows repeat (``row_copies``: each gathered once and copied) and whose rows are
+        ``repeat`` runs; linear, a ``filter`` with its pass order and tiles. The same code sets up
+        the calls, so the plan is what they do.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
+        return Plan._of(_core.upsample_2d_plan(_spec(self.input), _spec(self.output), self.scale_size,
+                                               self.interpolation_mode))
+
 
 @keyword_hints("Upsample2D", {
     "scale_factor": "PyTorch's scale_factor is scale_size (an int, or (height, width) integer factors)",
@@ -302,6 +317,22 @@ class _ResampleDescriptor(Descriptor):
         v = self._values
         return _core.resample(self.NAME, x, result, v["output"].sizes, v["interpolation_mode"], v["rounding_direction"],
                               v["scales"], v["input_pixel_offsets"], v["output_pixel_offsets"], v["antialiased"])
+
+    def plan(self) -> Plan:
+        """How a call computes (a :class:`dmlops.Plan`): nearest_neighbor, the separable gather's
+        ``copy`` or ``gather`` (``row_copies`` where an integer scale repeats whole rows);
+        linear, the separable ``filter``, its pass order (``pass1``, ``pass2``: axes, those that
+        shrink first) and tiles. The same code sets up the calls, so the plan is what they do.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
+        v = self._values
+        return Plan._of(_core.resample_plan(self.NAME, _spec(v["input"]), _spec(v["output"]), v["interpolation_mode"],
+                                            v["rounding_direction"], v["scales"], v["input_pixel_offsets"],
+                                            v["output_pixel_offsets"], v["antialiased"]))
 
 
 class ResampleDesc(_ResampleDescriptor):

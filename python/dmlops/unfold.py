@@ -31,6 +31,7 @@ import numpy.typing as npt
 from . import _core
 from ._args import as_array, check_out, int_tuple, is_integer, keyword_hints, per_axis
 from ._descriptor import Descriptor, Field
+from ._plan import Plan
 from ._tensor import TensorDesc, TensorSpec
 
 _WINDOW_FIELDS = ("window_sizes", "strides", "dilations", "start_padding", "end_padding")
@@ -155,6 +156,18 @@ class UnfoldDesc(_WindowDescriptor):
         array, result = self._check_arrays(x, out)
         return _core.unfold(array, result, *self._window_values())
 
+    def plan(self) -> Plan:
+        """How a call computes (a :class:`dmlops.Plan`): ``rows``, each output row (n, c, tap)
+        copied run by run, with the pieces a row is cut into when rows are too few for the
+        threads. The same code sets up the calls, so the plan is what they do.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
+        return Plan._of(_core.unfold_plan(_spec(self.input), _spec(self.output), *self._window_values()))
+
 
 class FoldDesc(_WindowDescriptor):
     """DML_FOLD_OPERATOR_DESC: sums columns back into an ``(N, C, *S)`` tensor (col2im).
@@ -205,6 +218,18 @@ class FoldDesc(_WindowDescriptor):
         array of ``output``'s sizes, or ``out`` filled in place."""
         array, result = self._check_arrays(x, out)
         return _core.fold(array, result, self.output.sizes[2:], *self._window_values())
+
+    def plan(self) -> Plan:
+        """How a call computes (a :class:`dmlops.Plan`): ``slabs``, each task summing every tap
+        into a slab of one output plane (``slab_rows`` rows, sized to stay in L2). The same code
+        sets up the calls, so the plan is what they do.
+
+        Returns
+        -------
+        Plan
+            The algorithm, reason, instruction set, tiles, tasks and threads.
+        """
+        return Plan._of(_core.fold_plan(_spec(self.input), _spec(self.output), *self._window_values()))
 
 
 @keyword_hints("Unfold", _HINTS)

@@ -38,6 +38,7 @@
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/direct.hpp"
 #include "dmlops/core/dtype.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/filter.hpp"
 #include "dmlops/core/gemm.hpp"
@@ -2608,6 +2609,24 @@ TEST(AxisMap, PushMergesRegularStretchesIntoRuns) {
   EXPECT_EQ(map.runs().size(), expected.size() + 1);
   EXPECT_TRUE(AxisMap{}.is_identity());
   EXPECT_THROW(AxisMap({0, -2}), InvalidArgument);
+}
+
+// The separable gather's plan names the path the run takes: a fill where a size-1 output axis
+// lies in the fill, a copy where no axis is remapped, else rows of runs.
+TEST(SeparableGatherPlan, FillCopyOrGather) {
+  testing::ThreadCountGuard guard(2);
+  TensorView in{DataType::Int16, {3, 5}, {10, 2}, nullptr}, out{DataType::Int16, {1, 5}, {10, 2}, nullptr};
+  EXPECT_EQ(describe_separable_gather(in, out, {AxisMap{-1}, AxisMap{}}).algorithm, "fill");
+  EXPECT_EQ(describe_separable_gather(in, out, {AxisMap{2}, AxisMap{}}).algorithm, "copy");
+  out.sizes = {3, 8};
+  out.byte_strides = {16, 2};
+  const KernelPlan p = describe_separable_gather(in, out, {AxisMap{}, AxisMap{0, 0, 0, 0, 1, 2, 3, 4}});
+  EXPECT_EQ(p.algorithm, "gather");
+  EXPECT_EQ(p.tasks, 3);
+  const std::map<std::string, std::int64_t> tiles = testing::tiles_of(p);
+  EXPECT_EQ(tiles.at("rows"), 3);
+  EXPECT_EQ(tiles.at("row"), 8);
+  EXPECT_EQ(tiles.at("gather_runs"), 1);  // eight short entries: one gather
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
@@ -639,6 +640,31 @@ TEST(LpPoolingValidation, ExecuteChecksViewsBeforeWriting) {
   for (float v : y) EXPECT_EQ(v, -7.0f) << "a rejected call wrote into the output";
   execute(d, in, out);
   EXPECT_FLOAT_EQ(y[4], 3.0f);  // a full 3x3 window of ones: sqrt(9)
+}
+
+// The plan: the norm's path by p, and the blocking of the output rows.
+TEST(LpPoolingPlan, ThePathFollowsP) {
+  ThreadCountGuard guard(2);
+  LpPoolingDesc d = valid_desc();  // 1x2x5x6, window 3x3, stride 2, padding 1
+  d.p = 1;
+  EXPECT_EQ(plan(d).algorithm, "sum_abs");
+  d.p = 2;
+  KernelPlan p = plan(d);
+  EXPECT_EQ(p.algorithm, "sum_squares");
+  EXPECT_EQ(p.threads, 2);
+  const std::map<std::string, std::int64_t> tiles = testing::tiles_of(p);
+  EXPECT_EQ(tiles.at("rows"), 2 * 3);  // N * C * output height
+  EXPECT_EQ(tiles.at("blocks"), 1);
+  EXPECT_EQ(tiles.at("block"), 3);
+  EXPECT_EQ(tiles.at("span"), 6);
+  EXPECT_EQ(p.tasks, 6);
+  EXPECT_NE(p.reason.find("the 3 taps of stride 2 along W are compiled in"), std::string::npos) << p.reason;
+  d.p = 7;
+  EXPECT_EQ(plan(d).algorithm, "sum_powers");
+  d.strides = {1, 4};
+  EXPECT_NE(plan(d).reason.find("the taps along W one at a time"), std::string::npos);
+  d.p = 0;
+  EXPECT_EQ(message_of<InvalidArgument>([&] { plan(d); }), message_of<InvalidArgument>([&] { infer_output(d); }));
 }
 
 }  // namespace

@@ -12,15 +12,11 @@
 namespace dmlops {
 namespace {
 
-TEST(Machine, FmaIsaFollowsTheCpuSwitches) {
-  const std::string isa = fma_isa();
-  if (avx512_enabled()) {
-    EXPECT_EQ(isa, "avx512f");
-  } else if (avx2_fma_enabled()) {
-    EXPECT_EQ(isa, "avx2+fma");
-  } else {
-    EXPECT_EQ(isa, DMLOPS_X86 ? "sse2" : DMLOPS_ARM64 ? "neon" : "portable");
-  }
+TEST(Machine, KernelIsaFollowsTheCpuSwitches) {
+  const std::string fma = kernel_isa(KernelKind::Fma), avx2 = kernel_isa(KernelKind::Avx2);
+  const std::string baseline = DMLOPS_X86 ? "sse2" : DMLOPS_ARM64 ? "neon" : "portable";
+  EXPECT_EQ(fma, avx512_enabled() ? "avx512" : avx2_fma_enabled() ? "avx2" : baseline);
+  EXPECT_EQ(avx2, avx2_enabled() ? "avx2" : baseline);
 }
 
 TEST(Machine, FmaPeakIsPositiveAndBelowAnyRealCpu) {

@@ -21,6 +21,8 @@
 
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
+#include "dmlops/core/plan.hpp"
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/tensor.hpp"
@@ -934,6 +936,49 @@ TEST(PaddingV1, SaturatedFloatValueFillsIntegerTensors) {
   } catch (const DTypeError& e) {
     EXPECT_CONTAINS(e.what(), "Padding: padding_value");
   }
+}
+
+// The plan: the separable gather's path for the padding, pinned (a refactor cannot change it
+// silently), and refused as infer_output refuses the descriptor.
+TEST(PaddingPlan, TheGatherPathFollowsThePadding) {
+  ThreadCountGuard guard(2);
+  PaddingDesc desc;
+  desc.input = TensorDesc{DataType::Float32, {1, 3, 8, 8}, std::nullopt};
+  desc.value = Scalar{DataType::Float32, 0};
+  desc.mode = PaddingMode::Reflection;
+  desc.start_padding = {0, 0, 2, 2};
+  desc.end_padding = {0, 0, 2, 2};
+  KernelPlan p = plan(desc);
+  EXPECT_EQ(p.algorithm, "gather");
+  EXPECT_EQ(p.isa, kernel_isa(KernelKind::Avx2));
+  EXPECT_EQ(p.tasks, 36);
+  EXPECT_EQ(p.threads, 2);
+  // Rows of 12: the interior one copy, each two-element border gathered.
+  std::map<std::string, std::int64_t> tiles = testing::tiles_of(p);
+  EXPECT_EQ(tiles.at("rows"), 36);
+  EXPECT_EQ(tiles.at("row"), 12);
+  EXPECT_EQ(tiles.at("copy_runs"), 1);
+  EXPECT_EQ(tiles.at("gather_runs"), 2);
+
+  // Borders of 20 reflect as mirrored copies.
+  desc.input = TensorDesc{DataType::Float32, {2, 40}, std::nullopt};
+  desc.start_padding = {0, 20};
+  desc.end_padding = {0, 20};
+  tiles = testing::tiles_of(plan(desc));
+  EXPECT_EQ(tiles.at("mirror_runs"), 2);
+  EXPECT_EQ(tiles.at("copy_runs"), 1);
+  EXPECT_EQ(tiles.count("gather_runs"), 0u);
+
+  // Nothing padded: one strided copy, the axes merged into one row.
+  desc.start_padding = {0, 0};
+  desc.end_padding = {0, 0};
+  p = plan(desc);
+  EXPECT_EQ(p.algorithm, "copy");
+  EXPECT_EQ(testing::tiles_of(p).at("row"), 80);
+
+  desc.start_padding = {0, -1};
+  EXPECT_EQ(testing::message_of<InvalidArgument>([&] { plan(desc); }),
+            testing::message_of<InvalidArgument>([&] { infer_output(desc); }));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
@@ -553,6 +554,48 @@ TEST(Resample, RejectsBadViewsBeforeWriting) {
   EXPECT_THROW(execute(d, in, TensorView{DataType::Float16, {4, 3}, {6, 2}, dst.data()}), DTypeError);
   EXPECT_THROW(execute(d, in, TensorView{DataType::Float32, {4, 3}, {0, 4}, dst.data()}), InvalidArgument);
   EXPECT_EQ(dst, std::vector<float>(12, -2.0f));
+}
+
+// The plan: nearest_neighbor is a separable gather (an integer scale repeats whole rows: each
+// gathered once and copied), linear a separable filter in its cheapest pass order.
+TEST(ResamplePlan, NearestGathersLinearFilters) {
+  ThreadCountGuard guard(2);
+  Upsample2DDesc up;
+  up.input = TensorDesc{DataType::Float32, {1, 3, 8, 8}, std::nullopt};
+  up.scale_height = 2;
+  up.scale_width = 2;
+  KernelPlan p = plan(up);
+  EXPECT_EQ(p.algorithm, "gather");
+  std::map<std::string, std::int64_t> tiles = testing::tiles_of(p);
+  EXPECT_EQ(tiles.at("row_copies"), 2);
+  EXPECT_EQ(tiles.at("rows"), 24);
+  EXPECT_EQ(tiles.at("repeat_runs"), 1);
+  EXPECT_EQ(p.tasks, 24);
+
+  up.mode = InterpolationMode::Linear;
+  p = plan(up);
+  EXPECT_EQ(p.algorithm, "filter");
+  tiles = testing::tiles_of(p);
+  EXPECT_EQ(tiles.at("pass1"), 3);  // upsampling: the horizontal pass on the smaller array
+  EXPECT_EQ(tiles.at("pass2"), 2);
+  EXPECT_EQ(p.tasks, 3);
+
+  ResampleDesc down;
+  down.input = TensorDesc{DataType::Float64, {1, 3, 8, 8}, std::nullopt};
+  down.mode = InterpolationMode::Linear;
+  down.scales = {1, 1, 0.5f, 0.5f};
+  p = plan(down);
+  tiles = testing::tiles_of(p);
+  EXPECT_EQ(tiles.at("pass1"), 2);  // downsampling: the vertical pass shrinks first
+  EXPECT_EQ(tiles.at("pass2"), 3);
+  EXPECT_NE(p.reason.find("pairs kernel"), std::string::npos) << p.reason;
+  down.antialiased = true;
+  EXPECT_NE(plan(down).reason.find("wider filters tap by tap"), std::string::npos);
+
+  down.scales = {1, 1, 1, 1};  // every axis the identity: a copy
+  EXPECT_EQ(plan(down).algorithm, "copy");
+  down.scales = {1, 1, 0, 1};
+  EXPECT_EQ(message_of<InvalidArgument>([&] { plan(down); }), message_of<InvalidArgument>([&] { infer_output(down); }));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/platform.hpp"
 #include "dmlops/core/tensor.hpp"
 
@@ -34,6 +36,11 @@
 #endif
 
 namespace dmlops::testing {
+
+// A plan's tiles by name.
+inline std::map<std::string, std::int64_t> tiles_of(const KernelPlan& plan) {
+  return {plan.tiles.begin(), plan.tiles.end()};
+}
 
 // The compiler's own x86 feature detection (libgcc's cpuid), independent of the library's
 // platform::cpu_features(); false for every x86 feature on other processors.

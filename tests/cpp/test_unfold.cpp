@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -23,11 +24,13 @@
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/dtype.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/ops/unfold.hpp"
+#include "test_support.hpp"
 
 namespace dmlops {
 namespace {
@@ -880,6 +883,39 @@ TEST(UnfoldFoldExecute, ViewsAreCheckedBeforeAnyWrite) {
   short_cols.sizes = {2, 27, 8};
   EXPECT_THROW(execute(fold_example(), short_cols, in_view), InvalidArgument);
   EXPECT_EQ(in, std::vector<float>(in.size(), 1.0f)) << "a rejected fold wrote to its output";
+}
+
+// The plans: unfold's rows cut into pieces when they are too few for the threads, fold's planes
+// into slabs.
+TEST(UnfoldPlan, RowsAndSlabsFollowTheThreads) {
+  UnfoldDesc unfold{TensorDesc{DataType::Float32, {1, 3, 8, 8}, std::nullopt}, std::nullopt, {3, 3}, {1, 1}, {1, 1},
+                    {0, 0}, {0, 0}};
+  FoldDesc fold{TensorDesc{DataType::Float32, {1, 27, 36}, std::nullopt},
+                TensorDesc{DataType::Float32, {1, 3, 8, 8}, std::nullopt}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}};
+  {
+    ThreadCountGuard guard(2);
+    KernelPlan p = plan(unfold);
+    EXPECT_EQ(p.algorithm, "rows");
+    EXPECT_EQ(p.tasks, 27);
+    EXPECT_EQ(testing::tiles_of(p).at("pieces"), 1);
+    p = plan(fold);
+    EXPECT_EQ(p.algorithm, "slabs");
+    EXPECT_EQ(testing::tiles_of(p).at("slab_rows"), 3);  // 8 rows cut for 4 tasks per thread over 3 planes
+    EXPECT_EQ(p.tasks, 9);
+  }
+  ThreadCountGuard guard(1);
+  UnfoldDesc one_row{TensorDesc{DataType::Float32, {1, 1, 64, 4096}, std::nullopt}, std::nullopt, {1, 1}, {1, 1},
+                     {1, 1}, {0, 0}, {0, 0}};
+  EXPECT_EQ(testing::tiles_of(plan(one_row)).at("pieces"), 4);
+  EXPECT_EQ(plan(fold).tasks, 3 * 2);
+  fold.input.sizes = {1, 27, 35};
+  std::string refused;
+  try {
+    plan(fold);
+  } catch (const InvalidArgument& e) {
+    refused = e.what();
+  }
+  EXPECT_EQ(refused, error_of<InvalidArgument>(fold));
 }
 
 }  // namespace

@@ -88,13 +88,17 @@ def pooling_and_convolution() -> None:
     assert pooled.shape == (1, 2, 2, 2) and l1(x).shape == (1, 2, 4, 4) and l0(x).shape == (1, 2, 5, 5) and p == 2
     assert y.shape == (1, 4, 6, 6) and yt.shape == (1, 2, 8, 8) and c(x, w).shape == (1, 4, 4, 4)
     assert dil == (2, 2) and activation == relu6 and bias is None and parameters == {"min": 0.0, "max": 6.0}
-    plan: dmlops.ConvolutionPlan = c.plan(algorithm="gemm")
+    plan: dmlops.Plan = c.plan(algorithm="gemm")
     tiles: dict[str, int] = plan.tiles
     prepared: dmlops.PreparedConvolution = c.prepare(w)
     same: np.ndarray = prepared(x, out=np.empty((1, 4, 4, 4), np.float32))
     names: list[str] = dmlops.convolution_algorithms()
     assert plan.algorithm == "gemm" and tiles["MR"] == 6 and not prepared.packed and "direct" in names
     assert np.array_equal(same, c(x, w, algorithm=prepared.plan().algorithm))
+    padded: dmlops.Plan = dmlops.Padding1Desc(dmlops.TensorDesc("float32", x.shape), start_padding=(0, 0, 1, 1),
+                                              end_padding=(0, 0, 1, 1)).plan()
+    rows: int = padded.tiles["rows"]  # one per (n, c, padded row)
+    assert padded.algorithm == "gather" and rows == x.shape[0] * x.shape[1] * (x.shape[2] + 2)
 
 
 def tensors_threads_and_models() -> None:

@@ -5,14 +5,11 @@
 // stores) on `threads` std::threads for about `milliseconds` each, and returns the sum of the
 // threads' rates in GFLOP/s (an FMA on one lane counts two FLOPs). The vector width is the
 // one the GEMM kernels use, chosen through core/cpu.hpp (so DMLOPS_DISABLE_AVX512 and
-// DMLOPS_DISABLE_AVX2 apply here too); fma_isa() names it.
+// DMLOPS_DISABLE_AVX2 apply here too); kernel_isa(KernelKind::Fma) names it (on "sse2" and the
+// other baselines an FMA is a multiply and an add, still counted as 2 FLOPs).
 #pragma once
 
 namespace dmlops {
-
-// "avx512f", "avx2+fma", "sse2" (x86 without FMA: a multiply and an add, still counted as 2
-// FLOPs), "neon" (Arm64: the portable kernels, vectorised by the compiler) or "portable".
-const char* fma_isa();
 
 // threads >= 1 and milliseconds > 0; throws InvalidArgument otherwise.
 double fma_peak_gflops(int threads, double milliseconds);

@@ -19,8 +19,8 @@ constexpr const Algorithm* kAlgorithms[] = {
 }  // namespace
 
 Cpu Cpu::detect() {
-  if (avx512_enabled()) return {"avx512", 64};
-  return {avx2_fma_enabled() ? "avx2" : "portable", 32};  // simd_lanes: the portable vectors are AVX2's width
+  // simd_lanes: the portable vectors are AVX2's width
+  return {kernel_isa(KernelKind::Fma), avx512_enabled() ? 64 : 32};
 }
 
 std::int64_t Cpu::lanes(DataType dtype) const { return vector_bytes / (dtype == DataType::Float64 ? 8 : 4); }

@@ -9,7 +9,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/ops/convolution.hpp"
@@ -19,7 +18,7 @@ namespace dmlops::conv {
 
 // What the predicates may ask of the processor: the ISA the kernels run and its vector width.
 struct Cpu {
-  std::string_view isa;       // "avx512", "avx2" or "portable"
+  std::string_view isa;       // kernel_isa(KernelKind::Fma): "avx512", "avx2", "sse2", "neon" or "portable"
   std::int64_t vector_bytes;  // of the vectors the kernels use (the portable code's as AVX2's)
   std::int64_t lanes(DataType dtype) const;  // of its accumulation type (float for float16)
   static Cpu detect();
@@ -56,15 +55,6 @@ const Algorithm& choose(const Geometry& g, const Cpu& cpu, std::string_view forc
 
 // A forward convolution with the list's choice, never a forced one: the backward phases' layers.
 void run_forward(const ConvolutionDesc& desc, const Geometry& g, const Views& views);
-
-// fn(tag) for the dtypes convolution computes in: float, Half and double.
-template <class Fn>
-void visit_float(DataType dtype, Fn&& fn) {
-  visit_dtype(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>) fn(tag);
-  });
-}
 
 // The algorithms (one file each).
 extern const Algorithm kDepthwiseLanes, kDepthwiseRows, kDirect, kGemm, kBackwardPhases, kBackwardScatter;

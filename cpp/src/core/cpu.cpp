@@ -40,4 +40,11 @@ int vector_fmas_per_cycle() {
   return avx512_enabled() && platform::cpu_features().avx512_half_rate ? 1 : 2;
 }
 
+const char* kernel_isa(KernelKind kind) {
+  if (kind == KernelKind::Fma && avx512_enabled()) return "avx512";
+  if (kind == KernelKind::Fma ? avx2_fma_enabled() : avx2_enabled()) return "avx2";
+  if (DMLOPS_X86) return "sse2";
+  return DMLOPS_ARM64 ? "neon" : "portable";
+}
+
 }  // namespace dmlops

@@ -12,6 +12,7 @@
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/platform.hpp"
 #include "dmlops/core/strided.hpp"
 
@@ -493,6 +494,12 @@ Plan<Acc> make_plan(const TensorView& in, const TensorView& out, const std::vect
   return plan;
 }
 
+// Tiles per parallel_for chunk: a chunk is worth waking a thread for.
+template <class Acc>
+std::int64_t filter_grain(const Plan<Acc>& plan) {
+  return std::max<std::int64_t>(1, kSplitElements / 2 / plan.tile_elements);
+}
+
 // One task: the tile `task` (its block along each filtered axis, innermost fastest, then the
 // outer index), pass by pass.
 template <class T, class Acc>
@@ -559,8 +566,7 @@ template <class T>
 void run_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
   using Acc = AccOf<T>;
   const Plan<Acc> plan = make_plan<Acc>(in, out, axes);
-  const std::int64_t grain = std::max<std::int64_t>(1, kSplitElements / 2 / plan.tile_elements);
-  parallel_for(0, plan.tasks, grain, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(0, plan.tasks, filter_grain(plan), [&](std::int64_t begin, std::int64_t end) {
     Scratch<Acc> s;
     for (auto& t : s.tiles) t.resize(static_cast<std::size_t>(plan.tile_scratch));
     s.row.resize(static_cast<std::size_t>(plan.row_scratch + kRowPadding));
@@ -570,7 +576,10 @@ void run_filter(const TensorView& in, const TensorView& out, const std::vector<A
 
 }  // namespace
 
-void separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
+namespace {
+
+// Checks the arguments; whether any axis is filtered (else the call is a copy).
+bool check_filters(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
   const int rank = out.sizes.size();
   if (in.sizes.size() != rank || static_cast<int>(axes.size()) != rank)
     fail("separable_filter: input rank ", in.sizes.size(), ", output rank ", rank, ", ", axes.size(), " axis filters");
@@ -595,17 +604,39 @@ void separable_filter(const TensorView& in, const TensorView& out, const std::ve
              " of ", in.sizes[a]);
     }
   }
-  if (!any) {
+  return any;
+}
+
+}  // namespace
+
+KernelPlan describe_separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
+  if (!check_filters(in, out, axes))
+    return describe_separable_gather(in, out, std::vector<AxisMap>(static_cast<std::size_t>(axes.size())));
+  KernelPlan k;
+  visit_float(in.dtype, [&](auto tag) {
+    using Acc = AccOf<typename decltype(tag)::type>;
+    const Plan<Acc> plan = make_plan<Acc>(in, out, axes);
+    k = KernelPlan::of("filter", "one pass per resampled axis on each output tile, cheapest order first",
+                       kernel_isa(KernelKind::Avx2), plan.tasks);
+    bool pairs = false, taps = false;
+    for (int a : plan.filtered) (plan.pairs[a].first.empty() ? taps : pairs) = true;
+    if (pairs) k.reason += "; two-tap axes by the pairs kernel";
+    if (taps) k.reason += "; wider filters tap by tap";
+    for (std::size_t p = 0; p < plan.order.size(); ++p) k.tile("pass" + std::to_string(p + 1), plan.order[p]);
+    for (int a : plan.filtered) k.tile("block" + std::to_string(a), plan.block[a]);
+    k.tile("tile", plan.tile_elements);
+    k.tile("grain", filter_grain(plan));
+  });
+  return k;
+}
+
+void separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
+  if (!check_filters(in, out, axes)) {
     // Nothing to filter: a strided copy.
-    separable_gather(in, out, std::vector<AxisMap>(static_cast<std::size_t>(rank)), Scalar{in.dtype, 0});
+    separable_gather(in, out, std::vector<AxisMap>(static_cast<std::size_t>(axes.size())), Scalar{in.dtype, 0});
     return;
   }
-  visit_dtype(in.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>) {
-      run_filter<T>(in, out, axes);
-    }
-  });
+  visit_float(in.dtype, [&](auto tag) { run_filter<typename decltype(tag)::type>(in, out, axes); });
 }
 
 }  // namespace dmlops

@@ -9,6 +9,7 @@
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/platform.hpp"
 #include "dmlops/core/rows.hpp"
 #include "dmlops/core/strided.hpp"
@@ -243,7 +244,10 @@ DMLOPS_TARGET("avx2") void gather_window_avx2(std::byte* dst, const std::byte* s
 // Everything the row loop needs, computed once per call.
 struct Plan {
   std::byte* out = nullptr;
-  const std::byte* in = nullptr;
+  const std::byte* in = nullptr;  // the input's base plus in_offset (set by separable_gather)
+  std::int64_t in_offset = 0;      // bytes: the input indices that size-1 output axes read
+  bool all_fill = false, any_pinned = false;
+  std::int64_t rows = 1, grain = 1;  // outer rows; tasks per parallel_for chunk
   int outer_rank = 0;
   Dims outer_sizes;
   std::array<std::int64_t, kMaxRank> out_stride{}, in_stride{};
@@ -553,17 +557,17 @@ std::vector<std::int64_t> AxisMap::indices() const {
   return result;
 }
 
-void separable_gather(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps,
-                      Scalar fill_value) {
+namespace {
+
+// Everything but the data pointers: what a run does and what describe_separable_gather reports.
+Plan make_plan(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps) {
   const int rank = out.sizes.size();
   if (in.sizes.size() != rank || static_cast<int>(maps.size()) != rank)
     fail("separable_gather: input rank ", in.sizes.size(), ", output rank ", rank, ", ", maps.size(), " maps");
-  if (element_size(in.dtype) != element_size(out.dtype) || element_size(fill_value.dtype) != element_size(out.dtype))
-    fail<DTypeError>("separable_gather: input, output and fill value differ in element size");
+  if (element_size(in.dtype) != element_size(out.dtype))
+    fail<DTypeError>("separable_gather: input and output differ in element size");
 
   Plan plan;
-  plan.out = static_cast<std::byte*>(out.data);
-  plan.in = static_cast<const std::byte*>(in.data);
   // Axes whose map is the identity can be merged with their neighbours; a size-1 output axis
   // reads one fixed input index, folded into the input base address.
   std::uint32_t pinned = 0;
@@ -584,13 +588,14 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
     const MapRun& first = map.runs().front();
     if (out.sizes[a] == 1) {
       if (first.src < 0) all_fill = true;
-      else plan.in += first.src * in.byte_strides[a];
+      else plan.in_offset += first.src * in.byte_strides[a];
       continue;
     }
     const bool identity = map.runs().size() == 1 && first.src == 0 && first.step == 1 && in.sizes[a] == out.sizes[a];
     if (!identity) pinned |= 1u << a;
   }
-
+  plan.all_fill = all_fill;
+  plan.any_pinned = pinned != 0;
   StridedLayout<2> layout(out.sizes, {out.byte_strides, in.byte_strides});
   layout.sort_by_stride(0);  // write the output in memory order
   layout.coalesce(pinned);
@@ -632,7 +637,7 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
   // Tasks are (row, column block); rows are split into column blocks only when there are too
   // few rows to keep every thread busy.
   const std::int64_t elem = static_cast<std::int64_t>(element_size(out.dtype));
-  const std::int64_t rows = plan.outer_sizes.product();
+  const std::int64_t rows = plan.rows = plan.outer_sizes.product();
   const std::int64_t row_bytes = plan.inner_size * elem;
   plan.columns_per_block = plan.inner_size;
   if (rows < 4 * num_threads() && row_bytes > kMaxColumnBlockBytes) {
@@ -640,8 +645,56 @@ void separable_gather(const TensorView& in, const TensorView& out, const std::ve
     plan.column_blocks = (plan.inner_size + plan.columns_per_block - 1) / plan.columns_per_block;
   }
   const std::int64_t task_bytes = plan.columns_per_block * elem;
-  const std::int64_t grain = std::max<std::int64_t>(1, kBytesPerTask / task_bytes);
+  plan.grain = std::max<std::int64_t>(1, kBytesPerTask / task_bytes);
+  return plan;
+}
 
+}  // namespace
+
+KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps) {
+  const Plan plan = make_plan(in, out, maps);
+  KernelPlan k = KernelPlan::of(
+      plan.all_fill ? "fill" : plan.any_pinned ? "gather" : "copy",
+      plan.all_fill     ? "a size-1 output axis lies in the padding: every element is the fill value"
+      : plan.any_pinned ? "each output row as runs along its inner axis (copies, mirrors, fills, broadcasts, repeats, gathers)"
+                        : "every axis maps onto itself: a strided copy, row by row",
+      kernel_isa(KernelKind::Avx2), plan.rows * plan.column_blocks);
+  k.tiles = {{"rows", plan.rows}, {"row", plan.inner_size}};
+  if (plan.column_blocks > 1) {
+    k.tile("column_blocks", plan.column_blocks);
+    k.tile("columns", plan.columns_per_block);
+  }
+  if (plan.row_copies > 1) {
+    k.tile("row_copies", plan.row_copies);
+    k.reason += "; the rows repeat " + std::to_string(plan.row_copies) + "x: each is gathered once and copied";
+  }
+  if (plan.any_pinned && !plan.all_fill) {
+    constexpr const char* kRunNames[] = {"fill_runs", "copy_runs", "broadcast_runs", "repeat_runs", "gather_runs"};
+    std::int64_t counts[std::size(kRunNames)] = {}, mirrors = 0;
+    for (const Run& run : plan.runs) {
+      ++counts[static_cast<int>(run.kind)];
+      if (run.kind == RunKind::Copy && run.step < 0) ++mirrors;
+    }
+    counts[static_cast<int>(RunKind::Copy)] -= mirrors;
+    for (std::size_t i = 0; i < std::size(kRunNames); ++i) {
+      if (counts[i] > 0) k.tile(kRunNames[i], counts[i]);
+      if (i == static_cast<std::size_t>(RunKind::Copy) && mirrors > 0) k.tile("mirror_runs", mirrors);
+    }
+    if (counts[static_cast<int>(RunKind::Gather)] > 0 && !plan.gather_index.empty())
+      k.reason += "; gathers permute 32-byte windows (avx2)";
+  }
+  k.tile("grain", plan.grain);
+  return k;
+}
+
+void separable_gather(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps,
+                      Scalar fill_value) {
+  if (element_size(fill_value.dtype) != element_size(out.dtype))
+    fail<DTypeError>("separable_gather: input, output and fill value differ in element size");
+  Plan plan = make_plan(in, out, maps);
+  plan.out = static_cast<std::byte*>(out.data);
+  plan.in = static_cast<const std::byte*>(in.data) + plan.in_offset;
+  const std::int64_t rows = plan.rows, grain = plan.grain;
   visit_width(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T value;

@@ -30,6 +30,18 @@ bool f16c_enabled();
 // halves (Zen 4), else 2 (Intel's AVX-512 and AVX2 cores, Zen 5; the portable code's too).
 int vector_fmas_per_cycle();
 
+// The two kinds of ISA-specific kernels below, which may run different variants (a CPU with AVX2
+// and no FMA runs the AVX2 data-movement kernels and the baseline FMA ones).
+enum class KernelKind : std::uint8_t {
+  Fma,   // SimdKernel: avx512 (AVX-512F, AVX2, FMA), avx2 (AVX2 and FMA) or the baseline
+  Avx2,  // IsaKernel and the other data-movement variants: avx2 (no FMA) or the baseline
+};
+// The instruction set the kernels of that kind run on this CPU, as plans, DMLOPS_VERBOSE and the
+// benchmark report name it (the one place that names one): "avx512", "avx2", or the build's
+// baseline: "sse2" (x86-64, whose baseline is SSE2), "neon" (Arm64, where the compiler vectorises
+// the portable code with NEON) or "portable" (other processors: the plain C++ fallback).
+const char* kernel_isa(KernelKind kind);
+
 // IsaKernel<&body>::run(args...): the two-variant pattern above without hand-written wrappers.
 // `body` is a hot loop written once as a DMLOPS_ALWAYS_INLINE inline function; IsaKernel
 // instantiates a baseline and a target("avx2") wrapper around it (the body is inlined into

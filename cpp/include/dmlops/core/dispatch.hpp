@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/error.hpp"
@@ -48,6 +49,16 @@ decltype(auto) visit_width(DataType dtype, F&& fn) {
     case 8: return fn(TypeTag<std::uint64_t>{});
   }
   fail<DTypeError>("unsupported element size ", element_size(dtype));
+}
+
+// fn(tag) for the floating dtypes only (float, Half, double), which the arithmetic kernels that
+// compute in float or double take; nothing for the others (callers have rejected them).
+template <class F>
+void visit_float(DataType dtype, F&& fn) {
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>) fn(tag);
+  });
 }
 
 }  // namespace dmlops

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/tensor.hpp"
 
 namespace dmlops {
@@ -39,5 +40,11 @@ struct AxisFilter {
 // `in` and `out` have the same floating dtype and rank; axes.size() == rank; a non-identity
 // axis has out.sizes[a] outputs, each with at least one tap, all inside [0, in.sizes[a]).
 void separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes);
+
+// What separable_filter(in, out, axes) does, from the same set-up (the views' data is not read):
+// algorithm "filter" with tiles pass1, pass2, ... (the axes in pass order), block<axis> (outputs
+// per tile along each filtered axis), tile (its elements) and grain; with no axis filtered, the
+// strided copy's plan (describe_separable_gather).
+KernelPlan describe_separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes);
 
 }  // namespace dmlops

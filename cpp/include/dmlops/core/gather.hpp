@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "dmlops/core/dtype.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/tensor.hpp"
 
 namespace dmlops {
@@ -57,5 +58,11 @@ class AxisMap {
 // element size.
 void separable_gather(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps,
                       Scalar fill);
+
+// What separable_gather(in, out, maps, ...) does, from the same set-up (the views' data is not
+// read): algorithm "copy" (no axis remapped), "fill" (a size-1 output axis in the fill) or
+// "gather" (rows of runs); tiles: rows, row (elements), column blocks when rows are split,
+// row_copies when each row is gathered once and copied, the run counts of a row, grain.
+KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps);
 
 }  // namespace dmlops

@@ -26,6 +26,7 @@
 
 #include "dmlops/core/activation.hpp"
 #include "dmlops/core/dims.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/tensor.hpp"
 
 namespace dmlops {
@@ -61,15 +62,11 @@ TensorDesc infer_output(const ConvolutionDesc& desc);
 // that applies to the layer, after the geometry rewrites (compact, sampled) that are not
 // algorithms. A name in `algorithm` (else in DMLOPS_CONVOLUTION_ALGORITHM, read once) forces one,
 // which must apply (InvalidArgument naming it and saying why otherwise).
-struct ConvolutionPlan {
-  std::string algorithm;  // depthwise_lanes, depthwise_rows, direct, gemm, backward_phases, backward_scatter
-  std::string reason;     // why it applies (first in the list), or "forced (...)"
-  std::string isa;        // the kernels' instruction set: avx512, avx2 or portable
-  std::string rewrite;    // "", "compact", "sampled" or "compact, sampled"
-  std::vector<std::pair<std::string, std::int64_t>> tiles;  // the algorithm's tiles and blocking
-  std::int64_t tasks = 0;  // of its main parallel loop (backward_phases: its phases, one after the other)
-  int threads = 0;         // num_threads() of the calling thread
-};
+// algorithm: depthwise_lanes, depthwise_rows, direct, gemm, backward_phases, backward_scatter;
+// reason: why it applies (first in the list), or "forced (...)"; rewrite: "", "compact", "sampled"
+// or "compact, sampled"; tiles: the algorithm's tiles and blocking; tasks: of its main parallel
+// loop (backward_phases: its phases, one after the other).
+using ConvolutionPlan = KernelPlan;
 
 // The algorithm names in the order the list tries them.
 std::vector<std::string> convolution_algorithms();

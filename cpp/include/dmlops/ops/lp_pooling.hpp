@@ -20,6 +20,7 @@
 #include <string>
 
 #include "dmlops/core/dims.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/tensor.hpp"
 
 namespace dmlops {
@@ -45,6 +46,13 @@ TensorDesc infer_output(const LpPoolingDesc& desc);
 
 // Runs the operator. Checks that the views match the descriptor, that `out` is writable
 // memory of distinct elements that shares nothing with `in`, all before writing.
+// DMLOPS_VERBOSE=1 logs each call's plan as one line on stderr.
 void execute(const LpPoolingDesc& desc, const TensorView& in, const TensorView& out);
+
+// What execute() does on arrays laid out as the descriptor says (checks desc first): algorithm
+// sum_abs (p = 1), sum_squares (p = 2) or sum_powers (p >= 3); tiles: rows (output rows along
+// W), blocks per row, block (outputs), span (input columns a block reads), outer_taps (input
+// rows a window folds), grain.
+KernelPlan plan(const LpPoolingDesc& desc);
 
 }  // namespace dmlops

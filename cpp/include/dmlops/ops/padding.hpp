@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "dmlops/core/dtype.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/tensor.hpp"
 
 namespace dmlops {
@@ -40,7 +41,12 @@ TensorDesc infer_output(const PaddingDesc& desc);
 
 // Runs the operator. Checks that the views match the descriptor, that `out` is writable
 // memory of distinct elements that shares nothing with `in`, all before writing.
+// DMLOPS_VERBOSE=1 logs each call's plan as one line on stderr.
 void execute(const PaddingDesc& desc, const TensorView& in, const TensorView& out);
+
+// What execute() does on arrays laid out as the descriptor says (checks desc first): the
+// separable gather's plan (core/gather.hpp: copy, fill or gather, its rows and runs).
+KernelPlan plan(const PaddingDesc& desc);
 
 // Input coordinate read by output coordinate `o` on an axis of input size `n` with start
 // padding `start`, or -1 when the element is the padding value (constant mode).

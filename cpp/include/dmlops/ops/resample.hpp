@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/tensor.hpp"
 
 namespace dmlops {
@@ -64,8 +65,16 @@ TensorDesc infer_output(const Upsample2DDesc& desc);
 
 // Run the operator. Check that the views match the descriptor, that `out` is writable memory
 // of distinct elements that shares nothing with `in`, all before writing.
+// DMLOPS_VERBOSE=1 logs each call's plan as one line on stderr.
 void execute(const ResampleDesc& desc, const TensorView& in, const TensorView& out);
 void execute(const Upsample2DDesc& desc, const TensorView& in, const TensorView& out);
+
+// What execute() does on arrays laid out as the descriptor says (checks desc first):
+// nearest_neighbor, the separable gather's plan (core/gather.hpp: gather, with row_copies where
+// an integer scale repeats whole rows; copy when every axis maps onto itself); linear, the
+// separable filter's (core/filter.hpp: its pass order and tiles).
+KernelPlan plan(const ResampleDesc& desc);
+KernelPlan plan(const Upsample2DDesc& desc);
 
 // Output size of an axis when none is given: floor(in * scale). A product within float32
 // rounding (relative 2^-24) below an integer counts as that integer, so 10 x 0.7 is 7 although

@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "dmlops/core/dims.hpp"
+#include "dmlops/core/plan.hpp"
 #include "dmlops/core/tensor.hpp"
 
 namespace dmlops {
@@ -45,7 +46,14 @@ TensorDesc infer_output(const FoldDesc& desc);
 
 // Run the operator. The views must match the descriptor; `out` must be writable memory of
 // distinct elements sharing nothing with `in`. All of it is checked before any write.
+// DMLOPS_VERBOSE=1 logs each call's plan as one line on stderr.
 void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out);
 void execute(const FoldDesc& desc, const TensorView& in, const TensorView& out);
+
+// What execute() does on arrays laid out as the descriptor says (checks desc first). Unfold:
+// algorithm "rows", tiles rows (N*C*K), pieces per row, blocks0_per_piece, grain. Fold:
+// algorithm "slabs", tiles planes (N*C), slabs per plane, slab_rows, grain.
+KernelPlan plan(const UnfoldDesc& desc);
+KernelPlan plan(const FoldDesc& desc);
 
 }  // namespace dmlops
