@@ -46,14 +46,20 @@ def check_report_json(data: dict, threads: list) -> None:
         assert timed | set(r["skipped"]) == set(bench.PEERS)
         for peer in timed:
             assert r["speedup"][peer] == pytest.approx(r["ms"][peer] / r["ms"]["dmlops"], rel=1e-3)
-        # Padding is timed beside a plain copy of an output-sized buffer, its "copy" goal's yardstick.
+        # Data movement is timed beside plain copies of an output-sized buffer, its "copy" and
+        # "fresh copy" goals' yardsticks.
         copy = r["same_bytes_copy"]
-        assert (copy is not None) == (r["op"] == "pad")
+        moves = r["op"] in ("pad", "unfold") or (r["op"] in ("upsample_2d", "resample") and "nearest" in r["case"])
+        assert (copy is not None) == moves
         if copy is not None:
-            out_bytes = np.dtype(r["dtype"]).itemsize * int(np.prod(
-                [n + s + e for n, s, e in zip(r["shape"], *_pads(r["detail"]))]))
-            assert copy["bytes"] == out_bytes and set(copy["ms"]) == {"np.copyto", "dmlops.pad"}
-            assert copy["fraction"] == pytest.approx(min(copy["ms"].values()) / r["ms"]["dmlops"], rel=1e-3)
+            if r["op"] == "pad":
+                out_bytes = np.dtype(r["dtype"]).itemsize * int(np.prod(
+                    [n + s + e for n, s, e in zip(r["shape"], *_pads(r["detail"]))]))
+                assert copy["bytes"] == out_bytes
+            assert set(copy["ms"]) == {"np.copyto", "dmlops.pad", "np.empty+copyto"}
+            into = min(copy["ms"]["np.copyto"], copy["ms"]["dmlops.pad"])
+            assert copy["fraction"] == pytest.approx(into / r["ms"]["dmlops"], rel=1e-3)
+            assert copy["fresh_fraction"] == pytest.approx(copy["ms"]["np.empty+copyto"] / r["ms"]["dmlops"], rel=1e-3)
         # numpy has a formulation of every smoke case.
         assert "numpy" in timed
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -287,6 +290,53 @@ def test_padding_v1_value_truncates_and_saturates(dtype, value, expected):
 
 # ---------------------------------------------------------------------------------------------
 # threads
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("threads", [1, 2, 3, 7, 17])
+def test_rows_folded_many_times_match_at_every_thread_count(mode, threads):
+    """Pads several times the input on both axes: most output rows repeat a row written earlier
+    (rows back 1 to 2n), which the kernel copies instead of gathering, and each thread's share of
+    rows starts anywhere in a plane."""
+    rng = np.random.default_rng(17)
+    x = random_array(rng, (2, 3, 5, 6), "float32")
+    start, end = (0, 1, 23, 17), (1, 0, 19, 29)
+    with dmlops.threads(threads):
+        assert_same_bits(dmlops.pad(x, start, end, mode=mode), pad_reference(x, start, end, mode))
+
+
+# Outputs larger than the last-level cache are written with streaming stores; a 1 MiB "L3" makes
+# these small ones take that path. Misaligned input and output views move every head and tail.
+STREAMING_CHECK = """
+import numpy as np, dmlops
+from dmlops import _core
+assert _core.cache_sizes()["l3"] == 1 << 20
+rng = np.random.default_rng(5)
+x = rng.integers(0, 256, 1_600_003, dtype=np.uint8)
+for threads in (1, 2, 5):
+    with dmlops.threads(threads):
+        for offset in (0, 1, 3):
+            v = x[offset:offset + 1_600_000]
+            v = v.view(np.float32) if offset == 0 else v
+            for mode, np_mode in (("constant", "constant"), ("reflection", "reflect"), ("wrap", "wrap")):
+                expected = np.pad(v, (1000, 999), mode=np_mode)
+                assert np.array_equal(dmlops.pad(v, (1000,), (999,), mode=mode).view(np.uint8), expected.view(np.uint8))
+                buffer = np.empty(expected.nbytes + 8, np.uint8)
+                out = buffer[offset + 1:offset + 1 + expected.nbytes].view(expected.dtype)
+                dmlops.pad(v, (1000,), (999,), mode=mode, out=out)
+                assert np.array_equal(out.view(np.uint8), expected.view(np.uint8))
+        image = rng.standard_normal((2, 8, 130, 130)).astype(np.float32)  # 1.15 MB padded
+        assert np.array_equal(dmlops.pad(image, (0, 0, 2, 2), (0, 0, 2, 2), mode="edge"),
+                              np.pad(image, ((0, 0), (0, 0), (2, 2), (2, 2)), mode="edge"))
+print("ok")
+"""
+
+
+def test_outputs_larger_than_the_cache_stream_bit_exactly():
+    result = subprocess.run([sys.executable, "-c", STREAMING_CHECK], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "DMLOPS_CACHE_SIZES": "32K,256K,1M"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 5])
 def test_thread_counts_give_identical_results(threads):

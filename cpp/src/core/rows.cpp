@@ -68,6 +68,47 @@ void copy_bytes_baseline(std::byte* dst, const std::byte* src, std::size_t n) { 
 
 }  // namespace
 
+bool stream_output(std::int64_t output_bytes) {
+#if DMLOPS_X86
+  return output_bytes > platform::cache_sizes().l3;
+#else
+  (void)output_bytes;  // Arm's stores already avoid reading lines they overwrite whole
+  return false;
+#endif
+}
+
+void stream_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
+#if DMLOPS_X86
+  // SSE2 is every x86-64's baseline; a copy this large is bound by memory, not vector width.
+  if (n >= 256) {
+    // An unaligned head vector, aligned streaming vectors, an unaligned tail vector.
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+    std::size_t i = 16 - (reinterpret_cast<std::uintptr_t>(dst) & 15);
+    for (; i + 64 <= n - 16; i += 64) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+    }
+    for (; i < n - 16; i += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + n - 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + n - 16)));
+    return;
+  }
+#endif
+  copy_bytes(dst, src, n);
+}
+
+void stream_fence() {
+#if DMLOPS_X86
+  _mm_sfence();
+#endif
+}
+
 #if DMLOPS_X86
 // dst[2j] += src[j] for j < n, eight sums per step (each source register spread over the even
 // lanes of two); see add_row.

@@ -96,25 +96,35 @@ class Copier:
     """Copies `nbytes` from one preallocated buffer to another on `threads` threads, one slice
     each: np.copyto releases the GIL, so Python threads copy in parallel."""
 
+    # The name of the copy into a new array among calls().
+    FRESH = "np.empty+copyto"
+
     def __init__(self, nbytes: int, threads: int):
         rng = np.random.default_rng(7)
         self.src = rng.integers(0, 256, size=nbytes, dtype=np.uint8)
         self.dst = np.empty_like(self.src)
         bounds = [nbytes * i // threads // 64 * 64 for i in range(threads)] + [nbytes]
-        self.chunks = [(self.dst[a:b], self.src[a:b]) for a, b in zip(bounds, bounds[1:])]
+        self.slices = [slice(a, b) for a, b in zip(bounds, bounds[1:])]
         self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
 
-    def __call__(self) -> None:
+    def copy_into(self, dst: np.ndarray) -> np.ndarray:
         if self.pool is None:
-            np.copyto(self.dst, self.src)
+            np.copyto(dst, self.src)
         else:
-            list(self.pool.map(lambda c: np.copyto(*c), self.chunks))
+            list(self.pool.map(lambda s: np.copyto(dst[s], self.src[s]), self.slices))
+        return dst
+
+    def __call__(self) -> None:
+        self.copy_into(self.dst)
 
     def calls(self) -> dict:
-        """The two plain copies of src into dst, by name: np.copyto on the Python threads, and
-        dmlops.pad with no padding on dmlops' own pool (the faster is the copy limit)."""
+        """The plain copies of src, by name: into dst with np.copyto on the Python threads and
+        with dmlops.pad without padding on dmlops' own pool (the faster is the copy limit), and
+        into a new array (FRESH: x.copy() on one thread), whose pages the OS zeroes first as it
+        does for an operator's fresh output."""
         no_pad = (0,)
-        return {"np.copyto": self, "dmlops.pad": lambda: dmlops.pad(self.src, no_pad, no_pad, out=self.dst)}
+        return {"np.copyto": self, "dmlops.pad": lambda: dmlops.pad(self.src, no_pad, no_pad, out=self.dst),
+                self.FRESH: lambda: self.copy_into(np.empty_like(self.src))}
 
     def close(self) -> None:
         if self.pool is not None:

@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 import dmlops
 
-from ._case import EXACT, Case, Peers, Setup, Tolerance, peer_or_reason, try_call
+from ._case import COPY_GOALS, EXACT, Case, Peers, Setup, Tolerance, peer_or_reason, try_call
 from ._harness import make_input
 
 
@@ -127,9 +127,10 @@ def unfold_case(name: str, dtype: str, g: Geometry, tiers=("full",), goals=None,
             run["numpy"] = peer_or_reason(lambda: numpy_unfold(x, g), EXACT)
         run["torch"] = peer_or_reason(torch_unfold(peers, x, g), EXACT)
         run["onnxruntime"] = "ONNX has no unfold (im2col) operator"
-        return Setup(lambda: dmlops.unfold(x, g.window, **g.kwargs), x.nbytes + out_bytes, run)
+        return Setup(lambda: dmlops.unfold(x, g.window, **g.kwargs), x.nbytes + out_bytes, run, same_bytes=out_bytes)
 
-    return Case("unfold", "unfold", name, g.shape, dtype, g.detail(), "copy", setup, tiers, goals or {}, note)
+    return Case("unfold", "unfold", name, g.shape, dtype, g.detail(), "copy", setup, tiers,
+                {**COPY_GOALS, **(goals or {})}, note)
 
 
 def fold_case(name: str, dtype: str, g: Geometry, tiers=("full",), goals=None, note: str = "") -> Case:
