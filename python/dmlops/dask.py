@@ -51,7 +51,8 @@ Cost: the tasks do the in-memory call's work on their chunks; what a chunked pat
 Dask's own (graph, scheduling: about a millisecond per few tasks) and, to hand back one numpy
 array, a copy of the output (``.compute()`` concatenates the chunks into a new array;
 ``da.store`` copies each into its target). For a memory-bound operator that copy costs about
-as much as the operator (see ``python -m dmlops.bench.dask``).
+as much as the operator. :func:`store` avoids it: the tasks' kernels write their chunks
+straight into a preallocated numpy array (see ``python -m dmlops.bench.dask``).
 
 ``unfold`` and ``fold`` are not provided: unfold's output puts every window's taps on the
 channel axis (``C * prod(window)`` channels), which no spatial chunking shrinks, and fold sums
@@ -90,7 +91,7 @@ from .resample import INTERPOLATION_MODE, _scale_size, resample_args
 from .resample import resample as _resample
 from .resample import upsample_2d as _upsample_2d
 
-__all__ = ["convolution", "lp_pooling", "pad", "resample", "upsample_2d"]
+__all__ = ["convolution", "lp_pooling", "pad", "resample", "store", "upsample_2d"]
 
 Ranges = list  # per axis: a list of (lo, hi) runs of input indices
 
@@ -216,17 +217,28 @@ class _Work:
             setattr(self, a, v)
 
 
-def _task(work: _Work, *inputs: Any) -> np.ndarray:
-    """A task of the graph: ``inputs`` are the blocks its calls read, then the operands. One
-    call gives the chunk; several (an interior and its borders) fill one output through out=."""
+def _compute(work: _Work, out: Optional[np.ndarray], inputs: tuple) -> np.ndarray:
+    """A chunk: ``inputs`` are the blocks its calls read, then the operands. One call gives
+    the chunk; several (an interior and its borders) fill one output through out=; with
+    ``out`` every call writes there."""
     blocks, operands = inputs[:work.blocks], inputs[work.blocks:]
     region = lambda c: _region(c.shape, c.places, [blocks[i] for i in c.blocks], work.dtype)  # noqa: E731
-    if work.calls[0].target is None:
+    if out is None and work.calls[0].target is None:
         return _run(work.calls[0].fn, region(work.calls[0]), operands, work.calls[0].kwargs)
-    out = np.empty(work.shape, work.dtype)
+    out = np.empty(work.shape, work.dtype) if out is None else out
     for c in work.calls:
-        _run(c.fn, region(c), operands, c.kwargs, out[c.target])
+        _run(c.fn, region(c), operands, c.kwargs, out if c.target is None else out[c.target])
     return out
+
+
+def _task(work: _Work, *inputs: Any) -> np.ndarray:
+    """A task of the graph: its output chunk, a new array."""
+    return _compute(work, None, inputs)
+
+
+def _task_into(work: _Work, target: np.ndarray, at: tuple, *inputs: Any) -> None:
+    """A task of :func:`store`: its output chunk, written into ``target[at]``."""
+    _compute(work, target[at], inputs)
 
 
 def _halo(block: np.ndarray, source: tuple) -> np.ndarray:
@@ -596,10 +608,16 @@ def _sources(mode: str, n: int, i: np.ndarray) -> np.ndarray:
     return np.where(k < n, k, 2 * n - 1 - k)
 
 
-def _pad_chunk(region: np.ndarray, *, takes: tuple, crops: tuple, **kwargs: Any) -> np.ndarray:
+def _pad_chunk(region: np.ndarray, *, takes: tuple, crops: tuple, out: Optional[np.ndarray] = None,
+               **kwargs: Any) -> np.ndarray:
     for axis, index in takes:
         region = np.take(region, index, axis=axis)
-    return _pad(region, **kwargs)[crops]
+    if all(c == slice(None) for c in crops):
+        return _pad(region, out=out, **kwargs)
+    if out is None:
+        return _pad(region, **kwargs)[crops]
+    out[...] = _pad(region, **kwargs)[crops]
+    return out
 
 
 def _pad_chunks(chunks: Sequence[int], start: int, end: int) -> tuple[int, ...]:
@@ -947,3 +965,83 @@ def upsample_2d(x: Any, scale_size: Any = (2, 2), interpolation_mode: str = "nea
     sizes = _core.upsample_2d_infer((array_dtype_name(meta, f"{op}: input dtype"), x.shape, None), None, scale, mode)
     scales = (1.0,) * (x.ndim - 2) + tuple(float(s) for s in scale)
     return _resample_graph(x, sizes, scales, (0.5,) * x.ndim, (-0.5,) * x.ndim, mode, None, False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Into one preallocated array
+
+
+def store(y: Any, out: Any, *, scheduler: str = "threads") -> Any:
+    """Computes ``y`` into ``out``, a preallocated array of its shape and dtype, and returns
+    ``out``.
+
+    When ``y`` is a result of this module and ``out`` a writeable numpy array, each task's
+    kernels write its output chunk straight into ``out`` through ``out=``: no chunk is
+    allocated, nothing is copied. (``da.store`` copies every finished chunk into place, which
+    for a memory-bound operator costs about as much as the operator.) Writing into an array of
+    this process needs the tasks in this process: ``scheduler`` is then ``"threads"`` (the
+    default) or ``"sync"``. Anything else (another Dask array, a zarr array as ``out``) goes
+    to ``da.store(y, out, scheduler=scheduler)`` (with a lock unless ``out`` is numpy).
+
+    Parameters
+    ----------
+    y : dask.array.Array
+        What to compute, e.g. ``dmlops.dask.pad(x, ...)``.
+    out : numpy.ndarray or array-like
+        ``y.shape`` and ``y.dtype``; any strides.
+    scheduler : str
+        Dask's scheduler name.
+
+    Returns
+    -------
+    out
+
+    Raises
+    ------
+    TypeError
+        ``y`` is not a Dask array, or ``out``'s dtype is not ``y``'s.
+    ValueError
+        ``out``'s shape is not ``y``'s, a numpy ``out`` is read-only, or the scheduler runs
+        tasks outside this process while ``out`` is a numpy array.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, dmlops, dmlops.dask
+    >>> x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    >>> y = dmlops.dask.upsample_2d(da.from_array(x, chunks=(1, 1, 2, 2)), 2, "linear")
+    >>> out = np.empty(y.shape, y.dtype)
+    >>> dmlops.dask.store(y, out) is out, np.array_equal(out, dmlops.upsample_2d(x, 2, "linear"))
+    (True, True)
+    """
+    if not isinstance(y, da.Array):
+        raise TypeError(f"store: y must be a dask.array.Array, not {type(y).__name__}")
+    shape, dtype = getattr(out, "shape", None), getattr(out, "dtype", None)
+    if shape is None or tuple(shape) != y.shape:
+        raise ValueError(f"store: out has shape {shape}, y has {y.shape}")
+    if np.dtype(dtype) != y.dtype:
+        raise TypeError(f"store: out has dtype {dtype}, y has {y.dtype}")
+    layer = y.dask.layers.get(y.name)
+    tasks = dict(layer) if layer is not None else {}
+    ours = [k for k, t in tasks.items() if isinstance(k, tuple) and k[0] == y.name]
+    if not isinstance(out, np.ndarray) or not ours or not all(isinstance(tasks[k], tuple) and tasks[k][0] is _task
+                                                               for k in ours):
+        # (a lock for other targets: a zarr chunk that two tasks write is read, changed and written)
+        da.store(y, out, lock=not isinstance(out, np.ndarray), scheduler=scheduler)
+        return out
+    if not out.flags.writeable:
+        raise ValueError("store: out is read-only")
+    if scheduler not in ("threads", "threading", "sync", "synchronous", "single-threaded"):
+        raise ValueError(f"store: scheduler {scheduler!r} runs tasks outside this process, where they cannot write "
+                         "into out (a numpy array); use 'threads' or 'sync', or a zarr array as out")
+    name = f"dmlops-store-{tokenize(y.name, id(out), out.__array_interface__['data'][0])}"
+    bounds = [_bounds(c) for c in y.chunks]
+    writes = {k: t for k, t in tasks.items() if k[0] != y.name}  # the halo pieces
+    for k in ours:
+        at = tuple(slice(b[i], b[i + 1]) for b, i in zip(bounds, k[1:]))
+        writes[(name,) + k[1:]] = (_task_into, tasks[k][1], out, at, *tasks[k][2:])
+    layers, dependencies = dict(y.dask.layers), dict(y.dask.dependencies)
+    del layers[y.name]
+    layers[name], dependencies[name] = writes, dependencies.pop(y.name)
+    keys = [(name,) + k[1:] for k in ours]
+    dask.base.compute_as_if_collection(da.Array, HighLevelGraph(layers, dependencies), keys, scheduler=scheduler)
+    return out

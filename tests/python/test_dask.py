@@ -423,6 +423,50 @@ def test_zarr_on_disk(tmp_path):
 
 
 
+@pytest.mark.parametrize("scheduler", ["threads", "sync"])
+def test_store_writes_the_chunks_in_place(scheduler):
+    """dmlops.dask.store: the tasks' kernels write straight into a numpy out (any strides), the
+    in-memory bits; a graph not of dmlops.dask, or a zarr out, goes through da.store."""
+    x = da.from_array(VOLUME, chunks=(1, 1, 5, 6, 4))
+    for lazy, expected in [(pipeline(x), EXPECTED), (dd.pad(x, (0, 0, 2, 9, 1), (0, 0, 3, 0, 8), "symmetric"),
+                                                     dmlops.pad(VOLUME, (0, 0, 2, 9, 1), (0, 0, 3, 0, 8), "symmetric")),
+                           (dd.resample(x, (1, 1, 0.5, 1.5, 0.7), "linear", antialiased=True),
+                            dmlops.resample(VOLUME, (1, 1, 0.5, 1.5, 0.7), "linear", antialiased=True)),
+                           (dd.pad(x, (0, 0, 1, 1, 1), (0, 0, 1, 1, 1)) + 1, dmlops.pad(VOLUME, (0, 0, 1, 1, 1),
+                                                                                         (0, 0, 1, 1, 1)) + 1)]:
+        big = np.full((2,) + expected.shape, np.nan, expected.dtype)
+        out = big[1, ..., ::-1][..., ::-1]  # strided, not owning its data
+        assert dd.store(lazy, out, scheduler=scheduler) is out
+        same_bits(out, expected)
+        assert np.isnan(big[0]).all()
+
+
+def test_store_errors():
+    lazy = dd.pad(da.from_array(VOLUME, chunks=5), (0, 0, 1, 1, 1), (0, 0, 1, 1, 1))
+    out = np.empty(lazy.shape, lazy.dtype)
+    with pytest.raises(TypeError, match="^store: y must be a dask.array.Array, not ndarray$"):
+        dd.store(VOLUME, out)
+    with pytest.raises(ValueError, match=r"^store: out has shape \(1, 1, 14, 16, 12\), y has \(1, 1, 14, 16, 11\)$"):
+        dd.store(lazy[..., :11], out)
+    with pytest.raises(ValueError, match="^store: out has shape None"):
+        dd.store(lazy, [1, 2])
+    with pytest.raises(TypeError, match="^store: out has dtype float64, y has float32$"):
+        dd.store(lazy, out.astype(np.float64))
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="^store: out is read-only$"):
+        dd.store(lazy, out)
+    with pytest.raises(ValueError, match="^store: scheduler 'processes' runs tasks outside this process"):
+        dd.store(lazy, np.empty(lazy.shape, lazy.dtype), scheduler="processes")
+
+
+def test_store_into_zarr(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    lazy = pipeline(da.from_array(VOLUME, chunks=(1, 1, 6, 7, 5)))
+    z = zarr.open(str(tmp_path / "out.zarr"), mode="w", shape=lazy.shape, chunks=(1, 1, 3, 3, 3), dtype=lazy.dtype)
+    assert dd.store(lazy, z) is z
+    same_bits(z[...], EXPECTED)
+
+
 def test_benchmark_smoke(capsys):
     """python -m dmlops.bench.dask --smoke: every case is checked bit for bit, then timed."""
     from dmlops.bench import dask as bench
