@@ -715,13 +715,20 @@ def pad(x: Any, start_padding: Sequence[int], end_padding: Sequence[int], mode: 
 
 class _Axis:
     """One resampled axis, with the kernel's arithmetic replayed in float64 (Python floats):
-    the taps of every output, exactly as dmlops computes them."""
+    the taps of every output, exactly as dmlops computes them. Replaying is Python loops over
+    the outputs, so an axis is made once per geometry (:meth:`of`) and remembers its chunks."""
 
     def __init__(self, n: int, out: int, scale: float, io: float, oo: float, mode: str, rounding: Optional[str],
                  antialiased: bool):
         self.n, self.out, self.scale, self.io, self.oo = n, out, scale, io, oo
         self.mode, self.rounding, self.antialiased = mode, rounding, antialiased
         self.taps = self.replay(n, out, io, oo)
+        self.chunk = functools.lru_cache(maxsize=4096)(self.chunk)
+
+    @staticmethod
+    @functools.lru_cache(maxsize=64)
+    def of(*args: Any) -> "_Axis":
+        return _Axis(*args)
 
     def replay(self, n: int, count: int, io: float, oo: float) -> list[tuple[int, tuple[float, ...]]]:
         """(first index, weights) of outputs 0..count-1 of an input of n (nearest: no weights)."""
@@ -854,14 +861,13 @@ def _resample_graph(x: da.Array, out_sizes: Sequence[int], scales: Sequence[floa
     the call's sizes), else one call per axis in that order (float16 then runs its passes in
     float32 and is rounded once, at the end, as in memory). Nearest neighbour only gathers,
     in any order the same bits: always one call."""
-    axes = {a: _Axis(n, m, s, i, o, mode, rounding, antialiased)
+    axes = {a: _Axis.of(n, m, s, i, o, mode, rounding, antialiased)
             for a, (n, m, s, i, o) in enumerate(zip(x.shape, out_sizes, scales, io, oo))}
     axes = {a: ax for a, ax in axes.items() if not ax.identity()}
     if not axes:
         return x.map_blocks(np.copy)
     order = _pass_order(x.shape, out_sizes, {a: ax.tap_count() for a, ax in axes.items()})
     chunks = tuple(axes[a].chunks(c) if a in axes else c for a, c in enumerate(x.chunks))
-    local = functools.lru_cache(maxsize=None)(lambda a, o0, o1: axes[a].chunk(o0, o1))
     work = np.dtype(np.float32) if mode == "linear" and x.dtype == np.float16 else None
     orders: dict = {}
 
@@ -870,7 +876,7 @@ def _resample_graph(x: da.Array, out_sizes: Sequence[int], scales: Sequence[floa
         scales_, io_, oo_ = [1.0] * x.ndim, [0.5] * x.ndim, [-0.5] * x.ndim  # the identity
         for a, span in enumerate(spans):
             if a in axes:
-                lo, hi, io_[a], oo_[a], size, crop, count, identity = local(a, *span)
+                lo, hi, io_[a], oo_[a], size, crop, count, identity = axes[a].chunk(*span)
                 scales_[a] = axes[a].scale
                 if not identity:
                     taps[a] = count
