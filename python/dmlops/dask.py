@@ -977,13 +977,32 @@ def upsample_2d(x: Any, scale_size: Any = (2, 2), interpolation_mode: str = "nea
 # Into one preallocated array
 
 
+def _unhaloed(tasks: dict, work: _Work, inputs: tuple) -> tuple[_Work, tuple]:
+    """A task that reads its halo pieces from their blocks in place, as it may when every task
+    runs in this process (nothing is moved): no halo task, no copy of a piece."""
+    inputs, shifts = list(inputs), []
+    for i in range(work.blocks):
+        halo = tasks.get(inputs[i]) if isinstance(inputs[i], tuple) else None
+        if isinstance(halo, tuple) and halo[0] is _halo:
+            inputs[i] = halo[1]
+            shifts.append([s.start for s in halo[2]])
+        else:
+            shifts.append(None)
+    calls = tuple(_Call(c.fn, c.kwargs, c.shape, tuple(
+        (source if shifts[b] is None else tuple(slice(s.start + d, s.stop + d) for s, d in zip(source, shifts[b])),
+         destination) for (source, destination), b in zip(c.places, c.blocks)), c.blocks, c.target)
+        for c in work.calls)
+    return _Work(work.shape, work.dtype, work.blocks, calls), tuple(inputs)
+
+
 def store(y: Any, out: Any, *, scheduler: str = "threads") -> Any:
     """Computes ``y`` into ``out``, a preallocated array of its shape and dtype, and returns
     ``out``.
 
     When ``y`` is a result of this module and ``out`` a writeable numpy array, each task's
     kernels write its output chunk straight into ``out`` through ``out=``: no chunk is
-    allocated, nothing is copied. (``da.store`` copies every finished chunk into place, which
+    allocated, nothing is copied, and the tasks read their halos from the neighbouring blocks
+    in place (no halo task). (``da.store`` copies every finished chunk into place, which
     for a memory-bound operator costs about as much as the operator.) Writing into an array of
     this process needs the tasks in this process: ``scheduler`` is then ``"threads"`` (the
     default) or ``"sync"``. Anything else (another Dask array, a zarr array as ``out``) goes
@@ -1041,10 +1060,11 @@ def store(y: Any, out: Any, *, scheduler: str = "threads") -> Any:
                          "into out (a numpy array); use 'threads' or 'sync', or a zarr array as out")
     name = f"dmlops-store-{tokenize(y.name, id(out), out.__array_interface__['data'][0])}"
     bounds = [_bounds(c) for c in y.chunks]
-    writes = {k: t for k, t in tasks.items() if k[0] != y.name}  # the halo pieces
+    writes = {}
     for k in ours:
         at = tuple(slice(b[i], b[i + 1]) for b, i in zip(bounds, k[1:]))
-        writes[(name,) + k[1:]] = (_task_into, tasks[k][1], out, at, *tasks[k][2:])
+        work, inputs = _unhaloed(tasks, tasks[k][1], tasks[k][2:])
+        writes[(name,) + k[1:]] = (_task_into, work, out, at, *inputs)
     layers, dependencies = dict(y.dask.layers), dict(y.dask.dependencies)
     del layers[y.name]
     layers[name], dependencies[name] = writes, dependencies.pop(y.name)

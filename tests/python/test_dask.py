@@ -18,6 +18,7 @@ import dmlops
 
 da = pytest.importorskip("dask.array")  # the dask extra is part of the test extra
 import dask  # noqa: E402
+from dask.callbacks import Callback  # noqa: E402
 
 import dmlops.dask as dd  # noqa: E402
 from strategies import random_values  # noqa: E402
@@ -436,9 +437,12 @@ def test_store_writes_the_chunks_in_place(scheduler):
                                                                                          (0, 0, 1, 1, 1)) + 1)]:
         big = np.full((2,) + expected.shape, np.nan, expected.dtype)
         out = big[1, ..., ::-1][..., ::-1]  # strided, not owning its data
-        assert dd.store(lazy, out, scheduler=scheduler) is out
+        ran: list = []
+        with Callback(pretask=lambda key, dsk, state: ran.append(key)):
+            assert dd.store(lazy, out, scheduler=scheduler) is out
         same_bits(out, expected)
         assert np.isnan(big[0]).all()
+        assert ran and not [k for k in ran if k[0] == lazy.name + "-halo"]  # its halos read in place
 
 
 def test_store_errors():
