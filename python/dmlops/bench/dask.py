@@ -1,8 +1,9 @@
-"""The Dask path's cost: ``python -m dmlops.bench.dask [--smoke] [--size S] [--chunk N] [--no-zarr] [--json out.json]``.
+"""The Dask path's cost: ``python -m dmlops.bench.dask [--smoke] [--size S] [--chunk N] [--chunks D,H,W] [--no-zarr]
+[--json out.json]``.
 
 Each case is a float32 volume (N=1, C=4, D=H=W=S; S=256 by default: 256 MiB) in chunks of 4
 channels and N^3 voxels (N=128 by default: 32 MiB a chunk, 8 chunks; an upsampled output chunk
-is 128 MiB). Dask's guidance is chunks of about 100 MB (its ``array.chunk-size`` setting,
+is 128 MiB), or of the edges ``--chunks D,H,W``. Dask's guidance is chunks of about 100 MB (its ``array.chunk-size`` setting,
 printed in the header, is what ``chunks="auto"`` aims at) and tasks of 100 ms or more; the
 memory-bound operators spend only a few milliseconds on a chunk of that size.
 
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tracemalloc
 from dataclasses import dataclass
@@ -162,17 +164,22 @@ def main(argv: Any = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="a tiny volume, few repeats (the test suite's run)")
     parser.add_argument("--size", type=int, default=256, help="D = H = W of the volume (default 256)")
     parser.add_argument("--chunk", type=int, default=128, help="chunk edge along D, H and W (default 128)")
+    parser.add_argument("--chunks", help="chunk edges D,H,W instead (e.g. 128,64,256: rows whole along W)")
     parser.add_argument("--no-zarr", action="store_true", help="leave out the zarr columns")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
     size, chunk = (24, 12) if args.smoke else (args.size, args.chunk)
-    shape, chunks = (1, 4, size, size, size), (1, 4, chunk, chunk, chunk)
+    edges = (chunk,) * 3 if args.chunks is None or args.smoke else tuple(
+        int(c) if c.strip().isdigit() else 0 for c in args.chunks.split(","))
+    if len(edges) != 3 or min(edges) < 1:
+        parser.error(f"--chunks takes three positive edges D,H,W, not {args.chunks!r}")
+    shape, chunks = (1, 4, size, size, size), (1, 4) + edges
     workers = usable_cpus()
     gauge, load_start = load_gauge_start(), load_average()
     with dask.config.set(num_workers=workers):
         rows = [run_case(case, shape, chunks, args.smoke, not args.no_zarr) for case in cases()]
     others = other_load(*gauge)
-    chunk_mib = 4 * chunk**3 * 4 / 2**20
+    chunk_mib = 4 * math.prod(edges) * 4 / 2**20
     print(f"dmlops.dask vs in-memory dmlops: float32 volume {shape} ({4 * size**3 * 4 / 2**20:.1f} MiB) in chunks of "
           f"{chunks} ({chunk_mib:.1f} MiB; Dask's array.chunk-size is {dask.config.get('array.chunk-size')}); "
           f"{workers} CPUs ({cpu_model()}), threaded scheduler with {workers} workers; dmlops {dmlops.__version__}, "
