@@ -192,13 +192,6 @@ class _Call:
         self.fn, self.kwargs, self.shape, self.places, self.blocks, self.target = (fn, kwargs, shape, places, blocks,
                                                                                    target)
 
-    def __getstate__(self) -> tuple:
-        return tuple(getattr(self, a) for a in self.__slots__)
-
-    def __setstate__(self, state: tuple) -> None:
-        for a, v in zip(self.__slots__, state):
-            setattr(self, a, v)
-
 
 class _Work:
     """What a task computes: its output chunk's shape and dtype (the input's too), the number
@@ -208,13 +201,6 @@ class _Work:
 
     def __init__(self, shape: tuple, dtype: Any, blocks: int, calls: tuple):
         self.shape, self.dtype, self.blocks, self.calls = shape, dtype, blocks, calls
-
-    def __getstate__(self) -> tuple:
-        return tuple(getattr(self, a) for a in self.__slots__)
-
-    def __setstate__(self, state: tuple) -> None:
-        for a, v in zip(self.__slots__, state):
-            setattr(self, a, v)
 
 
 def _compute(work: _Work, out: Optional[np.ndarray], inputs: tuple) -> np.ndarray:
