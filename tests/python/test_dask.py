@@ -447,7 +447,7 @@ def test_store_writes_the_chunks_in_place(scheduler):
 
 def test_store_errors():
     lazy = dd.pad(da.from_array(VOLUME, chunks=5), (0, 0, 1, 1, 1), (0, 0, 1, 1, 1))
-    out = np.empty(lazy.shape, lazy.dtype)
+    out = np.zeros(lazy.shape, lazy.dtype)
     with pytest.raises(TypeError, match="^store: y must be a dask.array.Array, not ndarray$"):
         dd.store(VOLUME, out)
     with pytest.raises(ValueError, match=r"^store: out has shape \(1, 1, 14, 16, 12\), y has \(1, 1, 14, 16, 11\)$"):
