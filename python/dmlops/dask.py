@@ -963,14 +963,15 @@ def upsample_2d(x: Any, scale_size: Any = (2, 2), interpolation_mode: str = "nea
 # Into one preallocated array
 
 
-def _unhaloed(tasks: dict, work: _Work, inputs: tuple) -> tuple[_Work, tuple]:
+def _unhaloed(tasks: dict[Any, Any], work: _Work, inputs: tuple[Any, ...]) -> tuple[_Work, tuple[Any, ...]]:
     """A task that reads its halo pieces from their blocks in place, as it may when every task
     runs in this process (nothing is moved): no halo task, no copy of a piece."""
-    inputs, shifts = list(inputs), []
+    direct = list(inputs)
+    shifts: list[Optional[list[int]]] = []
     for i in range(work.blocks):
-        halo = tasks.get(inputs[i]) if isinstance(inputs[i], tuple) else None
+        halo = tasks.get(direct[i]) if isinstance(direct[i], tuple) else None
         if isinstance(halo, tuple) and halo[0] is _halo:
-            inputs[i] = halo[1]
+            direct[i] = halo[1]
             shifts.append([s.start for s in halo[2]])
         else:
             shifts.append(None)
@@ -978,7 +979,7 @@ def _unhaloed(tasks: dict, work: _Work, inputs: tuple) -> tuple[_Work, tuple]:
         (source if shifts[b] is None else tuple(slice(s.start + d, s.stop + d) for s, d in zip(source, shifts[b])),
          destination) for (source, destination), b in zip(c.places, c.blocks)), c.blocks, c.target)
         for c in work.calls)
-    return _Work(work.shape, work.dtype, work.blocks, calls), tuple(inputs)
+    return _Work(work.shape, work.dtype, work.blocks, calls), tuple(direct)
 
 
 def store(y: Any, out: Any, *, scheduler: str = "threads") -> Any:
