@@ -12,6 +12,11 @@ result bit for bit, for any input chunking.
   neighbouring block (a halo of at most half a block) through a task that copies just that
   piece out, so that a task holds, and a dask.distributed worker moves, its own block and
   thin halos, not its neighbours' blocks.
+- Interior and borders: when a windowed or resampled chunk's region crosses blocks, its task
+  makes one call on a view of the block it reads most of, for the outputs that read only that
+  block, and thin calls for the outputs before and after them along each axis (their regions
+  assembled from the halos), all writing into the one output chunk through ``out=``; so no
+  task copies its own block.
 - Output chunks follow the input's chunks mapped through the operator (``o * stride`` for
   windows, ``o * scale`` for resampling, shifted by the padding), so no output is computed twice.
 - Windowed operators (convolution, Lp pooling): an output chunk ``[o0, o1)`` reads the padded
@@ -46,7 +51,8 @@ Cost: the tasks do the in-memory call's work on their chunks; what a chunked pat
 Dask's own (graph, scheduling: about a millisecond per few tasks) and, to hand back one numpy
 array, a copy of the output (``.compute()`` concatenates the chunks into a new array;
 ``da.store`` copies each into its target). For a memory-bound operator that copy costs about
-as much as the operator (see ``python -m dmlops.bench.dask``).
+as much as the operator. :func:`store` avoids it: the tasks' kernels write their chunks
+straight into a preallocated numpy array (see ``python -m dmlops.bench.dask``).
 
 ``unfold`` and ``fold`` are not provided: unfold's output puts every window's taps on the
 channel axis (``C * prod(window)`` channels), which no spatial chunking shrinks, and fold sums
@@ -56,6 +62,7 @@ overlapping windows across chunk borders, which breaks the in-memory summation o
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import multiprocessing
@@ -84,7 +91,7 @@ from .resample import INTERPOLATION_MODE, _scale_size, resample_args
 from .resample import resample as _resample
 from .resample import upsample_2d as _upsample_2d
 
-__all__ = ["convolution", "lp_pooling", "pad", "resample", "upsample_2d"]
+__all__ = ["convolution", "lp_pooling", "pad", "resample", "store", "upsample_2d"]
 
 Ranges = list  # per axis: a list of (lo, hi) runs of input indices
 
@@ -141,11 +148,12 @@ def _pieces(name: str, bounds: list, ranges: Ranges) -> tuple[tuple, tuple, list
     return shape, tuple(places), keys
 
 
-def _region(shape: tuple, places: tuple, blocks: Sequence[np.ndarray]) -> np.ndarray:
-    """A task's input region: a view of its one block, or its pieces copied into one array."""
-    if places[0][1] is None:
+def _region(shape: tuple, places: tuple, blocks: Sequence[np.ndarray], dtype: Any) -> np.ndarray:
+    """A call's input region: a view of its one block, or its pieces copied into one array
+    (none: an empty region, all its outputs' windows in the padding)."""
+    if places and places[0][1] is None:
         return blocks[0][places[0][0]]
-    region = np.empty(shape, blocks[0].dtype)
+    region = np.empty(shape, dtype)
     for (source, destination), block in zip(places, blocks):
         region[destination] = block[source]
     return region
@@ -165,17 +173,58 @@ def _task_threads() -> int:
     return max(1, cpus // (dask.config.get("num_workers", None) or cpus))
 
 
-def _run(fn: Callable, region: np.ndarray, operands: tuple, kwargs: dict) -> np.ndarray:
-    """One task: the in-memory function on its region, on the threads the scheduler leaves it."""
+def _run(fn: Callable, region: np.ndarray, operands: tuple, kwargs: dict, out: Optional[np.ndarray] = None) -> Any:
+    """One call: the in-memory function on its region, on the threads the scheduler leaves
+    the task, into ``out`` when given."""
     with threads(_task_threads()):
-        return fn(region, *operands, **kwargs)
+        return fn(region, *operands, **kwargs) if out is None else fn(region, *operands, out=out, **kwargs)
 
 
-def _task(fn: Callable, kwargs: dict, layout: tuple, *inputs: Any) -> np.ndarray:
-    """A task of the graph: ``inputs`` are the blocks ``layout = (shape, places)`` assembles
-    into the region, then the operands."""
-    shape, places = layout
-    return _run(fn, _region(shape, places, inputs[:len(places)]), inputs[len(places):], kwargs)
+class _Call:
+    """One in-memory call of a task: ``fn(region, **kwargs)``, the region of ``shape``
+    assembled from the task's blocks number ``blocks`` by ``places`` (see :func:`_pieces`),
+    written to the task's output at ``target`` (None: the call's result is the output)."""
+
+    __slots__ = ("fn", "kwargs", "shape", "places", "blocks", "target")
+
+    def __init__(self, fn: Callable, kwargs: dict, shape: tuple, places: tuple, blocks: tuple,
+                 target: Optional[tuple]):
+        self.fn, self.kwargs, self.shape, self.places, self.blocks, self.target = (fn, kwargs, shape, places, blocks,
+                                                                                   target)
+
+
+class _Work:
+    """What a task computes: its output chunk's shape and dtype (the input's too), the number
+    of input blocks (or halo pieces) among its arguments, and its calls."""
+
+    __slots__ = ("shape", "dtype", "blocks", "calls")
+
+    def __init__(self, shape: tuple, dtype: Any, blocks: int, calls: tuple):
+        self.shape, self.dtype, self.blocks, self.calls = shape, dtype, blocks, calls
+
+
+def _compute(work: _Work, out: Optional[np.ndarray], inputs: tuple) -> np.ndarray:
+    """A chunk: ``inputs`` are the blocks its calls read, then the operands. One call gives
+    the chunk; several (an interior and its borders) fill one output through out=; with
+    ``out`` every call writes there."""
+    blocks, operands = inputs[:work.blocks], inputs[work.blocks:]
+    region = lambda c: _region(c.shape, c.places, [blocks[i] for i in c.blocks], work.dtype)  # noqa: E731
+    if out is None and work.calls[0].target is None:
+        return _run(work.calls[0].fn, region(work.calls[0]), operands, work.calls[0].kwargs)
+    out = np.empty(work.shape, work.dtype) if out is None else out
+    for c in work.calls:
+        _run(c.fn, region(c), operands, c.kwargs, out if c.target is None else out[c.target])
+    return out
+
+
+def _task(work: _Work, *inputs: Any) -> np.ndarray:
+    """A task of the graph: its output chunk, a new array."""
+    return _compute(work, None, inputs)
+
+
+def _task_into(work: _Work, target: np.ndarray, at: tuple, *inputs: Any) -> None:
+    """A task of :func:`store`: its output chunk, written into ``target[at]``."""
+    _compute(work, target[at], inputs)
 
 
 def _halo(block: np.ndarray, source: tuple) -> np.ndarray:
@@ -184,35 +233,105 @@ def _halo(block: np.ndarray, source: tuple) -> np.ndarray:
     return block[source].copy()
 
 
+def _first(lo: int, hi: int, true: Callable[[int], bool]) -> int:
+    """The first o in [lo, hi) where ``true(o)`` holds (it holds from there on), else hi."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if true(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _parts(plan: Callable, bounds: list, spans: tuple, split: dict) -> list:
+    """An output chunk's parts (per axis, output spans): along each axis of ``split`` whose
+    region crosses input blocks, the outputs that read only the block it reads most of, and
+    the outputs before and after them; so the interior part reads a view of one block and the
+    thin borders assemble their halos. One part (the chunk) when a crossing axis is not
+    split, or no output reads that block only. ``split[axis](o)`` is the input range [lo, hi)
+    output o reads along the axis; both ends grow with o."""
+    ranges = plan(spans)[0]
+    cuts = []
+    for a, (b, runs) in enumerate(zip(bounds, ranges)):
+        lo, hi = runs[0][0], runs[-1][1]
+        first, last = bisect.bisect_right(b, lo) - 1, bisect.bisect_left(b, hi) - 1
+        if first == last:
+            cuts.append([spans[a]])
+            continue
+        if a not in split:
+            return [spans]
+        j = max(range(first, last + 1), key=lambda k: min(hi, b[k + 1]) - max(lo, b[k]))
+        o0, o1 = spans[a]
+        start = _first(o0, o1, lambda o: split[a](o)[0] >= b[j])
+        stop = _first(start, o1, lambda o: split[a](o)[1] > b[j + 1])
+        middle = plan(spans[:a] + ((start, stop),) + spans[a + 1:])[0][a] if start < stop else [(0, 0)]
+        middle = middle[0][0], middle[-1][1]  # what the interior reads (resampling may read more)
+        borders = [s for s in ((o0, start), (stop, o1)) if s[0] < s[1]]
+        # (a border whose windows lie in the padding only would be a call without input)
+        if not b[j] <= middle[0] < middle[1] <= b[j + 1] or any(split[a](s0)[0] >= split[a](s1 - 1)[1]
+                                                                 for s0, s1 in borders):
+            return [spans]
+        cuts.append(sorted(borders + [(start, stop)]))
+    return list(itertools.product(*cuts))
+
+
 def _graph(op: str, x: da.Array, chunks: tuple, dtype: Any, plan: Callable, key: Any,
-           operands: Sequence[Any] = ()) -> da.Array:
-    """A lazy array of ``chunks`` whose block ``index`` is ``fn(region, *operands, **kwargs)``,
-    where ``plan(index)`` gives ``(ranges, fn, kwargs)`` and region is x's rows ``ranges``;
-    ``key`` holds every argument the plan depends on (it names the graph's layer). One task
-    per output chunk: it reads the blocks its region overlaps directly, except the pieces of
-    at most half a block (a halo), which a task of their own copies out first."""
+           operands: Sequence[Any] = (), split: Optional[dict] = None) -> da.Array:
+    """A lazy array of ``chunks`` whose block of output spans ``spans`` (per axis, [o0, o1))
+    is ``fn(region, *operands, **kwargs)``, where ``plan(spans)`` gives ``(ranges, fn,
+    kwargs)`` and region is x's rows ``ranges``; ``key`` holds every argument the plan
+    depends on (it names the graph's layer). One task per output chunk. Along the axes of
+    ``split`` (fn then takes out=; see :func:`_parts`), a chunk whose region crosses blocks
+    runs as an interior call on a view of one block and thin border calls. A task reads whole
+    the blocks it views or reads much of; of another block it reads a piece of at most half
+    the block (a halo), which a task of its own copies out first."""
     deps = [x] + [o for o in operands if o is not None]
     name = f"dmlops-{op}-{tokenize(x, chunks, dtype, *[o.name for o in deps[1:]], key)}"
     bounds = [_bounds(c) for c in x.chunks]
+    out_bounds = [_bounds(c) for c in chunks]
     keys = [None if o is None else (o.name,) + (0,) * o.ndim for o in operands]
-    whole = (slice(None),) * x.ndim
     layer: dict = {}
     halos: dict = {}
     for index in itertools.product(*(range(len(c)) for c in chunks)):
-        ranges, fn, kwargs = plan(index)
-        shape, places, blocks = _pieces(x.name, bounds, ranges)
-        if len(places) > 1:
-            places, blocks = list(places), list(blocks)
-            for i, ((source, destination), block) in enumerate(zip(places, blocks)):
-                size = math.prod(s.stop - s.start for s in source)
-                if 2 * size <= math.prod(x.chunks[a][b] for a, b in enumerate(block[1:])):
-                    at = (block, tuple((s.start, s.stop) for s in source))
-                    if at not in halos:
-                        halos[at] = (f"{name}-halo", len(halos))
-                        layer[halos[at]] = (_halo, block, source)
-                    places[i], blocks[i] = (whole, destination), halos[at]
-            places = tuple(places)
-        layer[(name,) + index] = (_task, fn, kwargs, (shape, places), *blocks, *keys)
+        spans = tuple((b[i], b[i + 1]) for b, i in zip(out_bounds, index))
+        parts = _parts(plan, bounds, spans, split) if split else [spans]
+        calls = []
+        for part in parts:
+            ranges, fn, kwargs = plan(part)
+            target = None if len(parts) == 1 else tuple(slice(o0 - s0, o1 - s0) for (o0, o1), (s0, _) in
+                                                        zip(part, spans))
+            calls.append((fn, kwargs, *_pieces(x.name, bounds, ranges), target))
+        # per block the task reads: the box of it that its calls read (a halo when it is small
+        # and no call views the block whole)
+        boxes: dict = {}
+        for _, _, _, places, blocks, _ in calls:
+            for (source, _), block in zip(places, blocks):
+                box = [(s.start, s.stop) for s in source]
+                old = boxes.setdefault(block, (box, len(places) == 1))
+                boxes[block] = ([(min(a, c), max(b, d)) for (a, b), (c, d) in zip(old[0], box)],
+                                old[1] or len(places) == 1)
+        inputs, slots, shift = [], {}, {}
+        for block, (box, viewed) in boxes.items():
+            size = math.prod(b - a for a, b in box)
+            if not viewed and 2 * size <= math.prod(x.chunks[a][i] for a, i in enumerate(block[1:])):
+                at = (block, tuple(box))
+                if at not in halos:
+                    halos[at] = (f"{name}-halo", len(halos))
+                    layer[halos[at]] = (_halo, block, tuple(slice(a, b) for a, b in box))
+                inputs.append(halos[at])
+                shift[block] = [a for a, _ in box]
+            else:
+                inputs.append(block)
+                shift[block] = [0] * len(box)
+            slots[block] = len(inputs) - 1
+        work = []
+        for fn, kwargs, shape, places, blocks, target in calls:
+            places = tuple((tuple(slice(s.start - d, s.stop - d) for s, d in zip(source, shift[block])), destination)
+                           for (source, destination), block in zip(places, blocks))
+            work.append(_Call(fn, kwargs, shape, places, tuple(slots[b] for b in blocks), target))
+        task = _Work(tuple(b - a for a, b in spans), np.dtype(dtype), len(inputs), tuple(work))
+        layer[(name,) + index] = (_task, task, *inputs, *keys)
     graph = HighLevelGraph.from_collections(name, layer, dependencies=deps)
     return da.Array(graph, name, chunks, meta=np.empty((0,) * len(chunks), dtype))
 
@@ -287,6 +406,10 @@ class _Window:
         cuts = [-(-(2 * (c + p) - self.extent + 1) // (2 * s)) for c in _bounds(in_chunks)[1:-1]]
         return _split(cuts, self.out, max(1, -(-(max(in_chunks) + p + self.extent) // s)), a + 1, b - 1)
 
+    def reach(self, o: int) -> tuple[int, int]:
+        """The input range output o's window reads (empty in the padding)."""
+        return max(0, o * self.stride - self.start), min(self.n, o * self.stride + self.extent - self.start)
+
     def local(self, o0: int, o1: int) -> tuple[int, int, int, int]:
         """The input range [lo, hi) outputs [o0, o1) read, and their local start / end padding."""
         if (o0, o1) == (0, self.out):  # the whole axis (perhaps none of its windows reads the input)
@@ -303,9 +426,9 @@ def _spatial_plans(x: da.Array, out_sizes: Sequence[int], window: Sequence[int],
             for n, k, s, d, p, e, m in zip(x.shape[2:], window, strides, dilations, start, end, out_sizes[2:])]
 
 
-def _window_regions(axes: list, spans: list, index: tuple) -> tuple[Ranges, tuple, tuple]:
-    """The spatial input ranges of output block ``index`` and its local start / end paddings."""
-    local = [ax.local(*spans[a + 2][index[a + 2]]) for a, ax in enumerate(axes)]
+def _window_regions(axes: list, spans: tuple) -> tuple[Ranges, tuple, tuple]:
+    """The spatial input ranges of the outputs ``spans`` and their local start / end paddings."""
+    local = [ax.local(*spans[a + 2]) for a, ax in enumerate(axes)]
     return [[(lo, hi)] for lo, hi, _, _ in local], tuple(w[2] for w in local), tuple(w[3] for w in local)
 
 
@@ -343,14 +466,14 @@ def lp_pooling(x: Any, window_size: Sequence[int], *, strides: Optional[Sequence
                                        strides, window, start, end, dil, p)
     axes = _spatial_plans(x, out_sizes, window, strides, dil, start, end)
     chunks = x.chunks[:2] + tuple(a.chunks(c) for a, c in zip(axes, x.chunks[2:]))
-    spans = [_offsets(c) for c in chunks]
 
-    def plan(index: tuple) -> tuple:
-        ranges, s, e = _window_regions(axes, spans, index)
-        return [[spans[0][index[0]]], [spans[1][index[1]]]] + ranges, _lp_pooling, dict(
+    def plan(spans: tuple) -> tuple:
+        ranges, s, e = _window_regions(axes, spans)
+        return [[spans[0]], [spans[1]]] + ranges, _lp_pooling, dict(
             window_size=window, strides=strides, start_padding=s, end_padding=e, dilations=dil, p=p)
 
-    return _graph("lp_pooling", x, chunks, x.dtype, plan, (window, strides, start, end, dil, p))
+    return _graph("lp_pooling", x, chunks, x.dtype, plan, (window, strides, start, end, dil, p),
+                  split={a + 2: ax.reach for a, ax in enumerate(axes)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,12 +481,12 @@ def lp_pooling(x: Any, window_size: Sequence[int], *, strides: Optional[Sequence
 
 
 def _conv_chunk(region: np.ndarray, filter: np.ndarray, bias: Optional[np.ndarray], *, groups: tuple[int, int],
-                group_size: int, filter_rows: int, **kwargs: Any) -> np.ndarray:
+                group_size: int, filter_rows: int, out: Optional[np.ndarray] = None, **kwargs: Any) -> np.ndarray:
     g0, g1 = groups
     filter = filter[g0 * filter_rows:g1 * filter_rows]
     if bias is not None:
         bias = bias[:, g0 * group_size:g1 * group_size]
-    return _convolution(region, filter, bias, group_count=g1 - g0, **kwargs)
+    return _convolution(region, filter, bias, group_count=g1 - g0, out=out, **kwargs)
 
 
 @_documented("convolution", "\n    filter, bias : numpy.ndarray or dask.array.Array\n        Read whole, as one block.")
@@ -430,22 +553,23 @@ def convolution(x: Any, filter: Any, bias: Any = None, *, strides: Optional[Sequ
     group_chunks = _split([], groups, per_chunk)
     spatial = tuple(a.chunks(c) for a, c in zip(axes, x.chunks[2:])) if forward else tuple((m,) for m in out_sizes[2:])
     chunks = (x.chunks[0], tuple(g * out_group for g in group_chunks)) + spatial
-    spans = [_offsets(c) for c in (chunks[0], group_chunks) + chunks[2:]]
+    group_spans = {(g0 * out_group, g1 * out_group): (g0, g1) for g0, g1 in _offsets(group_chunks)}
     common = dict(mode=mode, direction=direction, strides=strides_, dilations=dil, fused_activation=activation,
                   group_size=out_group, filter_rows=out_group if forward else in_group)
     if not forward:
         common.update(start_padding=start, end_padding=end, output_sizes=tuple(out_sizes[2:]))
 
-    def plan(index: tuple) -> tuple:
-        g0, g1 = spans[1][index[1]]
-        ranges: Ranges = [[spans[0][index[0]]], [(g0 * in_group, g1 * in_group)]]
+    def plan(spans: tuple) -> tuple:
+        g0, g1 = group_spans[spans[1]]
+        ranges: Ranges = [[spans[0]], [(g0 * in_group, g1 * in_group)]]
         if not forward:
             return ranges + [[(0, n)] for n in x.shape[2:]], _conv_chunk, dict(common, groups=(g0, g1))
-        spatial, s, e = _window_regions(axes, spans, index)
+        spatial, s, e = _window_regions(axes, spans)
         return ranges + spatial, _conv_chunk, dict(common, groups=(g0, g1), start_padding=s, end_padding=e)
 
     key = (mode, direction, arrays, groups, activation and activation._spec(), out_sizes)
-    return _graph("convolution", x, chunks, x.dtype, plan, key, (filter, bias))
+    return _graph("convolution", x, chunks, x.dtype, plan, key, (filter, bias),
+                  split={a + 2: ax.reach for a, ax in enumerate(axes)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -470,10 +594,16 @@ def _sources(mode: str, n: int, i: np.ndarray) -> np.ndarray:
     return np.where(k < n, k, 2 * n - 1 - k)
 
 
-def _pad_chunk(region: np.ndarray, *, takes: tuple, crops: tuple, **kwargs: Any) -> np.ndarray:
+def _pad_chunk(region: np.ndarray, *, takes: tuple, crops: tuple, out: Optional[np.ndarray] = None,
+               **kwargs: Any) -> np.ndarray:
     for axis, index in takes:
         region = np.take(region, index, axis=axis)
-    return _pad(region, **kwargs)[crops]
+    if all(c == slice(None) for c in crops):
+        return _pad(region, out=out, **kwargs)
+    if out is None:
+        return _pad(region, **kwargs)[crops]
+    out[...] = _pad(region, **kwargs)[crops]
+    return out
 
 
 def _pad_chunks(chunks: Sequence[int], start: int, end: int) -> tuple[int, ...]:
@@ -553,10 +683,10 @@ def pad(x: Any, start_padding: Sequence[int], end_padding: Sequence[int], mode: 
                         value, True)
     chunks = tuple(_pad_chunks(c, s, e) for c, s, e in zip(x.chunks, start, end))
     # per axis, per output chunk: (runs, gather index, start padding, end padding, crop)
-    axes = [[_pad_axis(mode, n, p, o0, o1) for o0, o1 in _offsets(c)] for n, p, c in zip(x.shape, start, chunks)]
+    axes = [{(o0, o1): _pad_axis(mode, n, p, o0, o1) for o0, o1 in _offsets(c)} for n, p, c in zip(x.shape, start, chunks)]
 
-    def plan(index: tuple) -> tuple:
-        ways = [axes[a][i] for a, i in enumerate(index)]
+    def plan(spans: tuple) -> tuple:
+        ways = [axes[a][span] for a, span in enumerate(spans)]
         takes = tuple((a, w[1]) for a, w in enumerate(ways) if w[1] is not None)
         return [w[0] for w in ways], _pad_chunk, dict(
             takes=takes, crops=tuple(w[4] for w in ways), start_padding=tuple(w[2] for w in ways),
@@ -571,13 +701,20 @@ def pad(x: Any, start_padding: Sequence[int], end_padding: Sequence[int], mode: 
 
 class _Axis:
     """One resampled axis, with the kernel's arithmetic replayed in float64 (Python floats):
-    the taps of every output, exactly as dmlops computes them."""
+    the taps of every output, exactly as dmlops computes them. Replaying is Python loops over
+    the outputs, so an axis is made once per geometry (:meth:`of`) and remembers its chunks."""
 
     def __init__(self, n: int, out: int, scale: float, io: float, oo: float, mode: str, rounding: Optional[str],
                  antialiased: bool):
         self.n, self.out, self.scale, self.io, self.oo = n, out, scale, io, oo
         self.mode, self.rounding, self.antialiased = mode, rounding, antialiased
         self.taps = self.replay(n, out, io, oo)
+        self.chunk = functools.lru_cache(maxsize=4096)(self.chunk)
+
+    @staticmethod
+    @functools.lru_cache(maxsize=64)
+    def of(*args: Any) -> "_Axis":
+        return _Axis(*args)
 
     def replay(self, n: int, count: int, io: float, oo: float) -> list[tuple[int, tuple[float, ...]]]:
         """(first index, weights) of outputs 0..count-1 of an input of n (nearest: no weights)."""
@@ -612,6 +749,11 @@ class _Axis:
                 w = c - i0
                 taps.append((i0, (1.0,)) if w == 0.0 else (i0, (1.0 - w, w)))
         return taps
+
+    def reach(self, o: int) -> tuple[int, int]:
+        """The input range output o's taps read."""
+        first, weights = self.taps[o]
+        return first, first + max(1, len(weights))
 
     def identity(self) -> bool:
         return self.n == self.out and all(f == o and len(w) <= 1 for o, (f, w) in enumerate(self.taps))
@@ -648,16 +790,25 @@ class _Axis:
         return lo, hi, io, oo, size, crop, sum(max(1, len(w)) for _, w in taps), identity
 
 
-def _resample_chunk(region: np.ndarray, *, calls: tuple, crops: tuple, cast: tuple, **kwargs: Any) -> np.ndarray:
-    """One output chunk: ``calls`` (scales, offsets, sizes) run on the region one after the
-    other (one call for all axes, or one per axis), then the chunk is cropped out."""
+def _resample_chunk(region: np.ndarray, *, calls: tuple, crops: tuple, cast: tuple, out: Optional[np.ndarray] = None,
+                    **kwargs: Any) -> np.ndarray:
+    """One output chunk (or part of one): ``calls`` (scales, offsets, sizes) run on the region
+    one after the other (one call for all axes, or one per axis), then the chunk is cropped
+    out. The last call writes into ``out`` when it is the chunk uncropped, of the output type."""
+    direct = out is not None and cast[1] is None and all(c == slice(None) for c in crops)
     if cast[0] is not None:
         region = region.astype(cast[0])
-    for scales, io, oo, sizes in calls:
+    for k, (scales, io, oo, sizes) in enumerate(calls):
         region = _resample(region, scales, input_pixel_offsets=io, output_pixel_offsets=oo, output_sizes=sizes,
-                           **kwargs)
+                           out=out if direct and k == len(calls) - 1 else None, **kwargs)
+    if direct:
+        return region
     region = region[crops]
-    return region if cast[1] is None else region.astype(cast[1])
+    region = region if cast[1] is None else region.astype(cast[1])
+    if out is None:
+        return region
+    out[...] = region
+    return out
 
 
 def _pass_order(shape: Sequence[int], out: Sequence[int], taps: dict) -> list[int]:
@@ -696,29 +847,27 @@ def _resample_graph(x: da.Array, out_sizes: Sequence[int], scales: Sequence[floa
     the call's sizes), else one call per axis in that order (float16 then runs its passes in
     float32 and is rounded once, at the end, as in memory). Nearest neighbour only gathers,
     in any order the same bits: always one call."""
-    axes = {a: _Axis(n, m, s, i, o, mode, rounding, antialiased)
+    axes = {a: _Axis.of(n, m, s, i, o, mode, rounding, antialiased)
             for a, (n, m, s, i, o) in enumerate(zip(x.shape, out_sizes, scales, io, oo))}
     axes = {a: ax for a, ax in axes.items() if not ax.identity()}
     if not axes:
         return x.map_blocks(np.copy)
     order = _pass_order(x.shape, out_sizes, {a: ax.tap_count() for a, ax in axes.items()})
     chunks = tuple(axes[a].chunks(c) if a in axes else c for a, c in enumerate(x.chunks))
-    spans = [_offsets(c) for c in chunks]
-    local = {a: [ax.chunk(o0, o1) for o0, o1 in spans[a]] for a, ax in axes.items()}
     work = np.dtype(np.float32) if mode == "linear" and x.dtype == np.float16 else None
     orders: dict = {}
 
-    def plan(index: tuple) -> tuple:
+    def plan(spans: tuple) -> tuple:
         ranges, shape, out, crops, taps = [], [], [], [], {}
         scales_, io_, oo_ = [1.0] * x.ndim, [0.5] * x.ndim, [-0.5] * x.ndim  # the identity
-        for a, i in enumerate(index):
+        for a, span in enumerate(spans):
             if a in axes:
-                lo, hi, io_[a], oo_[a], size, crop, count, identity = local[a][i]
+                lo, hi, io_[a], oo_[a], size, crop, count, identity = axes[a].chunk(*span)
                 scales_[a] = axes[a].scale
                 if not identity:
                     taps[a] = count
             else:
-                (lo, hi), size, crop = spans[a][i], spans[a][i][1] - spans[a][i][0], slice(None)
+                (lo, hi), size, crop = span, span[1] - span[0], slice(None)
             ranges.append([(lo, hi)])
             shape.append(hi - lo)
             out.append(size)
@@ -741,7 +890,7 @@ def _resample_graph(x: da.Array, out_sizes: Sequence[int], scales: Sequence[floa
                                              antialiased=antialiased)
 
     key = (tuple(out_sizes), tuple(scales), tuple(io), tuple(oo), mode, rounding, antialiased)
-    return _graph("resample", x, chunks, x.dtype, plan, key)
+    return _graph("resample", x, chunks, x.dtype, plan, key, split={a: ax.reach for a, ax in axes.items()})
 
 
 @_documented("resample")
@@ -808,3 +957,104 @@ def upsample_2d(x: Any, scale_size: Any = (2, 2), interpolation_mode: str = "nea
     sizes = _core.upsample_2d_infer((array_dtype_name(meta, f"{op}: input dtype"), x.shape, None), None, scale, mode)
     scales = (1.0,) * (x.ndim - 2) + tuple(float(s) for s in scale)
     return _resample_graph(x, sizes, scales, (0.5,) * x.ndim, (-0.5,) * x.ndim, mode, None, False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Into one preallocated array
+
+
+def _unhaloed(tasks: dict[Any, Any], work: _Work, inputs: tuple[Any, ...]) -> tuple[_Work, tuple[Any, ...]]:
+    """A task that reads its halo pieces from their blocks in place, as it may when every task
+    runs in this process (nothing is moved): no halo task, no copy of a piece."""
+    direct = list(inputs)
+    shifts: list[Optional[list[int]]] = []
+    for i in range(work.blocks):
+        halo = tasks.get(direct[i]) if isinstance(direct[i], tuple) else None
+        if isinstance(halo, tuple) and halo[0] is _halo:
+            direct[i] = halo[1]
+            shifts.append([s.start for s in halo[2]])
+        else:
+            shifts.append(None)
+    calls = tuple(_Call(c.fn, c.kwargs, c.shape, tuple(
+        (source if shifts[b] is None else tuple(slice(s.start + d, s.stop + d) for s, d in zip(source, shifts[b])),
+         destination) for (source, destination), b in zip(c.places, c.blocks)), c.blocks, c.target)
+        for c in work.calls)
+    return _Work(work.shape, work.dtype, work.blocks, calls), tuple(direct)
+
+
+def store(y: Any, out: Any, *, scheduler: str = "threads") -> Any:
+    """Computes ``y`` into ``out``, a preallocated array of its shape and dtype, and returns
+    ``out``.
+
+    When ``y`` is a result of this module and ``out`` a writeable numpy array, each task's
+    kernels write its output chunk straight into ``out`` through ``out=``: no chunk is
+    allocated, nothing is copied, and the tasks read their halos from the neighbouring blocks
+    in place (no halo task). (``da.store`` copies every finished chunk into place, which
+    for a memory-bound operator costs about as much as the operator.) Writing into an array of
+    this process needs the tasks in this process: ``scheduler`` is then ``"threads"`` (the
+    default) or ``"sync"``. Anything else (another Dask array, a zarr array as ``out``) goes
+    to ``da.store(y, out, scheduler=scheduler)`` (with a lock unless ``out`` is numpy).
+
+    Parameters
+    ----------
+    y : dask.array.Array
+        What to compute, e.g. ``dmlops.dask.pad(x, ...)``.
+    out : numpy.ndarray or array-like
+        ``y.shape`` and ``y.dtype``; any strides.
+    scheduler : str
+        Dask's scheduler name.
+
+    Returns
+    -------
+    out
+
+    Raises
+    ------
+    TypeError
+        ``y`` is not a Dask array, or ``out``'s dtype is not ``y``'s.
+    ValueError
+        ``out``'s shape is not ``y``'s, a numpy ``out`` is read-only, or the scheduler runs
+        tasks outside this process while ``out`` is a numpy array.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, dmlops, dmlops.dask
+    >>> x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    >>> y = dmlops.dask.upsample_2d(da.from_array(x, chunks=(1, 1, 2, 2)), 2, "linear")
+    >>> out = np.empty(y.shape, y.dtype)
+    >>> dmlops.dask.store(y, out) is out, np.array_equal(out, dmlops.upsample_2d(x, 2, "linear"))
+    (True, True)
+    """
+    if not isinstance(y, da.Array):
+        raise TypeError(f"store: y must be a dask.array.Array, not {type(y).__name__}")
+    shape, dtype = getattr(out, "shape", None), getattr(out, "dtype", None)
+    if shape is None or tuple(shape) != y.shape:
+        raise ValueError(f"store: out has shape {shape}, y has {y.shape}")
+    if np.dtype(dtype) != y.dtype:
+        raise TypeError(f"store: out has dtype {dtype}, y has {y.dtype}")
+    layer = y.dask.layers.get(y.name)
+    tasks = dict(layer) if layer is not None else {}
+    ours = [k for k, t in tasks.items() if isinstance(k, tuple) and k[0] == y.name]
+    if not isinstance(out, np.ndarray) or not ours or not all(isinstance(tasks[k], tuple) and tasks[k][0] is _task
+                                                               for k in ours):
+        # (a lock for other targets: a zarr chunk that two tasks write is read, changed and written)
+        da.store(y, out, lock=not isinstance(out, np.ndarray), scheduler=scheduler)
+        return out
+    if not out.flags.writeable:
+        raise ValueError("store: out is read-only")
+    if scheduler not in ("threads", "threading", "sync", "synchronous", "single-threaded"):
+        raise ValueError(f"store: scheduler {scheduler!r} runs tasks outside this process, where they cannot write "
+                         "into out (a numpy array); use 'threads' or 'sync', or a zarr array as out")
+    name = f"dmlops-store-{tokenize(y.name, id(out), out.__array_interface__['data'][0])}"
+    bounds = [_bounds(c) for c in y.chunks]
+    writes = {}
+    for k in ours:
+        at = tuple(slice(b[i], b[i + 1]) for b, i in zip(bounds, k[1:]))
+        work, inputs = _unhaloed(tasks, tasks[k][1], tasks[k][2:])
+        writes[(name,) + k[1:]] = (_task_into, work, out, at, *inputs)
+    layers, dependencies = dict(y.dask.layers), dict(y.dask.dependencies)
+    del layers[y.name]
+    layers[name], dependencies[name] = writes, dependencies.pop(y.name)
+    keys = [(name,) + k[1:] for k in ours]
+    dask.base.compute_as_if_collection(da.Array, HighLevelGraph(layers, dependencies), keys, scheduler=scheduler)
+    return out

@@ -18,6 +18,7 @@ import dmlops
 
 da = pytest.importorskip("dask.array")  # the dask extra is part of the test extra
 import dask  # noqa: E402
+from dask.callbacks import Callback  # noqa: E402
 
 import dmlops.dask as dd  # noqa: E402
 from strategies import random_values  # noqa: E402
@@ -251,6 +252,38 @@ class Recorder:
         return np.zeros(sizes, self.dtype)
 
 
+CHUNK_CALLS = {
+    "pad": lambda x, **o: dmlops.pad(x, (0, 1, 2, 3, 1), (1, 0, 3, 2, 2), "reflection", **o),
+    "convolution": lambda x, **o: dmlops.convolution(x, W3[:, :x.shape[1]], B3, start_padding=(1, 1, 1), end_padding=(1, 1, 1),
+                                                     fused_activation="relu", **o),
+    "upsample_2d": lambda x, **o: dmlops.upsample_2d(x, 2, "linear", **o),
+    "resample": lambda x, **o: dmlops.resample(x, (1, 1, 0.5, 0.75, 0.5), "linear", antialiased=True, **o),
+    "nearest": lambda x, **o: dmlops.resample(x, (1, 1, 1.5, 2, 0.5), **o),
+    "lp_pooling": lambda x, **o: dmlops.lp_pooling(x, (2, 3, 2), strides=(2, 1, 2), start_padding=(1, 0, 0), p=3, **o),
+}
+W3 = np.random.default_rng(5).standard_normal((3, 4, 3, 3, 3)).astype(np.float32)
+B3 = np.random.default_rng(6).standard_normal((1, 3, 1, 1, 1)).astype(np.float32)
+
+
+@pytest.mark.parametrize("op", sorted(CHUNK_CALLS))
+@pytest.mark.parametrize("cut", [(2,), (3,), (4,), (2, 3), (3, 4), (2, 3, 4), (1, 2, 3, 4)])
+def test_kernels_on_chunk_views(op, cut):
+    """What a task hands the kernels: a block of a C-contiguous array (its last axis contiguous,
+    its outer strides those of the whole array), written into a part of an output chunk
+    (out= a strided view). The bits equal the call on a contiguous copy, into a new array."""
+    whole = np.random.default_rng(4).standard_normal((2, 4, 11, 12, 13)).astype(np.float32)
+    index = tuple(slice(1, n - 1 if n < 5 else n - 2) if a in cut else slice(None) for a, n in enumerate(whole.shape))
+    view = whole[index]
+    assert not view.flags.c_contiguous and view.strides[-1] == 4
+    expected = CHUNK_CALLS[op](np.ascontiguousarray(view))
+    same_bits(CHUNK_CALLS[op](view), expected)
+    chunk = np.full(tuple(n + 3 for n in expected.shape), np.float32(7))
+    part = chunk[tuple(slice(2, 2 + n) for n in expected.shape)]  # strided, offset
+    assert CHUNK_CALLS[op](view, out=part) is part
+    same_bits(part, expected)
+    assert (chunk[:, :, :2] == 7).all() and (chunk[..., -1] == 7).all()  # nothing outside the part
+
+
 def test_lazy_and_each_chunk_reads_its_region_only():
     """A 4-GB float32 volume in 512 chunks: building the graphs of a chain reads nothing;
     computing one output chunk reads the input chunks its region (with its halo) touches, not
@@ -290,25 +323,37 @@ def tasks(y) -> dict:
 
 def test_graph_one_task_per_chunk_and_halos_as_pieces():
     """One layer: a task per output chunk. Padding: a short padding joins the border chunks,
-    which pad their one input block locally (no gather). A 3x3x3 convolution: a chunk reads
-    one whole block and thin halo pieces of its neighbours, each copied out by a task of its
-    own. Resampling x2 on every axis: one call per chunk."""
+    which pad their one input block locally (no gather, one call). A 3x3x3 convolution: a
+    chunk's interior reads a view of its block, its border calls thin halo pieces of its 7
+    neighbours, each copied out by a task of its own; the calls' outputs tile the chunk.
+    Resampling x2 on every axis: the interior is one call for all axes."""
     x = da.zeros((1, 2, 16, 16, 16), chunks=(1, 2, 8, 8, 8), dtype=np.float32)
     padded, halos = tasks(dd.pad(x, (0, 0, 3, 3, 3), (0, 0, 3, 3, 3), "reflection"))
     assert len(padded) == 8 and not halos
     for t in padded.values():
-        (shape, places), kwargs = t[3], t[2]
-        assert len(places) == 1 and places[0][1] is None and kwargs["takes"] == ()  # one block, a view
+        (call,) = t[1].calls
+        assert call.target is None and len(call.places) == 1 and call.places[0][1] is None  # one block, a view
+        assert call.kwargs["takes"] == ()
     conv, halos = tasks(dd.convolution(x, np.ones((2, 2, 3, 3, 3), np.float32), start_padding=(1, 1, 1),
                                        end_padding=(1, 1, 1)))
     assert len(conv) == 8 and len(halos) == 8 * 7  # each chunk: its block, 7 pieces of its 7 neighbours
     for t in conv.values():
-        blocks = [k for k in t[4:] if isinstance(k, tuple) and k[0] == x.name]
-        assert len(blocks) == 1
+        work = t[1]
+        views = [c for c in work.calls if c.places[0][1] is None]
+        assert [k for k in t[2:] if isinstance(k, tuple) and k[0] == x.name] == [t[2 + views[0].blocks[0]]]
+        assert len(views) == 1 and len(work.calls) == 8  # the interior, 7 borders
+        assert views[0].shape[2:] == (8, 8, 8) and [s.stop - s.start for s in views[0].target[2:]] == [7, 7, 7]
+        covered = np.zeros(work.shape, int)
+        for c in work.calls:
+            covered[c.target] += 1
+        assert (covered == 1).all()
     for t in halos.values():  # one voxel deep: at most a face of a block
         assert np.prod([s.stop - s.start for s in t[2]]) <= 2 * 8 * 8
     resampled, halos = tasks(dd.resample(x, (1, 1, 2, 2, 2), "linear"))
-    assert len(resampled) == 8 and all(len(t[2]["calls"]) == 1 for t in resampled.values())
+    assert len(resampled) == 8
+    for t in resampled.values():
+        (interior,) = [c for c in t[1].calls if c.places[0][1] is None]
+        assert len(interior.kwargs["calls"]) == 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,6 +422,53 @@ def test_zarr_on_disk(tmp_path):
     pipeline(da.from_zarr(str(tmp_path / "in.zarr"))).to_zarr(str(tmp_path / "out.zarr"))
     same_bits(da.from_zarr(str(tmp_path / "out.zarr")).compute(), EXPECTED)
 
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "sync"])
+def test_store_writes_the_chunks_in_place(scheduler):
+    """dmlops.dask.store: the tasks' kernels write straight into a numpy out (any strides), the
+    in-memory bits; a graph not of dmlops.dask, or a zarr out, goes through da.store."""
+    x = da.from_array(VOLUME, chunks=(1, 1, 5, 6, 4))
+    for lazy, expected in [(pipeline(x), EXPECTED), (dd.pad(x, (0, 0, 2, 9, 1), (0, 0, 3, 0, 8), "symmetric"),
+                                                     dmlops.pad(VOLUME, (0, 0, 2, 9, 1), (0, 0, 3, 0, 8), "symmetric")),
+                           (dd.resample(x, (1, 1, 0.5, 1.5, 0.7), "linear", antialiased=True),
+                            dmlops.resample(VOLUME, (1, 1, 0.5, 1.5, 0.7), "linear", antialiased=True)),
+                           (dd.pad(x, (0, 0, 1, 1, 1), (0, 0, 1, 1, 1)) + 1, dmlops.pad(VOLUME, (0, 0, 1, 1, 1),
+                                                                                         (0, 0, 1, 1, 1)) + 1)]:
+        big = np.full((2,) + expected.shape, np.nan, expected.dtype)
+        out = big[1, ..., ::-1][..., ::-1]  # strided, not owning its data
+        ran: list = []
+        with Callback(pretask=lambda key, dsk, state: ran.append(key)):
+            assert dd.store(lazy, out, scheduler=scheduler) is out
+        same_bits(out, expected)
+        assert np.isnan(big[0]).all()
+        assert ran and not [k for k in ran if k[0] == lazy.name + "-halo"]  # its halos read in place
+
+
+def test_store_errors():
+    lazy = dd.pad(da.from_array(VOLUME, chunks=5), (0, 0, 1, 1, 1), (0, 0, 1, 1, 1))
+    out = np.zeros(lazy.shape, lazy.dtype)
+    with pytest.raises(TypeError, match="^store: y must be a dask.array.Array, not ndarray$"):
+        dd.store(VOLUME, out)
+    with pytest.raises(ValueError, match=r"^store: out has shape \(1, 1, 14, 16, 12\), y has \(1, 1, 14, 16, 11\)$"):
+        dd.store(lazy[..., :11], out)
+    with pytest.raises(ValueError, match="^store: out has shape None"):
+        dd.store(lazy, [1, 2])
+    with pytest.raises(TypeError, match="^store: out has dtype float64, y has float32$"):
+        dd.store(lazy, out.astype(np.float64))
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="^store: out is read-only$"):
+        dd.store(lazy, out)
+    with pytest.raises(ValueError, match="^store: scheduler 'processes' runs tasks outside this process"):
+        dd.store(lazy, np.empty(lazy.shape, lazy.dtype), scheduler="processes")
+
+
+def test_store_into_zarr(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    lazy = pipeline(da.from_array(VOLUME, chunks=(1, 1, 6, 7, 5)))
+    z = zarr.open(str(tmp_path / "out.zarr"), mode="w", shape=lazy.shape, chunks=(1, 1, 3, 3, 3), dtype=lazy.dtype)
+    assert dd.store(lazy, z) is z
+    same_bits(z[...], EXPECTED)
 
 
 def test_benchmark_smoke(capsys):

@@ -1,15 +1,17 @@
-"""The Dask path's cost: ``python -m dmlops.bench.dask [--smoke] [--size S] [--chunk N] [--no-zarr] [--json out.json]``.
+"""The Dask path's cost: ``python -m dmlops.bench.dask [--smoke] [--size S] [--chunk N] [--chunks D,H,W] [--no-zarr]
+[--json out.json]``.
 
 Each case is a float32 volume (N=1, C=4, D=H=W=S; S=256 by default: 256 MiB) in chunks of 4
 channels and N^3 voxels (N=128 by default: 32 MiB a chunk, 8 chunks; an upsampled output chunk
-is 128 MiB). Dask's guidance is chunks of about 100 MB (its ``array.chunk-size`` setting,
+is 128 MiB), or of the edges ``--chunks D,H,W``. Dask's guidance is chunks of about 100 MB (its ``array.chunk-size`` setting,
 printed in the header, is what ``chunks="auto"`` aims at) and tasks of 100 ms or more; the
 memory-bound operators spend only a few milliseconds on a chunk of that size.
 
 The Dask input holds the chunks in memory as contiguous arrays, as they come from a chunked
-store: not ``da.from_array(x)``, whose blocks are strided views of x, which the kernels read
-more slowly than a contiguous chunk (on the development machine an Lp pooling chunk took 13 ms
-against 4 ms, a padding chunk 20 ms against 12 ms).
+store: not ``da.from_array(x)``, whose blocks are strided views of x. A view cut along the
+last axis (rows of 512 bytes every 1,024) is read more slowly than a contiguous chunk by every
+reader, numpy's own copy and sum included: the memory system fetches the skipped half of each
+row pitch too. Views cut along the outer axes only are read at the contiguous speed.
 
 The benchmark first checks that ``dmlops.dask`` gives the in-memory result bit for bit, then
 times, interleaved (the schedule of dmlops.bench: warm-up, rounds, median):
@@ -20,14 +22,19 @@ times, interleaved (the schedule of dmlops.bench: warm-up, rounds, median):
   one new array;
 - ``store``: building the graph and ``da.store`` into a preallocated numpy array: each chunk is
   copied into it as it is done;
+- ``into``: building the graph and ``dmlops.dask.store`` into that array: each task's kernels
+  write its chunk in place (no chunk array, no copy);
+- ``out=``: the in-memory call writing into that array (no new output: its first-touch page
+  faults, which the in-memory call pays, are already paid);
 - the floors: ``copy`` (a new copy of the output, what ``.compute()``'s concatenation costs at
   least) and ``copyto`` (a copy into the preallocated target, what ``da.store`` costs at least).
 
-``compute x`` and ``store x`` are those times over the in-memory call's; ``floor x`` beside each
-is (in-memory + copy) / in-memory and (in-memory + copyto) / in-memory: the ratio a Dask path
-would have if everything but that one copy of the output were free. For a memory-bound
-operator that copy takes about as long as the operator itself, so no chunked path that hands
-back one numpy array can reach 1.3x; a compute-bound one (the convolution) hides it.
+``compute x``, ``store x`` and ``into x`` are those times over the in-memory call's; ``floor x``
+beside the first two is (in-memory + copy) / in-memory and (in-memory + copyto) / in-memory:
+the ratio that path would have if everything but that one copy of the output were free. For a
+memory-bound operator that copy takes about as long as the operator itself, so neither
+``.compute()`` nor ``da.store`` can reach 1.3x there; ``dmlops.dask.store`` has no such copy.
+``/ out=`` is ``into`` over ``out=``: the same writes, chunked against whole.
 
 With zarr installed (and without ``--no-zarr``) it also times writing the result into an
 uncompressed in-memory zarr array with the output's chunks: ``da.store`` of the Dask graph
@@ -35,7 +42,8 @@ against the in-memory call followed by writing its result into the same zarr arr
 
 Peak memory (tracemalloc, which sees every numpy array, dmlops' outputs included) is given per
 column in MiB, and for ``store`` also over the largest output chunk: it is bounded by the
-tasks in flight, whatever the array's size, while the in-memory call holds the whole output.
+tasks in flight, whatever the array's size, while the in-memory call holds the whole output
+(``into`` holds no output chunk at all: only thin halos and border regions).
 
 Requires the dask extra (``pip install "dmlops[dask]"``).
 """
@@ -43,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tracemalloc
 from dataclasses import dataclass
@@ -62,7 +71,7 @@ from ._harness import (cpu_model, load_average, load_gauge_start, make_input, me
 @dataclass
 class Case:
     name: str
-    memory: Callable[[np.ndarray], np.ndarray]
+    memory: Callable[..., np.ndarray]  # (x, out=None)
     lazy: Callable[[Any], Any]
 
 
@@ -74,15 +83,16 @@ def cases() -> list:
     pads = (0, 0, 3, 3, 3)
     half = (1, 1, 0.5, 0.5, 0.5)  # a trilinear downsampling (x2 on D, H, W would hold 2 GiB outputs)
     return [
-        Case("pad 3 reflection", lambda x: dmlops.pad(x, pads, pads, "reflection"),
+        Case("pad 3 reflection", lambda x, out=None: dmlops.pad(x, pads, pads, "reflection", out=out),
              lambda x: dd.pad(x, pads, pads, "reflection")),
-        Case("convolution 3x3x3 4->4 bias relu", lambda x: dmlops.convolution(x, w, b, **conv),
+        Case("convolution 3x3x3 4->4 bias relu", lambda x, out=None: dmlops.convolution(x, w, b, **conv, out=out),
              lambda x: dd.convolution(x, w, b, **conv)),
-        Case("upsample_2d x2 linear", lambda x: dmlops.upsample_2d(x, 2, "linear"),
+        Case("upsample_2d x2 linear", lambda x, out=None: dmlops.upsample_2d(x, 2, "linear", out=out),
              lambda x: dd.upsample_2d(x, 2, "linear")),
-        Case("resample x0.5 linear antialiased", lambda x: dmlops.resample(x, half, "linear", antialiased=True),
+        Case("resample x0.5 linear antialiased",
+             lambda x, out=None: dmlops.resample(x, half, "linear", antialiased=True, out=out),
              lambda x: dd.resample(x, half, "linear", antialiased=True)),
-        Case("lp_pooling 2x2x2 s2 p2", lambda x: dmlops.lp_pooling(x, (2, 2, 2), **pool),
+        Case("lp_pooling 2x2x2 s2 p2", lambda x, out=None: dmlops.lp_pooling(x, (2, 2, 2), **pool, out=out),
              lambda x: dd.lp_pooling(x, (2, 2, 2), **pool)),
     ]
 
@@ -116,10 +126,14 @@ def run_case(case: Case, shape: tuple, chunks: tuple, quick: bool, with_zarr: bo
     lazy = case.lazy(xd)
     exact = bool(np.array_equal(lazy.compute(scheduler="threads").view(np.uint8), expected.view(np.uint8)))
     target = np.zeros(lazy.shape, lazy.dtype)
+    into = np.zeros(lazy.shape, lazy.dtype)
+    exact = exact and bool(np.array_equal(dd.store(lazy, into).view(np.uint8), expected.view(np.uint8)))
     calls = {
         "in-memory": lambda: case.memory(x),
+        "in-memory out=": lambda: case.memory(x, out=target),
         "compute": lambda: case.lazy(xd).compute(scheduler="threads"),
         "store": lambda: da.store(case.lazy(xd), target, lock=False, scheduler="threads"),
+        "dmlops.dask.store": lambda: dd.store(case.lazy(xd), target),
         "copy": lambda: expected.copy(),
         "copyto": lambda: np.copyto(target, expected),
     }
@@ -131,11 +145,12 @@ def run_case(case: Case, shape: tuple, chunks: tuple, quick: bool, with_zarr: bo
         calls["zarr in-memory"] = zarr_memory
         calls["zarr store"] = lambda: da.store(case.lazy(xd), z, lock=False, scheduler="threads")
     ms = median_ms(time_calls(calls, warmup=1, repeat=5 if quick else 15, time_budget=0.5 if quick else 4.0))
-    peaks = {name: peak_mib(calls[name]) for name in ("in-memory", "compute", "store")}
+    peaks = {name: peak_mib(calls[name]) for name in ("in-memory", "compute", "store", "dmlops.dask.store")}
     chunk = max(int(np.prod([max(c) for c in lazy.chunks])) * lazy.dtype.itemsize, 1)
     base = ms["in-memory"]
     row = dict(case=case.name, shape=shape, chunks=chunks, tasks=lazy.npartitions, exact=exact, ms=ms,
-               compute_x=ms["compute"] / base, store_x=ms["store"] / base,
+               compute_x=ms["compute"] / base, store_x=ms["store"] / base, into_x=ms["dmlops.dask.store"] / base,
+               into_out_x=ms["dmlops.dask.store"] / ms["in-memory out="],
                compute_floor_x=(base + ms["copy"]) / base, store_floor_x=(base + ms["copyto"]) / base,
                peak_mib=peaks, output_mib=expected.nbytes / 2**20, largest_output_chunk_mib=chunk / 2**20,
                store_peak_per_chunk=peaks["store"] * 2**20 / chunk)
@@ -149,17 +164,22 @@ def main(argv: Any = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="a tiny volume, few repeats (the test suite's run)")
     parser.add_argument("--size", type=int, default=256, help="D = H = W of the volume (default 256)")
     parser.add_argument("--chunk", type=int, default=128, help="chunk edge along D, H and W (default 128)")
+    parser.add_argument("--chunks", help="chunk edges D,H,W instead (e.g. 128,64,256: rows whole along W)")
     parser.add_argument("--no-zarr", action="store_true", help="leave out the zarr columns")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
     size, chunk = (24, 12) if args.smoke else (args.size, args.chunk)
-    shape, chunks = (1, 4, size, size, size), (1, 4, chunk, chunk, chunk)
+    edges = (chunk,) * 3 if args.chunks is None or args.smoke else tuple(
+        int(c) if c.strip().isdigit() else 0 for c in args.chunks.split(","))
+    if len(edges) != 3 or min(edges) < 1:
+        parser.error(f"--chunks takes three positive edges D,H,W, not {args.chunks!r}")
+    shape, chunks = (1, 4, size, size, size), (1, 4) + edges
     workers = usable_cpus()
     gauge, load_start = load_gauge_start(), load_average()
     with dask.config.set(num_workers=workers):
         rows = [run_case(case, shape, chunks, args.smoke, not args.no_zarr) for case in cases()]
     others = other_load(*gauge)
-    chunk_mib = 4 * chunk**3 * 4 / 2**20
+    chunk_mib = 4 * math.prod(edges) * 4 / 2**20
     print(f"dmlops.dask vs in-memory dmlops: float32 volume {shape} ({4 * size**3 * 4 / 2**20:.1f} MiB) in chunks of "
           f"{chunks} ({chunk_mib:.1f} MiB; Dask's array.chunk-size is {dask.config.get('array.chunk-size')}); "
           f"{workers} CPUs ({cpu_model()}), threaded scheduler with {workers} workers; dmlops {dmlops.__version__}, "
@@ -167,20 +187,24 @@ def main(argv: Any = None) -> int:
     print(f"load average {load_start} at the start, {load_average()} at the end; other processes kept "
           f"{'n/a' if others is None else f'{others:.1f}'} CPUs busy on average")
     zarr_column = any("zarr_x" in r for r in rows)
-    print(f"{'case':33} {'tasks':>5} {'exact':>5} {'in-memory ms':>12} {'compute ms':>10} {'store ms':>9} "
-          f"{'compute x':>9} {'floor x':>7} {'store x':>7} {'floor x':>7}" + (f" {'zarr x':>6}" if zarr_column else "")
-          + f" {'peak MiB: in-memory':>19} {'compute':>7} {'store':>6} {'store / chunk':>13}")
+    print(f"{'case':33} {'tasks':>5} {'exact':>5} {'in-memory ms':>12} {'out= ms':>7} {'compute ms':>10} "
+          f"{'store ms':>9} {'into ms':>8} {'compute x':>9} {'floor x':>7} {'store x':>7} {'floor x':>7} {'into x':>6} "
+          f"{'/ out=':>6}" + (f" {'zarr x':>6}" if zarr_column else "")
+          + f" {'peak MiB: in-memory':>19} {'compute':>7} {'store':>6} {'into':>6} {'store / chunk':>13}")
     for r in rows:
         ms, peak = r["ms"], r["peak_mib"]
-        print(f"{r['case']:33} {r['tasks']:5} {str(r['exact']):>5} {ms['in-memory']:12.1f} {ms['compute']:10.1f} "
-              f"{ms['store']:9.1f} {r['compute_x']:8.2f}x {r['compute_floor_x']:6.2f}x {r['store_x']:6.2f}x "
-              f"{r['store_floor_x']:6.2f}x" + (f" {r['zarr_x']:5.2f}x" if "zarr_x" in r else "")
+        print(f"{r['case']:33} {r['tasks']:5} {str(r['exact']):>5} {ms['in-memory']:12.1f} {ms['in-memory out=']:7.1f} "
+              f"{ms['compute']:10.1f} {ms['store']:9.1f} {ms['dmlops.dask.store']:8.1f} {r['compute_x']:8.2f}x "
+              f"{r['compute_floor_x']:6.2f}x {r['store_x']:6.2f}x {r['store_floor_x']:6.2f}x {r['into_x']:5.2f}x "
+              f"{r['into_out_x']:5.2f}x" + (f" {r['zarr_x']:5.2f}x" if "zarr_x" in r else "")
               + f" {peak['in-memory']:19.1f} {peak['compute']:7.1f} {peak['store']:6.1f} "
-              f"{r['store_peak_per_chunk']:13.1f}")
-    print("compute x / store x: the Dask path's time (graph built and run) over the in-memory call's; floor x: "
-          "the same with only one copy of the output added to the in-memory time (a new array for compute, the "
-          "preallocated target for store)" + ("; zarr x: da.store into an uncompressed zarr array over the "
-                                              "in-memory call plus writing its result there" if zarr_column else ""))
+              f"{peak['dmlops.dask.store']:6.1f} {r['store_peak_per_chunk']:13.1f}")
+    print("compute x / store x / into x: the Dask path's time (graph built and run: .compute(), da.store, "
+          "dmlops.dask.store) over the in-memory call's; floor x: the in-memory time plus one copy of the output "
+          "(a new array for compute, the preallocated target for store), over the in-memory time; / out=: "
+          "dmlops.dask.store over the in-memory call writing into the same preallocated array"
+          + ("; zarr x: da.store into an uncompressed zarr array over the in-memory call plus writing its result "
+             "there" if zarr_column else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"cpus": workers, "cpu": cpu_model(), "dask": dask.__version__, "load_average_start": load_start,
