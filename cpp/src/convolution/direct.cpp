@@ -1,6 +1,7 @@
 // FORWARD, dense layers of float sums, direct (core/direct.hpp): no im2col panel. The output
 // channels of a group are cut into blocks of `vectors` x L (direct_vectors() vectors, or 2 where
-// wide blocks leave threads idle, while that many remain, then 2, then 1); a block's filter is packed once, [k][o]. A task is (n, group,
+// wide blocks leave threads idle, while that many remain, then 2, then 1); a block's filter is
+// packed once, [k][o]. A task is (n, group,
 // band of consecutive output positions, channel block): per pass over a few input channels
 // (whose packed filter, direct_filter_bytes(), stays in L1), direct_window_product adds their terms
 // to the band's interleaved sums (position-major, `width` channels), every output reading its
@@ -83,7 +84,7 @@ struct Blocking {
     bands = std::max(bands, std::min(ceil_div(threads, per_band), positions / kDirectMinBand));
     bands = std::clamp<std::int64_t>(balanced_count(per_band, bands, threads), 1, positions);
     band_max = ceil_div(positions, bands);
-    // Input channels per pass: their packed filter stays in L1.
+    // Input channels per pass: their packed filter is direct_filter_bytes().
     channel_pass = std::clamp<std::int64_t>(direct_filter_bytes(taps == 1) / (taps * max_width * std::int64_t{sizeof(Acc)}),
                                             1, g.in_per_group);
     // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7 on a few

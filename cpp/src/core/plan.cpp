@@ -59,7 +59,7 @@ void log_plan(const std::string& call, const KernelPlan& plan, std::string_view 
     tiles += tile + ":" + std::to_string(value);
   }
   std::string line = "dmlops: " + call + " -> algorithm=" + plan.algorithm;
-  if (!note.empty()) line += " " + std::string(note);
+  if (!note.empty()) (line += ' ') += note;  // not " " + string: GCC 12 warns there (-Wrestrict, PR 105651)
   line += " isa=" + plan.isa;
   if (!plan.rewrite.empty()) line += " rewrite=" + plan.rewrite;
   line += " tiles=" + tiles + " tasks=" + std::to_string(plan.tasks) + " threads=" + std::to_string(plan.threads) +

@@ -118,6 +118,8 @@ std::uint64_t xcr0() {
 #endif
 }
 
+bool amd_cpu() { return cpuid(0, 0).ebx == 0x68747541u; }  // "Auth"enticAMD
+
 CpuFeatures detect() {
   CpuFeatures f;
   const CpuidRegisters leaf1 = cpuid(1, 0);
@@ -135,16 +137,15 @@ CpuFeatures detect() {
   f.avx512f = zmm_saved && ((leaf7.ebx >> 16) & 1);
   const unsigned base_family = (leaf1.eax >> 8) & 0xf;
   const unsigned family = base_family == 0xf ? base_family + ((leaf1.eax >> 20) & 0xff) : base_family;
-  const bool amd = cpuid(0, 0).ebx == 0x68747541u;  // "Auth"enticAMD
-  f.avx512_half_rate = f.avx512f && amd && family == 0x19;
+  f.avx512_half_rate = f.avx512f && amd_cpu() && family == 0x19;
   return f;
 }
 
 // The deterministic cache parameters (Intel leaf 4; AMD's copy of it, leaf 0x8000001D, when
 // the CPU has topology extensions): one subleaf per cache until type 0.
 bool cpuid_caches(CacheSizes& sizes) {
-  const CpuidRegisters vendor = cpuid(0, 0), extended = cpuid(0x80000001u, 0);
-  const bool amd = vendor.ebx == 0x68747541u;  // "Auth"enticAMD
+  const CpuidRegisters extended = cpuid(0x80000001u, 0);
+  const bool amd = amd_cpu();
   unsigned leaf = 4;
   if (amd) {
     if (!((extended.ecx >> 22) & 1)) return false;
