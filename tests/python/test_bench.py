@@ -91,6 +91,12 @@ def test_smoke_report_with_the_installed_peers(tmp_path, capsys):
             assert peer not in data["environment"]["skipped_peers"]
         else:
             assert f"{peer}: skipped" in text.out
+    # Every convolution row times the prepared call too; with ONNX Runtime, the table compares the two.
+    conv = [r for r in rows if r["op"] == "convolution" and r["status"] == "ok"]
+    assert conv and all(r["prepared"]["ms"] > 0 for r in conv)
+    if any("onnxruntime" in r["ms"] for r in conv):
+        assert "ort/prep" in text.out
+        assert all(r["prepared"]["speedup"]["onnxruntime"] == r["ms"]["onnxruntime"] / r["prepared"]["ms"] for r in conv)
     assert out_png.exists() == out_scaling.exists() == installed("matplotlib")
     if installed("matplotlib"):
         assert out_png.read_bytes()[:8] == out_scaling.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -138,6 +144,18 @@ def test_a_wrong_dmlops_result_marks_the_case_failed(monkeypatch, capsys):
     assert "FAILED: 2 case(s)" in captured.out
     report = bench.run(["padding"], [1], smoke=True, peers=("numpy",), progress=False, stream=False)
     assert len(report.failures) == 2 and all(not c["ok"] for r in report.failures for c in r["checks"])
+
+
+def test_a_prepared_call_that_differs_marks_the_case_failed(monkeypatch, capsys):
+    real_prepare = dmlops.ConvolutionDesc.prepare
+
+    def wrong(self, w, *args, **kwargs):
+        run = real_prepare(self, w, *args, **kwargs)
+        return lambda x, out=None: run(x) + 1
+
+    monkeypatch.setattr(dmlops.ConvolutionDesc, "prepare", wrong)
+    report = bench.run(["convolution"], [1], smoke=True, peers=("numpy",), progress=False, stream=False)
+    assert report.failures and all("prepared call differs" in r["error"] for r in report.failures)
 
 
 def test_tiers_and_operator_filter():

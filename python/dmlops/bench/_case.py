@@ -92,6 +92,10 @@ class Setup:
     # size), timed beside dmlops in the same run as the yardstick of the "copy" and
     # "fresh copy" goals.
     same_bytes: Optional[int] = None
+    # For convolution: the same call with its filter prepared once (ConvolutionDesc.prepare), as
+    # ONNX Runtime's session holds its constant weights prepacked; timed beside the others and
+    # compared with ONNX Runtime (torch packs on every call, as dmlops' plain call does).
+    prepared: Optional[Callable[[], np.ndarray]] = None
 
 
 @dataclass

@@ -24,6 +24,8 @@ from ._machine import best, limit_value, measure
 
 # Prefix of the names the same-bytes copies (Setup.same_bytes) are timed under, apart from the peers'.
 SAME_BYTES = " copy "
+# The name dmlops' prepared call (Setup.prepared) is timed under.
+PREPARED = "dmlops prepared"
 
 FAMILIES = {"padding": padding, "convolution": convolution, "lp_pooling": lp_pooling, "unfold": unfold,
             "resample": resample}
@@ -86,6 +88,12 @@ class Progress:
             if self.terminal:
                 self.stream.write("\n")
                 self.stream.flush()
+
+
+def prep_text(row: dict) -> str:
+    """ONNX Runtime's time over dmlops' prepared call's, where both were timed."""
+    ratio = row.get("prepared", {}).get("speedup", {}).get("onnxruntime")
+    return "-" if ratio is None else f"{ratio:.2f}x"
 
 
 def shape_text(shape: tuple) -> str:
@@ -154,9 +162,11 @@ class Report:
         peers = self.peers
         short = {"numpy": "numpy", "torch": "torch", "onnxruntime": "ort"}
         wide = max([28] + [len(r["case"]) for r in self.rows])  # case names are never cut
+        prepared = "onnxruntime" in peers and any("prepared" in r for r in self.rows)
         head = (f"{'op':<11} {'case':<{wide}} {'shape':<18} {'dtype':<7} {'thr':>3} | {'dmlops':>8} "
                 + "".join(f"{short[p]:>8} " for p in peers) + "| "
-                + "".join(f"{short[p] + '/dml':>9} " for p in peers) + f"| {'of limit':>9} | {'of copy':>9} | check")
+                + "".join(f"{short[p] + '/dml':>9} " for p in peers) + (f"{'ort/prep':>9} " if prepared else "")
+                + f"| {'of limit':>9} | {'of copy':>9} | check")
         lines = [head, "-" * len(head)]
         for r in self.rows:
             ms = r["ms"]
@@ -167,7 +177,7 @@ class Report:
                 f"{r['op']:<11} {r['case']:<{wide}} {shape_text(r['shape'])[:18]:<18} {r['dtype']:<7} {r['threads']:>3} | "
                 f"{fmt(ms.get('dmlops'), '8.3f'):>8} " + "".join(f"{fmt(ms.get(p), '8.3f'):>8} " for p in peers) + "| "
                 + "".join(f"{fmt(r['speedup'].get(p), '8.2f') + 'x' if p in r['speedup'] else '-':>9} " for p in peers)
-                + f"| {limit:>9} | {of_copy:>9} | {'ok' if r['status'] == 'ok' else 'FAILED'}")
+                + (f"{prep_text(r):>9} " if prepared else "") + f"| {limit:>9} | {of_copy:>9} | {'ok' if r['status'] == 'ok' else 'FAILED'}")
         return "\n".join(lines)
 
     def notes(self) -> str:
@@ -177,6 +187,8 @@ class Report:
             "of limit: copy = (bytes read + written) per second over the copy bandwidth measured above (data movement, "
             "and lp pooling and linear resampling,\n  whose few operations per byte leave them memory-bound; above 100% "
             "means the case fits in cache); FMA = FLOP/s over the FMA peak (convolution).",
+            "ort/prep: ONNX Runtime's time over dmlops' call with its filter prepared once (ConvolutionDesc.prepare), "
+            "as ONNX Runtime's session prepacks its constant weights (torch and dmlops' plain call pack on every call).",
             "of copy: data movement's speed as a share of a plain copy of its output's bytes, into an existing buffer / "
             "into a new array (see the goals below).",
             "check: every peer's result was compared with dmlops' before timing (bit-exact for data movement, float "
@@ -373,6 +385,12 @@ def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -
         return row
     row["work"] = setup.work
     fns = {"dmlops": setup.dmlops}
+    if setup.prepared is not None:
+        if np.array_equal(setup.prepared(), ours):
+            fns[PREPARED] = setup.prepared
+        else:
+            row.update(status="FAILED", error="dmlops' prepared call differs from its plain call")
+            announce(row, row["error"])
     for name in PEERS:
         peer = setup.peers.get(name, peers.skipped.get(name, f"no {name} formulation"))
         if not isinstance(peer, Peer):
@@ -405,6 +423,9 @@ def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -
         row["same_bytes_copy"] = {"bytes": setup.same_bytes, "ms": copies, "method": method,
                                   "fraction": copies[method] / ms["dmlops"],
                                   "fresh_fraction": copies[Copier.FRESH] / ms["dmlops"]}
+    prepared_ms = ms.pop(PREPARED, None)
+    if prepared_ms is not None:
+        row["prepared"] = {"ms": prepared_ms, "speedup": {k: ms[k] / prepared_ms for k in ("onnxruntime",) if k in ms}}
     row["ms"] = ms
     row["speedup"] = {k: v / ms["dmlops"] for k, v in ms.items() if k != "dmlops"}
     row["achieved_per_s"] = setup.work / (ms["dmlops"] * 1e-3)

@@ -131,7 +131,11 @@ def case(name: str, layer: Layer, tiers=("full",), goals=None) -> Case:
         d = x.ndim - 2
         kw = dict(strides=(layer.stride,) * d, start_padding=(layer.padding,) * d, end_padding=(layer.padding,) * d,
                   group_count=layer.groups, direction="backward" if layer.transposed else "forward")
-        return Setup(lambda: dmlops.convolution(x, w, **kw), layer.flops(), run)
+        desc = dmlops.ConvolutionDesc(dmlops.TensorDesc(layer.dtype, x.shape), dmlops.TensorDesc(layer.dtype, w.shape),
+                                      strides=kw["strides"], start_padding=kw["start_padding"],
+                                      end_padding=kw["end_padding"], group_count=layer.groups, direction=kw["direction"])
+        prepared = desc.prepare(w)
+        return Setup(lambda: dmlops.convolution(x, w, **kw), layer.flops(), run, prepared=lambda: prepared(x))
 
     detail = f"filter {'x'.join(map(str, layer.w_shape))} s{layer.stride} p{layer.padding}"
     detail += f" g{layer.groups}" if layer.groups > 1 else ""
