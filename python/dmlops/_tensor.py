@@ -19,9 +19,18 @@ _DML_PREFIX = "DML_TENSOR_DATA_TYPE_"
 TensorSpec = tuple[str, tuple[int, ...], Optional[tuple[int, ...]]]
 
 
+# The 11 types as numpy dtypes: every call checks its arrays' dtypes, and this lookup costs a
+# fraction of np.dtype(...).name (a few microseconds a call on small operators).
+_NAMES = {np.dtype(name): name for name in DTYPES}
+
+
 def dtype_name(dtype: Any, what: str = "dtype") -> str:
     """Normalise a numpy dtype, type or name, or a DirectML name (``'FLOAT32'``,
     ``'DML_TENSOR_DATA_TYPE_FLOAT32'``) to the numpy name of one of the 11 DirectML types."""
+    if isinstance(dtype, np.dtype):
+        known = _NAMES.get(dtype)
+        if known is not None:
+            return known
     if isinstance(dtype, str):
         if dtype.lower() == "float":
             raise TypeError(f"{what} {dtype!r} is ambiguous: numpy's float is float64, DirectML's FLOAT is float32; "
