@@ -51,8 +51,8 @@ void load_run(const std::byte* src, std::int64_t step, std::int64_t n, Acc* dst)
     if (step == sizeof(Half) && aligned(src, alignof(Half)))
       return half_to_float(reinterpret_cast<const Half*>(src), dst, static_cast<std::size_t>(n));
   } else {
-    if (step == sizeof(T)) {  // T is Acc: whole input rows, one memcpy
-      std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+    if (step == sizeof(T)) {  // T is Acc: whole input rows, one copy (inline for short rows)
+      copy_bytes(reinterpret_cast<std::byte*>(dst), src, static_cast<std::size_t>(n) * sizeof(T));
       return;
     }
     if (step == 2 * sizeof(T) && aligned(src, alignof(T))) {  // every other value (a strided 1x1 layer's samples)
@@ -378,10 +378,10 @@ struct PaddedPlane {
         for (std::int64_t c = 0; c < channels; ++c) std::fill_n(dst_row + c * size, row_len, Acc(0));
         return;
       }
-      if (channels == 1 && phases == 1) {
-        std::fill_n(dst_row, row_first, Acc(0));
+      if (channels == 1 && phases == 1) {  // the padding's few zeros as stores, not memset calls
+        fill_row<Acc>(reinterpret_cast<std::byte*>(dst_row), sizeof(Acc), Acc(0), row_first);
         load_run<T, Acc>(src + offset, step, width, dst_row + row_first);
-        std::fill(dst_row + row_stop, dst_row + row_len, Acc(0));
+        fill_row<Acc>(reinterpret_cast<std::byte*>(dst_row + row_stop), sizeof(Acc), Acc(0), row_len - row_stop);
         return;
       }
       if (channels == 1 && std::is_same_v<T, Acc> && step == sizeof(T) && aligned(src + offset, alignof(Acc))) {
