@@ -71,7 +71,8 @@ EXACT = Tolerance(exact=True)
 # upsampling), on every CPU and thread count: at least 80% of the speed of a plain copy of the
 # same bytes. A call that allocates its output also pays for the OS zeroing the fresh pages
 # (outputs above the malloc cache, 32 MB with glibc), so it is judged against both copies: into
-# an existing buffer, and into a new array (what x.copy() does).
+# an existing buffer, and into a new array; each is the faster of the same two methods at the
+# case's thread count (Copier in _harness.py).
 COPY_GOALS = {"copy": 0.80, "fresh copy": 0.80}
 
 

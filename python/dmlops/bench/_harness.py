@@ -94,10 +94,20 @@ def median_ms(samples: dict) -> dict:
 
 class Copier:
     """Copies `nbytes` from one preallocated buffer to another on `threads` threads, one slice
-    each: np.copyto releases the GIL, so Python threads copy in parallel."""
+    each: np.copyto releases the GIL, so Python threads copy in parallel.
 
-    # The name of the copy into a new array among calls().
-    FRESH = "np.empty+copyto"
+    The yardsticks of data movement (calls()) are two plain copies of the same bytes, each the
+    faster of the same two methods, np.copyto on `threads` Python threads and dmlops.pad without
+    padding on dmlops' pool, and differing only in where they write: into an existing buffer
+    (INTO), or into a new array (FRESH), as an operator writes its output. Both methods count in
+    both: Python threads alone are no yardstick above one thread (each call wakes a
+    ThreadPoolExecutor and hands the GIL round its workers; on 2 cores at 4 threads a 7 MB copy
+    took 1.5x its 1-thread time, where dmlops' pool took half), and an allocating copy timed
+    that way made data movement look 1-2x faster than a copy."""
+
+    # The names of the copies into an existing buffer / into a new array among calls().
+    INTO = ("np.copyto", "dmlops.pad")
+    FRESH = ("np.empty+copyto", "dmlops.pad new")
 
     def __init__(self, nbytes: int, threads: int):
         rng = np.random.default_rng(7)
@@ -118,13 +128,13 @@ class Copier:
         self.copy_into(self.dst)
 
     def calls(self) -> dict:
-        """The plain copies of src, by name: into dst with np.copyto on the Python threads and
-        with dmlops.pad without padding on dmlops' own pool (the faster is the copy limit), and
-        into a new array (FRESH: x.copy() on one thread), whose pages the OS zeroes first as it
-        does for an operator's fresh output."""
+        """The plain copies of src, by name (INTO, then FRESH). A new array's pages come from
+        the allocator as an operator's output does: reused below glibc's malloc cache (32 MB),
+        else fresh pages the OS zeroes on first touch."""
         no_pad = (0,)
         return {"np.copyto": self, "dmlops.pad": lambda: dmlops.pad(self.src, no_pad, no_pad, out=self.dst),
-                self.FRESH: lambda: self.copy_into(np.empty_like(self.src))}
+                "np.empty+copyto": lambda: self.copy_into(np.empty_like(self.src)),
+                "dmlops.pad new": lambda: dmlops.pad(self.src, no_pad, no_pad)}
 
     def close(self) -> None:
         if self.pool is not None:

@@ -190,7 +190,8 @@ class Report:
             "ort/prep: ONNX Runtime's time over dmlops' call with its filter prepared once (ConvolutionDesc.prepare), "
             "as ONNX Runtime's session prepacks its constant weights (torch and dmlops' plain call pack on every call).",
             "of copy: data movement's speed as a share of a plain copy of its output's bytes, into an existing buffer / "
-            "into a new array (see the goals below).",
+            "into a new array; each copy is the faster of np.copyto on as many Python threads and dmlops.pad without "
+            "padding on dmlops' pool\n  (see the goals below).",
             "check: every peer's result was compared with dmlops' before timing (bit-exact for data movement, float "
             "tolerance for arithmetic; see the JSON).",
             "numpy: its BLAS on " + (f"{self.environment['openblas_threads']} thread(s) (OPENBLAS_NUM_THREADS; "
@@ -237,9 +238,9 @@ class Report:
         if any(v["metric"] in ("copy", "fresh copy") for v in self.targets):
             lines.append("  (of same-bytes copy: the time of a plain copy of an output-sized buffer into an existing one, the "
                          "faster of np.copyto on as many Python threads and dmlops.pad without padding, timed interleaved "
-                         "with the case, over dmlops' time;\n  of allocating copy: the same copy into a new array "
-                         "(np.empty + np.copyto on as many threads), which like dmlops' call pays for the OS zeroing its "
-                         "fresh pages when it is too large for the allocator to reuse)")
+                         "with the case, over dmlops' time;\n  of allocating copy: the same two copies into a new array "
+                         "(np.empty + np.copyto, dmlops.pad without out=), the faster over dmlops' time: like dmlops' call, "
+                         "it pays for the OS zeroing fresh pages when the output is too large for the allocator to reuse)")
         return "\n".join(lines)
 
     def failures_text(self) -> str:
@@ -419,10 +420,11 @@ def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -
             copier.close()
     copies = {key.removeprefix(SAME_BYTES): ms.pop(key) for key in list(ms) if key.startswith(SAME_BYTES)}
     if copies:
-        method = min((name for name in copies if name != Copier.FRESH), key=lambda name: copies[name])
+        method = min(Copier.INTO, key=lambda name: copies[name])
+        fresh_method = min(Copier.FRESH, key=lambda name: copies[name])
         row["same_bytes_copy"] = {"bytes": setup.same_bytes, "ms": copies, "method": method,
-                                  "fraction": copies[method] / ms["dmlops"],
-                                  "fresh_fraction": copies[Copier.FRESH] / ms["dmlops"]}
+                                  "fresh_method": fresh_method, "fraction": copies[method] / ms["dmlops"],
+                                  "fresh_fraction": copies[fresh_method] / ms["dmlops"]}
     prepared_ms = ms.pop(PREPARED, None)
     if prepared_ms is not None:
         row["prepared"] = {"ms": prepared_ms, "speedup": {k: ms[k] / prepared_ms for k in ("onnxruntime",) if k in ms}}

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -70,6 +71,23 @@ DMLOPS_ALWAYS_INLINE inline void copy_reversed(T* dst, const T* src, std::int64_
   for (std::int64_t i = 0; i < n; ++i) dst[i] = src[-i];
 }
 
+// dst[i] = src[2i] (a stride-2 window). Elements narrower than 8 bytes are read as pairs whose
+// low half is the even element (little-endian), so the loop is a truncation, which compilers
+// vectorise as a pack or a single narrowing move; as a deinterleave, SSE2's chain of unpacks
+// took two thirds of a float16 stride-2 unfold. The last element is read alone: its pair would
+// reach one element past what the window reads.
+template <class T>
+DMLOPS_ALWAYS_INLINE inline void copy_even(T* dst, const std::byte* src, std::int64_t n) {
+  if constexpr (sizeof(T) < 8 && std::endian::native == std::endian::little) {
+    using Pair = std::conditional_t<sizeof(T) == 1, std::uint16_t,
+                                    std::conditional_t<sizeof(T) == 2, std::uint32_t, std::uint64_t>>;
+    for (std::int64_t i = 0; i + 1 < n; ++i) dst[i] = static_cast<T>(load<Pair>(src + i * std::int64_t{sizeof(Pair)}));
+    if (n > 0) dst[n - 1] = load<T>(src + (n - 1) * std::int64_t{sizeof(Pair)});
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = load<T>(src + i * 2 * std::int64_t{sizeof(T)});
+  }
+}
+
 #if DMLOPS_X86
 // dst[2j] += src[j] for j < n with AVX2 (add_row's stride-2 case).
 void add_to_even_avx2(const float* src, std::int64_t n, float* dst);
@@ -107,11 +125,7 @@ void copy_row(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::
   }
   if (dst_step == sizeof(T) && src_step == 2 * sizeof(T) && reinterpret_cast<std::uintptr_t>(dst) % alignof(T) == 0 &&
       reinterpret_cast<std::uintptr_t>(src) % alignof(T) == 0) {
-    // Every other element (a stride-2 window): typed, so the compiler vectorises the deinterleave.
-    T* d = reinterpret_cast<T*>(dst);
-    const T* s = reinterpret_cast<const T*>(src);
-    for (std::int64_t i = 0; i < n; ++i) d[i] = s[2 * i];
-    return;
+    return IsaKernel<&copy_even<T>>::run(reinterpret_cast<T*>(dst), src, n);
   }
   for (std::int64_t i = 0; i < n; ++i, dst += dst_step, src += src_step) std::memcpy(dst, src, sizeof(T));
 }
