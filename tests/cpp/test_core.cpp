@@ -2071,6 +2071,26 @@ TEST(Rows, CopyBytesEveryLengthAndAlignment) {
   EXPECT_EQ(big_dst[big + 1], std::byte{0});
 }
 
+// stream_bytes: lengths around its 4 KiB threshold and around whole cache lines, at every
+// alignment of the destination within a line, each followed by stream_fence; the bytes around
+// the destination stay untouched.
+TEST(Rows, StreamBytesAroundTheThresholdAtEveryAlignment) {
+  std::vector<std::byte> src(9000), dst(9100);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 37 + 11);
+  for (std::size_t n : {0, 1, 63, 64, 255, 256, 4095, 4096, 4097, 4159, 4160, 4161, 8191, 8192, 8900}) {
+    for (std::size_t dst_off = 0; dst_off < 64; dst_off += 3) {
+      std::fill(dst.begin(), dst.end(), std::byte{0x5a});
+      stream_bytes(dst.data() + dst_off, src.data() + 5, n);
+      stream_fence();
+      for (std::size_t i = 0; i < dst.size(); ++i) {
+        const bool inside = i >= dst_off && i < dst_off + n;
+        ASSERT_EQ(dst[i], inside ? src[i - dst_off + 5] : std::byte{0x5a})
+            << "byte " << i << " of a " << n << "-byte streamed copy at offset " << dst_off;
+      }
+    }
+  }
+}
+
 // gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
 // sizes, M across row blocks of A), K from 1 up and across K blocks; B packed row by row; both
 // element types. The micro-kernel writes whole tiles, so C has round_up(M, kGemmRows) rows;

@@ -36,7 +36,7 @@ inline void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
 // stream_output). A freshly allocated output's pages are zeroed by the OS on first touch; a
 // copy with ordinary stores then pays for those zeroed lines as well (an 80 MB pad ran at 55% of
 // a copy, a 47 MB unfold at 60%), while stores that bypass the cache write each line once, as
-// memcpy does for copies of that size. Below a few cache lines stream_bytes is copy_bytes.
+// memcpy does for copies of that size. Runs under 4 KiB are not streamed (see rows.cpp).
 // Streaming stores are weakly ordered: a task that streamed calls stream_fence() before it
 // ends, so that whoever waits for it sees the data.
 bool stream_output(std::int64_t output_bytes);
