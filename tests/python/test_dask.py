@@ -324,8 +324,9 @@ def tasks(y) -> dict:
 def test_graph_one_task_per_chunk_and_halos_as_pieces():
     """One layer: a task per output chunk. Padding: a short padding joins the border chunks,
     which pad their one input block locally (no gather, one call). A 3x3x3 convolution: a
-    chunk's interior reads a view of its block, its border calls thin halo pieces of its 7
-    neighbours, each copied out by a task of its own; the calls' outputs tile the chunk.
+    chunk's interior reads a view of its block, its 3 border slabs (one per axis it crosses)
+    thin halo pieces of its 7 neighbours, each copied out by a task of its own; the calls'
+    outputs tile the chunk.
     Resampling x2 on every axis: the interior is one call for all axes."""
     x = da.zeros((1, 2, 16, 16, 16), chunks=(1, 2, 8, 8, 8), dtype=np.float32)
     padded, halos = tasks(dd.pad(x, (0, 0, 3, 3, 3), (0, 0, 3, 3, 3), "reflection"))
@@ -341,8 +342,10 @@ def test_graph_one_task_per_chunk_and_halos_as_pieces():
         work = t[1]
         views = [c for c in work.calls if c.places[0][1] is None]
         assert [k for k in t[2:] if isinstance(k, tuple) and k[0] == x.name] == [t[2 + views[0].blocks[0]]]
-        assert len(views) == 1 and len(work.calls) == 8  # the interior, 7 borders
+        assert len(views) == 1 and len(work.calls) == 4  # the interior, a border slab per axis
         assert views[0].shape[2:] == (8, 8, 8) and [s.stop - s.start for s in views[0].target[2:]] == [7, 7, 7]
+        slabs = sorted([s.stop - s.start for s in c.target[2:]] for c in work.calls if c is not views[0])
+        assert slabs == [[1, 8, 8], [7, 1, 8], [7, 7, 1]]  # whole along the axes after its own
         covered = np.zeros(work.shape, int)
         for c in work.calls:
             covered[c.target] += 1
