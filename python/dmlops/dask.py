@@ -14,9 +14,9 @@ result bit for bit, for any input chunking.
   thin halos, not its neighbours' blocks.
 - Interior and borders: when a windowed or resampled chunk's region crosses blocks, its task
   makes one call on a view of the block it reads most of, for the outputs that read only that
-  block, and thin calls for the outputs before and after them along each axis (their regions
-  assembled from the halos), all writing into the one output chunk through ``out=``; so no
-  task copies its own block.
+  block, and a thin call per side of each axis it crosses for the outputs before and after
+  them (a slab, whole along the later axes; its region assembled from the halos), all
+  writing into the one output chunk through ``out=``; so no task copies its own block.
 - Output chunks follow the input's chunks mapped through the operator (``o * stride`` for
   windows, ``o * scale`` for resampling, shifted by the padding), so no output is computed twice.
 - Windowed operators (convolution, Lp pooling): an output chunk ``[o0, o1)`` reads the padded

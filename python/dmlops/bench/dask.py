@@ -215,7 +215,8 @@ def main(argv: Any = None) -> int:
         rows = [run_case(case, shape, chunks, args.smoke, not args.no_zarr) for case in cases()]
     others = other_load(*gauge)
     volume = 4 * size**3 * 4
-    at_once, later = new_memory_ms(volume, 0.2 if args.smoke else 2.0)
+    probe = volume if args.smoke else max(volume, 2**30)  # at least 1 GiB: less shows less of the effect
+    at_once, later = new_memory_ms(probe, 0.2 if args.smoke else 2.0)
     chunk_mib = 4 * math.prod(edges) * 4 / 2**20
     print(f"dmlops.dask vs in-memory dmlops: float32 volume {shape} ({4 * size**3 * 4 / 2**20:.1f} MiB) in chunks of "
           f"{chunks} ({chunk_mib:.1f} MiB; Dask's array.chunk-size is {dask.config.get('array.chunk-size')}); "
@@ -224,7 +225,7 @@ def main(argv: Any = None) -> int:
     print(f"load average {load_start} at the start, {load_average()} at the end; other processes kept "
           f"{'n/a' if others is None else f'{others:.1f}'} CPUs busy on average")
     print(f"new memory, first touch: {at_once:.0f} ms per GiB right after as much was freed, {later:.0f} ms per GiB "
-          f"after {0.2 if args.smoke else 2.0:g} s idle (measured on {volume / 2**20:.0f} MiB); every timed call below "
+          f"after {0.2 if args.smoke else 2.0:g} s idle (measured on {probe / 2**20:.0f} MiB); every timed call below "
           "starts from memory freed just now (see the module docstring)")
     zarr_column = any("zarr_x" in r for r in rows)
     print(f"{'case':33} {'tasks':>5} {'exact':>5} {'in-memory ms':>12} {'out= ms':>7} {'compute ms':>10} "
