@@ -481,3 +481,18 @@ def test_benchmark_smoke(capsys):
     assert bench.main(["--smoke"]) == 0
     out = capsys.readouterr().out
     assert out.count(" True ") == len(bench.cases()) and "compute x" in out and "floor x" in out
+    assert "chunks x" in out and "new memory, first touch" in out
+
+
+def test_benchmark_primes_memory_before_every_call():
+    """time_calls' setup (the benchmark's touch of new memory) runs, untimed, right before each
+    call of each implementation: warm-up and timed calls alike."""
+    from dmlops.bench._harness import time_calls
+
+    events = []
+    fns = {name: (lambda name=name: events.append(name)) for name in ("a", "b")}
+    times = time_calls(fns, warmup=2, repeat=6, time_budget=1.0, block_warmup=0.0,
+                       setup=lambda: events.append("setup"))
+    assert [len(t) for t in times.values()] == [6, 6]
+    assert events[0::2] == ["setup"] * (len(events) // 2) and "setup" not in events[1::2]
+    assert events[1::2].count("a") >= 6 + 2 and events[1::2].count("b") >= 6 + 2
