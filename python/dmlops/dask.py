@@ -14,9 +14,9 @@ result bit for bit, for any input chunking.
   thin halos, not its neighbours' blocks.
 - Interior and borders: when a windowed or resampled chunk's region crosses blocks, its task
   makes one call on a view of the block it reads most of, for the outputs that read only that
-  block, and thin calls for the outputs before and after them along each axis (their regions
-  assembled from the halos), all writing into the one output chunk through ``out=``; so no
-  task copies its own block.
+  block, and a thin call per side of each axis it crosses for the outputs before and after
+  them (a slab, whole along the later axes; its region assembled from the halos), all
+  writing into the one output chunk through ``out=``; so no task copies its own block.
 - Output chunks follow the input's chunks mapped through the operator (``o * stride`` for
   windows, ``o * scale`` for resampling, shifted by the padding), so no output is computed twice.
 - Windowed operators (convolution, Lp pooling): an output chunk ``[o0, o1)`` reads the padded
@@ -246,18 +246,19 @@ def _first(lo: int, hi: int, true: Callable[[int], bool]) -> int:
 
 def _parts(plan: Callable, bounds: list, spans: tuple, split: dict) -> list:
     """An output chunk's parts (per axis, output spans): along each axis of ``split`` whose
-    region crosses input blocks, the outputs that read only the block it reads most of, and
-    the outputs before and after them; so the interior part reads a view of one block and the
-    thin borders assemble their halos. One part (the chunk) when a crossing axis is not
-    split, or no output reads that block only. ``split[axis](o)`` is the input range [lo, hi)
-    output o reads along the axis; both ends grow with o."""
+    region crosses input blocks, the outputs that read only the block it reads most of (the
+    interior) and the outputs before and after them (borders). The parts are the interior and,
+    per crossing axis, a slab per border: interior along the crossing axes before it, whole
+    along those after (so at most 1 + 2 * axes calls, not one per face, edge and corner); the
+    interior reads a view of one block, the slabs assemble their halos. One part (the chunk)
+    when a crossing axis is not split, or no output reads that block only. ``split[axis](o)``
+    is the input range [lo, hi) output o reads along the axis; both ends grow with o."""
     ranges = plan(spans)[0]
-    cuts = []
+    inner, borders = list(spans), []
     for a, (b, runs) in enumerate(zip(bounds, ranges)):
         lo, hi = runs[0][0], runs[-1][1]
         first, last = bisect.bisect_right(b, lo) - 1, bisect.bisect_left(b, hi) - 1
         if first == last:
-            cuts.append([spans[a]])
             continue
         if a not in split:
             return [spans]
@@ -267,13 +268,14 @@ def _parts(plan: Callable, bounds: list, spans: tuple, split: dict) -> list:
         stop = _first(start, o1, lambda o: split[a](o)[1] > b[j + 1])
         middle = plan(spans[:a] + ((start, stop),) + spans[a + 1:])[0][a] if start < stop else [(0, 0)]
         middle = middle[0][0], middle[-1][1]  # what the interior reads (resampling may read more)
-        borders = [s for s in ((o0, start), (stop, o1)) if s[0] < s[1]]
+        sides = [s for s in ((o0, start), (stop, o1)) if s[0] < s[1]]
         # (a border whose windows lie in the padding only would be a call without input)
         if not b[j] <= middle[0] < middle[1] <= b[j + 1] or any(split[a](s0)[0] >= split[a](s1 - 1)[1]
-                                                                 for s0, s1 in borders):
+                                                                 for s0, s1 in sides):
             return [spans]
-        cuts.append(sorted(borders + [(start, stop)]))
-    return list(itertools.product(*cuts))
+        inner[a] = (start, stop)
+        borders.append((a, sides))
+    return [tuple(inner)] + [tuple(inner[:a]) + (side,) + spans[a + 1:] for a, sides in borders for side in sides]
 
 
 def _graph(op: str, x: da.Array, chunks: tuple, dtype: Any, plan: Callable, key: Any,

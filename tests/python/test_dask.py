@@ -324,8 +324,9 @@ def tasks(y) -> dict:
 def test_graph_one_task_per_chunk_and_halos_as_pieces():
     """One layer: a task per output chunk. Padding: a short padding joins the border chunks,
     which pad their one input block locally (no gather, one call). A 3x3x3 convolution: a
-    chunk's interior reads a view of its block, its border calls thin halo pieces of its 7
-    neighbours, each copied out by a task of its own; the calls' outputs tile the chunk.
+    chunk's interior reads a view of its block, its 3 border slabs (one per axis it crosses)
+    thin halo pieces of its 7 neighbours, each copied out by a task of its own; the calls'
+    outputs tile the chunk.
     Resampling x2 on every axis: the interior is one call for all axes."""
     x = da.zeros((1, 2, 16, 16, 16), chunks=(1, 2, 8, 8, 8), dtype=np.float32)
     padded, halos = tasks(dd.pad(x, (0, 0, 3, 3, 3), (0, 0, 3, 3, 3), "reflection"))
@@ -341,8 +342,10 @@ def test_graph_one_task_per_chunk_and_halos_as_pieces():
         work = t[1]
         views = [c for c in work.calls if c.places[0][1] is None]
         assert [k for k in t[2:] if isinstance(k, tuple) and k[0] == x.name] == [t[2 + views[0].blocks[0]]]
-        assert len(views) == 1 and len(work.calls) == 8  # the interior, 7 borders
+        assert len(views) == 1 and len(work.calls) == 4  # the interior, a border slab per axis
         assert views[0].shape[2:] == (8, 8, 8) and [s.stop - s.start for s in views[0].target[2:]] == [7, 7, 7]
+        slabs = sorted([s.stop - s.start for s in c.target[2:]] for c in work.calls if c is not views[0])
+        assert slabs == [[1, 8, 8], [7, 1, 8], [7, 7, 1]]  # whole along the axes after its own
         covered = np.zeros(work.shape, int)
         for c in work.calls:
             covered[c.target] += 1
@@ -478,3 +481,18 @@ def test_benchmark_smoke(capsys):
     assert bench.main(["--smoke"]) == 0
     out = capsys.readouterr().out
     assert out.count(" True ") == len(bench.cases()) and "compute x" in out and "floor x" in out
+    assert "chunks x" in out and "new memory, first touch" in out
+
+
+def test_benchmark_primes_memory_before_every_call():
+    """time_calls' setup (the benchmark's touch of new memory) runs, untimed, right before each
+    call of each implementation: warm-up and timed calls alike."""
+    from dmlops.bench._harness import time_calls
+
+    events = []
+    fns = {name: (lambda name=name: events.append(name)) for name in ("a", "b")}
+    times = time_calls(fns, warmup=2, repeat=6, time_budget=1.0, block_warmup=0.0,
+                       setup=lambda: events.append("setup"))
+    assert [len(t) for t in times.values()] == [6, 6]
+    assert events[0::2] == ["setup"] * (len(events) // 2) and "setup" not in events[1::2]
+    assert events[1::2].count("a") >= 6 + 2 and events[1::2].count("b") >= 6 + 2

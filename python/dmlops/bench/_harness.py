@@ -49,11 +49,14 @@ def make_input(shape: tuple, dtype: str, seed: int = SEED) -> np.ndarray:
 
 
 def time_calls(fns: dict, warmup: int, repeat: int, time_budget: float,
-               block_warmup: float = BLOCK_WARMUP_S, clock: Callable[[], float] = time.perf_counter) -> dict:
+               block_warmup: float = BLOCK_WARMUP_S, clock: Callable[[], float] = time.perf_counter,
+               setup: Optional[Callable[[], None]] = None) -> dict:
     """Wall times in seconds of each callable (see the module docstring for the schedule), or
     the times of another ``clock`` (``time.thread_time`` for calls that run on the calling
-    thread alone: robust to other processes on a shared machine)."""
+    thread alone: robust to other processes on a shared machine). ``setup``, when given, runs
+    untimed before every call."""
     times: dict = {name: [] for name in fns}
+    prepare = setup or (lambda: None)
 
     def warm(fn: Callable, calls: int, cap: float) -> float:
         """Runs fn `calls` times and for block_warmup seconds (at most ~cap s once it has run
@@ -64,6 +67,7 @@ def time_calls(fns: dict, warmup: int, repeat: int, time_budget: float,
             elapsed = time.perf_counter() - t0
             if (i >= calls and elapsed >= block_warmup) or (i >= 2 and elapsed >= cap):
                 break
+            prepare()
             t1 = time.perf_counter()
             fn()
             fastest = min(fastest, time.perf_counter() - t1)
@@ -81,6 +85,7 @@ def time_calls(fns: dict, warmup: int, repeat: int, time_budget: float,
             if r > 0 and one_call[name] < block_warmup:
                 warm(fn, 1, 0.25)
             for _ in range(calls):
+                prepare()
                 t0 = clock()
                 fn()
                 times[name].append(clock() - t0)

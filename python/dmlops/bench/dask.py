@@ -20,6 +20,9 @@ times, interleaved (the schedule of dmlops.bench: warm-up, rounds, median):
 - ``compute``: building the graph from a chunked ``dask.array`` of x and ``.compute()`` on the
   threaded scheduler (one worker per CPU): the tasks, then Dask concatenating the chunks into
   one new array;
+- ``chunks``: the same tasks computed as separate arrays (``dask.compute`` of the graph's
+  blocks): ``.compute()`` without the concatenation, which is Dask's own (it allocates the
+  whole output and copies every chunk into its place);
 - ``store``: building the graph and ``da.store`` into a preallocated numpy array: each chunk is
   copied into it as it is done;
 - ``into``: building the graph and ``dmlops.dask.store`` into that array: each task's kernels
@@ -40,6 +43,15 @@ With zarr installed (and without ``--no-zarr``) it also times writing the result
 uncompressed in-memory zarr array with the output's chunks: ``da.store`` of the Dask graph
 against the in-memory call followed by writing its result into the same zarr array.
 
+New memory: a call that writes a new array pays the page faults of its first touch. On a
+virtual machine whose host takes freed memory back (Linux's free page reporting through a
+virtio balloon, as on the 2-core development machine), memory freed more than about a second
+earlier costs several times more on its next first touch than memory freed just now (the
+header prints both, per GiB). Which of the two a call gets depends on what ran before it, so
+every timed call is preceded, untimed, by touching and freeing as much memory as the largest
+path allocates (twice the output plus the input): every column then starts from memory freed
+just now, as on a machine without that behaviour.
+
 Peak memory (tracemalloc, which sees every numpy array, dmlops' outputs included) is given per
 column in MiB, and for ``store`` also over the largest output chunk: it is bounded by the
 tasks in flight, whatever the array's size, while the in-memory call holds the whole output
@@ -53,6 +65,7 @@ import argparse
 import json
 import math
 import sys
+import time
 import tracemalloc
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -106,6 +119,25 @@ def peak_mib(fn: Callable[[], Any]) -> float:
         tracemalloc.stop()
 
 
+def touch(nbytes: int) -> None:
+    """Allocates nbytes, writes every page, frees them (the priming before each timed call)."""
+    np.ones(max(nbytes // 4, 1), np.float32)
+
+
+def new_memory_ms(nbytes: int, idle: float = 2.0) -> tuple[float, float]:
+    """ms per GiB of first-touching nbytes of new memory right after freeing as much, and after
+    ``idle`` seconds without allocating (see the module docstring)."""
+    touch(nbytes)
+    t0 = time.perf_counter()
+    touch(nbytes)
+    at_once = time.perf_counter() - t0
+    time.sleep(idle)
+    t0 = time.perf_counter()
+    touch(nbytes)
+    later = time.perf_counter() - t0
+    return at_once * 1e3 * 2**30 / nbytes, later * 1e3 * 2**30 / nbytes
+
+
 def zarr_target(shape: tuple, chunks: tuple, dtype: Any) -> Optional[Any]:
     """An uncompressed zarr array in memory, or None without zarr."""
     try:
@@ -132,6 +164,7 @@ def run_case(case: Case, shape: tuple, chunks: tuple, quick: bool, with_zarr: bo
         "in-memory": lambda: case.memory(x),
         "in-memory out=": lambda: case.memory(x, out=target),
         "compute": lambda: case.lazy(xd).compute(scheduler="threads"),
+        "chunks": lambda: dask.compute(*case.lazy(xd).to_delayed().ravel(), scheduler="threads"),
         "store": lambda: da.store(case.lazy(xd), target, lock=False, scheduler="threads"),
         "dmlops.dask.store": lambda: dd.store(case.lazy(xd), target),
         "copy": lambda: expected.copy(),
@@ -144,12 +177,14 @@ def run_case(case: Case, shape: tuple, chunks: tuple, quick: bool, with_zarr: bo
 
         calls["zarr in-memory"] = zarr_memory
         calls["zarr store"] = lambda: da.store(case.lazy(xd), z, lock=False, scheduler="threads")
-    ms = median_ms(time_calls(calls, warmup=1, repeat=5 if quick else 15, time_budget=0.5 if quick else 4.0))
+    fresh = 2 * expected.nbytes + x.nbytes  # .compute(): every chunk and their concatenation
+    ms = median_ms(time_calls(calls, warmup=1, repeat=5 if quick else 15, time_budget=0.5 if quick else 4.0,
+                              setup=lambda: touch(fresh)))
     peaks = {name: peak_mib(calls[name]) for name in ("in-memory", "compute", "store", "dmlops.dask.store")}
     chunk = max(int(np.prod([max(c) for c in lazy.chunks])) * lazy.dtype.itemsize, 1)
     base = ms["in-memory"]
     row = dict(case=case.name, shape=shape, chunks=chunks, tasks=lazy.npartitions, exact=exact, ms=ms,
-               compute_x=ms["compute"] / base, store_x=ms["store"] / base, into_x=ms["dmlops.dask.store"] / base,
+               compute_x=ms["compute"] / base, chunks_x=ms["chunks"] / base, store_x=ms["store"] / base, into_x=ms["dmlops.dask.store"] / base,
                into_out_x=ms["dmlops.dask.store"] / ms["in-memory out="],
                compute_floor_x=(base + ms["copy"]) / base, store_floor_x=(base + ms["copyto"]) / base,
                peak_mib=peaks, output_mib=expected.nbytes / 2**20, largest_output_chunk_mib=chunk / 2**20,
@@ -179,6 +214,9 @@ def main(argv: Any = None) -> int:
     with dask.config.set(num_workers=workers):
         rows = [run_case(case, shape, chunks, args.smoke, not args.no_zarr) for case in cases()]
     others = other_load(*gauge)
+    volume = 4 * size**3 * 4
+    probe = volume if args.smoke else max(volume, 2**30)  # at least 1 GiB: less shows less of the effect
+    at_once, later = new_memory_ms(probe, 0.2 if args.smoke else 2.0)
     chunk_mib = 4 * math.prod(edges) * 4 / 2**20
     print(f"dmlops.dask vs in-memory dmlops: float32 volume {shape} ({4 * size**3 * 4 / 2**20:.1f} MiB) in chunks of "
           f"{chunks} ({chunk_mib:.1f} MiB; Dask's array.chunk-size is {dask.config.get('array.chunk-size')}); "
@@ -186,29 +224,34 @@ def main(argv: Any = None) -> int:
           f"dask {dask.__version__}")
     print(f"load average {load_start} at the start, {load_average()} at the end; other processes kept "
           f"{'n/a' if others is None else f'{others:.1f}'} CPUs busy on average")
+    print(f"new memory, first touch: {at_once:.0f} ms per GiB right after as much was freed, {later:.0f} ms per GiB "
+          f"after {0.2 if args.smoke else 2.0:g} s idle (measured on {probe / 2**20:.0f} MiB); every timed call below "
+          "starts from memory freed just now (see the module docstring)")
     zarr_column = any("zarr_x" in r for r in rows)
     print(f"{'case':33} {'tasks':>5} {'exact':>5} {'in-memory ms':>12} {'out= ms':>7} {'compute ms':>10} "
-          f"{'store ms':>9} {'into ms':>8} {'compute x':>9} {'floor x':>7} {'store x':>7} {'floor x':>7} {'into x':>6} "
+          f"{'store ms':>9} {'into ms':>8} {'compute x':>9} {'floor x':>7} {'chunks x':>8} {'store x':>7} {'floor x':>7} {'into x':>6} "
           f"{'/ out=':>6}" + (f" {'zarr x':>6}" if zarr_column else "")
           + f" {'peak MiB: in-memory':>19} {'compute':>7} {'store':>6} {'into':>6} {'store / chunk':>13}")
     for r in rows:
         ms, peak = r["ms"], r["peak_mib"]
         print(f"{r['case']:33} {r['tasks']:5} {str(r['exact']):>5} {ms['in-memory']:12.1f} {ms['in-memory out=']:7.1f} "
               f"{ms['compute']:10.1f} {ms['store']:9.1f} {ms['dmlops.dask.store']:8.1f} {r['compute_x']:8.2f}x "
-              f"{r['compute_floor_x']:6.2f}x {r['store_x']:6.2f}x {r['store_floor_x']:6.2f}x {r['into_x']:5.2f}x "
+              f"{r['compute_floor_x']:6.2f}x {r['chunks_x']:7.2f}x {r['store_x']:6.2f}x {r['store_floor_x']:6.2f}x {r['into_x']:5.2f}x "
               f"{r['into_out_x']:5.2f}x" + (f" {r['zarr_x']:5.2f}x" if "zarr_x" in r else "")
               + f" {peak['in-memory']:19.1f} {peak['compute']:7.1f} {peak['store']:6.1f} "
               f"{peak['dmlops.dask.store']:6.1f} {r['store_peak_per_chunk']:13.1f}")
     print("compute x / store x / into x: the Dask path's time (graph built and run: .compute(), da.store, "
           "dmlops.dask.store) over the in-memory call's; floor x: the in-memory time plus one copy of the output "
-          "(a new array for compute, the preallocated target for store), over the in-memory time; / out=: "
+          "(a new array for compute, the preallocated target for store), over the in-memory time; chunks x: the "
+          "tasks of .compute() without Dask's concatenation of their chunks, over the in-memory time; / out=: "
           "dmlops.dask.store over the in-memory call writing into the same preallocated array"
           + ("; zarr x: da.store into an uncompressed zarr array over the in-memory call plus writing its result "
              "there" if zarr_column else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"cpus": workers, "cpu": cpu_model(), "dask": dask.__version__, "load_average_start": load_start,
-                       "other_processes_cpus": others, "results": rows}, f, indent=1)
+                       "other_processes_cpus": others,
+                       "new_memory_ms_per_gib": {"at_once": at_once, "after_idle": later}, "results": rows}, f, indent=1)
     failed = [r["case"] for r in rows if not r["exact"]]
     if failed:
         print("FAILED (dask result differs from the in-memory one):", ", ".join(failed), file=sys.stderr)
