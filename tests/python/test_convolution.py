@@ -889,6 +889,44 @@ def test_direct_gives_the_gemms_bits():
                 np.testing.assert_array_equal(direct[:, :m], cut, err_msg=f"{dtype} {x_shape} {kw} {m}")
 
 
+GEMM_IN_PLACE_CASES = [  # (x shape, w shape, kw): K <= 128, output channels and positions around the tiles
+    ((1, 64, 9, 7), (256, 64, 1, 1), {}),                          # 63 positions: 3 micro-panels + 15
+    ((2, 16, 8, 8), (13, 16, 1, 1), {}),                           # 13 rows: two panels + 1 row
+    ((1, 8, 16, 16), (6, 8, 3, 3), dict(start_padding=1, end_padding=1)),  # whole tiles only
+    ((1, 4, 5, 5), (5, 4, 3, 3), {}),                               # no whole tile: staged only
+    ((2, 12, 20, 19), (30, 6, 3, 3), dict(group_count=2, strides=(1, 2), start_padding=(1, 0))),
+    ((1, 100, 30, 31), (50, 100, 1, 1), {}),                        # several position blocks
+]
+
+
+@pytest.mark.parametrize("case", GEMM_IN_PLACE_CASES, ids=lambda c: "x".join(map(str, c[0])) + ">" + str(c[1][0]))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gemm_writes_whole_tiles_in_place(case, dtype):
+    """The GEMM writes whole tiles of a short K straight into an output of contiguous planes
+    (a new array, or out= with channels reversed: a negative channel stride) and stages the edge
+    tiles; an out= whose planes are strided is staged whole. Same bits every way and on every
+    thread count, within the reference's bound, with a bias and an activation applied in place."""
+    x_shape, w_shape, kw = case
+    rng = np.random.default_rng(41)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    b = rng.standard_normal((1, w_shape[0], 1, 1)).astype(dtype)
+    desc = dmlops.ConvolutionDesc(dmlops.TensorDesc(dtype, x.shape), dmlops.TensorDesc(dtype, w.shape),
+                                  dmlops.TensorDesc(dtype, b.shape),
+                                  fused_activation=dmlops.Activation("leaky_relu", alpha=0.2), **kw)
+    expected = desc(x, w, b, algorithm="gemm")
+    assert_close(expected, x, w, b, ("leaky_relu", {"alpha": 0.2}), **{
+        name: getattr(desc, name) for name in ("strides", "dilations", "start_padding", "end_padding", "group_count")})
+    for threads in (1, 2, 3, 7):
+        with dmlops.threads(threads):
+            reversed_channels = np.zeros(expected.shape, dtype)[:, ::-1]
+            strided = np.zeros(expected.shape[:-1] + (2 * expected.shape[-1],), dtype)[..., ::2]
+            for out in (None, reversed_channels, strided):
+                y = desc(x, w, b, out=out, algorithm="gemm")
+                np.testing.assert_array_equal(y, expected, err_msg=f"{threads} threads, out strides "
+                                              f"{None if out is None else out.strides}")
+
+
 @pytest.mark.parametrize("switch", ["DMLOPS_DISABLE_AVX2", "DMLOPS_DISABLE_AVX512"])
 def test_direct_other_kernels_agree(switch, tmp_path):
     """Direct layers in a child process without AVX-512 (the AVX2 kernel: 8 lanes, tiles of 6 x 2

@@ -112,13 +112,19 @@ void for_each_run(const Dims& sizes, const Dims& strides, std::int64_t p0, std::
 
 // Bias, activation, rounding and store of one output channel's results for positions
 // [p0, p0 + count) (destroys `row`).
-template <class T, class Acc>
-void finish_row(Acc* row, std::int64_t count, Acc bias, const std::optional<FusedActivation>& activation,
-                std::byte* plane, const Dims& out_spatial, const Dims& out_strides, std::int64_t p0) {
+// The bias and activation of one output channel's `count` sums, in place.
+template <class Acc>
+void add_bias_and_activate(Acc* row, std::int64_t count, Acc bias, const std::optional<FusedActivation>& activation) {
   if (bias != Acc(0)) {
     for (std::int64_t j = 0; j < count; ++j) row[j] += bias;
   }
   if (activation) apply_activation(*activation, row, count);
+}
+
+template <class T, class Acc>
+void finish_row(Acc* row, std::int64_t count, Acc bias, const std::optional<FusedActivation>& activation,
+                std::byte* plane, const Dims& out_spatial, const Dims& out_strides, std::int64_t p0) {
+  add_bias_and_activate(row, count, bias, activation);
   for_each_run(out_spatial, out_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t n) {
     store_run<T, Acc>(row + first, n, plane + offset, out_strides[out_strides.size() - 1]);
   });
@@ -130,6 +136,20 @@ bool elements_of(const TensorView& t) {
   bool ok = aligned(t.data, alignof(Acc));
   for (std::int64_t s : t.byte_strides) ok = ok && s % std::int64_t{sizeof(Acc)} == 0;
   return ok;
+}
+
+// An output of Acc whose every channel's plane is one contiguous run (position p at element p),
+// the planes apart: a GEMM can write its rows there, as C with ldc = the channel stride.
+template <class T, class Acc>
+bool planes_contiguous(const TensorView& out) {
+  if (!std::is_same_v<T, Acc> || !elements_of<Acc>(out)) return false;
+  std::int64_t expected = sizeof(Acc), plane = 1;
+  for (int a = out.sizes.size(); a-- > 2;) {
+    if (out.sizes[a] != 1 && out.byte_strides[a] != expected) return false;
+    expected *= out.sizes[a], plane *= out.sizes[a];
+  }
+  const std::int64_t channel = out.byte_strides[1];
+  return out.sizes[1] == 1 || channel >= plane * std::int64_t{sizeof(Acc)} || -channel >= plane * std::int64_t{sizeof(Acc)};
 }
 
 // Stores results interleaved by output channel: channel o < used of positions [p0, p0 + count)
