@@ -89,15 +89,22 @@ void bind_resample(py::module_& m) {
       "resample",
       [](const std::string& op, const py::object& x, const py::object& out, const py::object& output_sizes,
          const std::string& mode, const py::object& rounding, const py::object& scales, const py::object& input_offsets,
-         const py::object& output_offsets, bool antialiased) {
+         const py::object& output_offsets, bool antialiased, const py::object& pass_order) {
         const TensorView in_view = view_of(x, op + ": input");
         ResampleDesc desc = make_resample(op, TensorDesc{in_view.dtype, in_view.sizes, std::nullopt}, mode, rounding,
                                           scales, input_offsets, output_offsets, antialiased);
         if (!output_sizes.is_none())
           desc.output = TensorDesc{in_view.dtype, dims_of(output_sizes, op + ": output_sizes"), std::nullopt};
+        const Dims order = dims_of(pass_order, op + ": pass_order");
+        for (int i = 0; i < order.size(); ++i) {
+          if (order[i] < 0 || order[i] >= in_view.sizes.size())
+            fail(op, ": pass_order[", i, "] is ", order[i], "; it must name a dimension, 0 to ", in_view.sizes.size() - 1);
+          desc.pass_order.push_back(static_cast<int>(order[i]));
+        }
         return execute_into(desc, x, in_view, out, op);
       },
-      "Resamples x into out (allocated when None) and returns it.");
+      "Resamples x into out (allocated when None) and returns it; pass_order: linear's passes over the "
+      "resampled axes in this order (empty: the cheapest).");
 
   m.def(
       "upsample_2d_infer",

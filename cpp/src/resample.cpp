@@ -144,6 +144,13 @@ void validate(const ResampleDesc& desc) {
     fail(op, ": interpolation_mode has the unknown value ", static_cast<int>(desc.mode));
   if (desc.rounding_direction && static_cast<int>(*desc.rounding_direction) >= static_cast<int>(std::size(kDirectionNames)))
     fail(op, ": rounding_direction has the unknown value ", static_cast<int>(*desc.rounding_direction));
+  for (std::size_t i = 0; i < desc.pass_order.size(); ++i) {
+    const int a = desc.pass_order[i];
+    if (a < 0 || a >= rank) fail(op, ": pass_order[", i, "] is ", a, "; it must name a dimension, 0 to ", rank - 1);
+    if (std::find(desc.pass_order.begin(), desc.pass_order.begin() + static_cast<std::ptrdiff_t>(i), a) !=
+        desc.pass_order.begin() + static_cast<std::ptrdiff_t>(i))
+      fail(op, ": pass_order names dimension ", a, " twice");
+  }
   const auto check_floats = [&](const std::vector<float>& values, const char* field, bool positive, bool optional) {
     if (optional && values.empty()) return;
     if (static_cast<int>(values.size()) != rank)
@@ -166,8 +173,11 @@ struct Tables {
   InterpolationMode mode;
   std::vector<AxisMap> maps;
   std::vector<AxisFilter> filters;
+  std::vector<int> order;  // linear's pass order; empty: the cheapest
 
-  Tables(const std::vector<Axis>& axes, InterpolationMode mode, Rounding rounding, bool antialiased) : mode(mode) {
+  Tables(const std::vector<Axis>& axes, InterpolationMode mode, Rounding rounding, bool antialiased,
+         std::vector<int> order = {})
+      : mode(mode), order(std::move(order)) {
     for (const Axis& a : axes) {
       if (mode == InterpolationMode::NearestNeighbor) maps.push_back(nearest_map(a, rounding));
       else filters.push_back(linear_filter(a, antialiased));
@@ -175,11 +185,11 @@ struct Tables {
   }
   KernelPlan describe(const TensorView& in, const TensorView& out) const {
     return mode == InterpolationMode::NearestNeighbor ? describe_separable_gather(in, out, maps)
-                                                      : describe_separable_filter(in, out, filters);
+                                                      : describe_separable_filter(in, out, filters, order);
   }
   void run(const TensorView& in, const TensorView& out) const {
     if (mode == InterpolationMode::NearestNeighbor) separable_gather(in, out, maps, Scalar{in.dtype, 0});
-    else separable_filter(in, out, filters);
+    else separable_filter(in, out, filters, order);
   }
 };
 
@@ -284,7 +294,8 @@ void execute(const ResampleDesc& desc, const TensorView& in, const TensorView& o
   const TensorDesc out_desc = infer_output(desc);
   check_view_matches(in, desc.input, (desc.op_name + ": input").c_str());
   check_output_view(out, out_desc, (desc.op_name + ": out").c_str(), {&in});
-  run(desc.op_name, Tables(resample_axes(desc, out_desc.sizes), desc.mode, rounding_of(desc), desc.antialiased), in,
+  run(desc.op_name,
+      Tables(resample_axes(desc, out_desc.sizes), desc.mode, rounding_of(desc), desc.antialiased, desc.pass_order), in,
       out);
 }
 
@@ -297,7 +308,7 @@ void execute(const Upsample2DDesc& desc, const TensorView& in, const TensorView&
 
 KernelPlan plan(const ResampleDesc& desc) {
   const TensorDesc out_desc = infer_output(desc);
-  return Tables(resample_axes(desc, out_desc.sizes), desc.mode, rounding_of(desc), desc.antialiased)
+  return Tables(resample_axes(desc, out_desc.sizes), desc.mode, rounding_of(desc), desc.antialiased, desc.pass_order)
       .describe(unbound_view(desc.input), unbound_view(out_desc));
 }
 

@@ -87,7 +87,7 @@ from ._threads import threads
 from .lp_pooling import lp_pooling as _lp_pooling
 from .padding import PADDING_MODE
 from .padding import pad as _pad
-from .resample import INTERPOLATION_MODE, _scale_size, resample_args
+from .resample import INTERPOLATION_MODE, _scale_size, resample_args, resample_in_order
 from .resample import resample as _resample
 from .resample import upsample_2d as _upsample_2d
 
@@ -711,7 +711,7 @@ class _Axis:
         self.n, self.out, self.scale, self.io, self.oo = n, out, scale, io, oo
         self.mode, self.rounding, self.antialiased = mode, rounding, antialiased
         self.taps = self.replay(n, out, io, oo)
-        self.chunk = functools.lru_cache(maxsize=4096)(self.chunk)
+        self.local = functools.lru_cache(maxsize=4096)(self.local)
 
     @staticmethod
     @functools.lru_cache(maxsize=64)
@@ -760,9 +760,6 @@ class _Axis:
     def identity(self) -> bool:
         return self.n == self.out and all(f == o and len(w) <= 1 for o, (f, w) in enumerate(self.taps))
 
-    def tap_count(self) -> int:
-        return sum(max(1, len(w)) for _, w in self.taps)
-
     def chunks(self, in_chunks: Sequence[int]) -> tuple[int, ...]:
         cuts = [int(math.floor(c * self.scale)) for c in _bounds(in_chunks)[1:-1]]
         return _split(cuts, self.out, max(1, math.ceil(max(in_chunks) * self.scale)))
@@ -783,113 +780,67 @@ class _Axis:
                 return start, hi, io, oo, o1 - o0, slice(None)
         return 0, self.n, self.io, self.oo, o1, slice(o0, o1)
 
-    def chunk(self, o0: int, o1: int) -> tuple:
-        """:meth:`local`, and what the kernel's pass order sees of that call along this axis: its
-        tap count, and whether the call is the identity here (the kernel then skips the axis)."""
-        lo, hi, io, oo, size, crop = self.local(o0, o1)
-        taps = self.taps[o0 if crop == slice(None) else 0:][:size]
-        identity = hi - lo == size and all(f - lo == k and len(w) <= 1 for k, (f, w) in enumerate(taps))
-        return lo, hi, io, oo, size, crop, sum(max(1, len(w)) for _, w in taps), identity
 
-
-def _resample_chunk(region: np.ndarray, *, calls: tuple, crops: tuple, cast: tuple, out: Optional[np.ndarray] = None,
-                    **kwargs: Any) -> np.ndarray:
-    """One output chunk (or part of one): ``calls`` (scales, offsets, sizes) run on the region
-    one after the other (one call for all axes, or one per axis), then the chunk is cropped
-    out. The last call writes into ``out`` when it is the chunk uncropped, of the output type."""
-    direct = out is not None and cast[1] is None and all(c == slice(None) for c in crops)
-    if cast[0] is not None:
-        region = region.astype(cast[0])
-    for k, (scales, io, oo, sizes) in enumerate(calls):
-        region = _resample(region, scales, input_pixel_offsets=io, output_pixel_offsets=oo, output_sizes=sizes,
-                           out=out if direct and k == len(calls) - 1 else None, **kwargs)
+def _resample_chunk(region: np.ndarray, *, scales: Sequence[float], io: Sequence[float], oo: Sequence[float],
+                    sizes: Sequence[int], pass_order: Optional[tuple], crops: tuple, interpolation_mode: str,
+                    rounding_direction: Optional[str], antialiased: bool, out: Optional[np.ndarray] = None) -> np.ndarray:
+    """One output chunk (or part of one): one call on the region, linear interpolation's passes
+    in ``pass_order`` (the whole array's), then the chunk is cropped out. The call writes into
+    ``out`` when it is the chunk uncropped."""
+    direct = out is not None and all(c == slice(None) for c in crops)
+    target = out if direct else None
+    if pass_order is None:
+        region = _resample(region, scales, interpolation_mode, input_pixel_offsets=io, output_pixel_offsets=oo,
+                           rounding_direction=rounding_direction, antialiased=antialiased, output_sizes=sizes,
+                           out=target)
+    else:
+        region = resample_in_order(region, scales, pass_order, input_pixel_offsets=io, output_pixel_offsets=oo,
+                                   rounding_direction=rounding_direction, antialiased=antialiased,
+                                   output_sizes=sizes, out=target)
     if direct:
         return region
     region = region[crops]
-    region = region if cast[1] is None else region.astype(cast[1])
     if out is None:
         return region
     out[...] = region
     return out
 
 
-def _pass_order(shape: Sequence[int], out: Sequence[int], taps: dict) -> list[int]:
-    """The order dmlops' separable filter runs its passes in (filter.cpp's pass_order), given
-    the tap count of each filtered axis."""
-    filtered = sorted(taps)
-    per_output = {a: float(taps[a]) / float(out[a]) for a in filtered}
-    last = len(shape) - 1
-
-    def cost(order: Sequence[int]) -> float:
-        sizes = [float(n) for n in shape]
-        total = 0.0
-        for a in order:
-            sizes[a] = float(out[a])
-            elements = 1.0
-            for n in sizes:
-                elements *= n
-            total += elements * per_output[a] * (3.0 if a == last else 1.0)
-        return total
-
-    if len(filtered) > 5:
-        return sorted(filtered, key=lambda a: float(out[a]) / float(shape[a]))
-    best, best_cost = filtered, cost(filtered)
-    for order in itertools.permutations(filtered):  # lexicographic, as std::next_permutation
-        c = cost(order)
-        if c < best_cost:
-            best, best_cost = list(order), c
-    return best
-
-
 def _resample_graph(x: da.Array, out_sizes: Sequence[int], scales: Sequence[float], io: Sequence[float],
                     oo: Sequence[float], mode: str, rounding: Optional[str], antialiased: bool) -> da.Array:
-    """One task per output chunk, resampling every axis of its region. With linear
-    interpolation each pass rounds to the arithmetic type, so the passes must run in the whole
-    array's order: one call when the kernel picks that order for the chunk too (it picks by
-    the call's sizes), else one call per axis in that order (float16 then runs its passes in
-    float32 and is rounded once, at the end, as in memory). Nearest neighbour only gathers,
-    in any order the same bits: always one call."""
+    """One task per output chunk, resampling every axis of its region in one call. With linear
+    interpolation each pass rounds to the arithmetic type, so a chunk's passes run in the order
+    the in-memory kernel picks for the whole array (read from its plan), which may not be the
+    order it would pick for the chunk's sizes: the call is told the order. Nearest neighbour
+    only gathers, in any order the same bits."""
     axes = {a: _Axis.of(n, m, s, i, o, mode, rounding, antialiased)
             for a, (n, m, s, i, o) in enumerate(zip(x.shape, out_sizes, scales, io, oo))}
     axes = {a: ax for a, ax in axes.items() if not ax.identity()}
     if not axes:
         return x.map_blocks(np.copy)
-    order = _pass_order(x.shape, out_sizes, {a: ax.tap_count() for a, ax in axes.items()})
+    order: Optional[tuple] = None
+    if mode == "linear":
+        spec = (array_dtype_name(_meta(x), "Resample: input dtype"), tuple(x.shape), None)
+        tiles = _core.resample_plan("Resample", spec, (spec[0], tuple(out_sizes), None), mode, rounding, list(scales),
+                                    list(io), list(oo), antialiased)["tiles"]
+        order = tuple(tiles[f"pass{p}"] for p in range(1, len(x.shape) + 1) if f"pass{p}" in tiles)
     chunks = tuple(axes[a].chunks(c) if a in axes else c for a, c in enumerate(x.chunks))
-    work = np.dtype(np.float32) if mode == "linear" and x.dtype == np.float16 else None
-    orders: dict = {}
 
     def plan(spans: tuple) -> tuple:
-        ranges, shape, out, crops, taps = [], [], [], [], {}
+        ranges, out, crops = [], [], []
         scales_, io_, oo_ = [1.0] * x.ndim, [0.5] * x.ndim, [-0.5] * x.ndim  # the identity
         for a, span in enumerate(spans):
             if a in axes:
-                lo, hi, io_[a], oo_[a], size, crop, count, identity = axes[a].chunk(*span)
+                lo, hi, io_[a], oo_[a], size, crop = axes[a].local(*span)
                 scales_[a] = axes[a].scale
-                if not identity:
-                    taps[a] = count
             else:
                 (lo, hi), size, crop = span, span[1] - span[0], slice(None)
             ranges.append([(lo, hi)])
-            shape.append(hi - lo)
             out.append(size)
             crops.append(crop)
-        key = (tuple(shape), tuple(out), tuple(taps.items()))
-        if key not in orders:
-            orders[key] = _pass_order(shape, out, taps) == [a for a in order if a in taps]
-        if mode == "nearest_neighbor" or orders[key]:
-            calls, cast = ((scales_, io_, oo_, out),), (None, None)
-        else:
-            calls, sizes = [], list(shape)
-            for a in order:
-                one = [1.0] * x.ndim, [0.5] * x.ndim, [-0.5] * x.ndim
-                one[0][a], one[1][a], one[2][a] = scales_[a], io_[a], oo_[a]
-                sizes[a] = out[a]
-                calls.append(one + (list(sizes),))
-            cast = (work, None if work is None else x.dtype)
-        return ranges, _resample_chunk, dict(calls=tuple(calls), crops=tuple(crops), cast=cast,
-                                             interpolation_mode=mode, rounding_direction=rounding,
-                                             antialiased=antialiased)
+        return ranges, _resample_chunk, dict(scales=tuple(scales_), io=tuple(io_), oo=tuple(oo_), sizes=tuple(out),
+                                             pass_order=order, crops=tuple(crops), interpolation_mode=mode,
+                                             rounding_direction=rounding, antialiased=antialiased)
 
     key = (tuple(out_sizes), tuple(scales), tuple(io), tuple(oo), mode, rounding, antialiased)
     return _graph("resample", x, chunks, x.dtype, plan, key, split={a: ax.reach for a, ax in axes.items()})

@@ -316,7 +316,7 @@ class _ResampleDescriptor(Descriptor):
         result = check_out(out, x.dtype, f"{self.NAME}: out")
         v = self._values
         return _core.resample(self.NAME, x, result, v["output"].sizes, v["interpolation_mode"], v["rounding_direction"],
-                              v["scales"], v["input_pixel_offsets"], v["output_pixel_offsets"], v["antialiased"])
+                              v["scales"], v["input_pixel_offsets"], v["output_pixel_offsets"], v["antialiased"], ())
 
     def plan(self) -> Plan:
         """How a call computes (a :class:`dmlops.Plan`): nearest_neighbor, the separable gather's
@@ -633,7 +633,25 @@ def resample(x: npt.ArrayLike, scales: Optional[_Reals] = None, interpolation_mo
         antialiased, output_sizes)
     result = check_out(out, array.dtype, "Resample: out")
     return _core.resample("Resample", array, result, sizes, mode, rounding, factors, in_offsets, out_offsets,
-                          antialiased)
+                          antialiased, ())
+
+
+def resample_in_order(x: np.ndarray, scales: Sequence[float], pass_order: Sequence[int], *,
+                      input_pixel_offsets: Sequence[float], output_pixel_offsets: Sequence[float],
+                      rounding_direction: Optional[str], antialiased: bool, output_sizes: Sequence[int],
+                      out: Optional[np.ndarray] = None) -> np.ndarray:
+    """:func:`resample` with linear interpolation's passes over the resampled axes in
+    ``pass_order`` rather than the cheapest order for ``x``'s sizes (axes copied unchanged are
+    skipped; every resampled axis once). Each pass rounds, so a part of a larger array resampled
+    in the larger call's order has that call's bits: ``dmlops.dask`` runs a chunk in one call so.
+    Arguments as :func:`resample`'s, one per dimension."""
+    array = as_array(x, "Resample: input")
+    mode, rounding, factors, in_offsets, out_offsets, antialiased, sizes = resample_args(
+        array.shape, scales, "linear", input_pixel_offsets, output_pixel_offsets, rounding_direction,
+        antialiased, output_sizes)
+    result = check_out(out, array.dtype, "Resample: out")
+    return _core.resample("Resample", array, result, sizes, mode, rounding, factors, in_offsets, out_offsets,
+                          antialiased, tuple(pass_order))
 
 
 def resample_args(shape: tuple, scales: Any, interpolation_mode: Any, input_pixel_offsets: Any,

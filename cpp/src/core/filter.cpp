@@ -422,15 +422,33 @@ std::vector<int> pass_order(const Dims& in, const Dims& out, const std::vector<A
   return best;
 }
 
+// The filtered axes in the order a caller gave (see separable_filter).
+std::vector<int> given_order(const std::vector<int>& order, const std::vector<AxisFilter>& axes,
+                             const std::vector<int>& filtered) {
+  std::vector<int> passes;
+  for (int a : order) {
+    if (a < 0 || a >= static_cast<int>(axes.size()))
+      fail("separable_filter: pass order names axis ", a, " of a rank-", axes.size(), " array");
+    if (axes[static_cast<std::size_t>(a)].identity()) continue;
+    if (std::find(passes.begin(), passes.end(), a) != passes.end())
+      fail("separable_filter: pass order names axis ", a, " twice");
+    passes.push_back(a);
+  }
+  if (passes.size() != filtered.size())
+    fail("separable_filter: pass order names ", passes.size(), " of the ", filtered.size(), " filtered axes");
+  return passes;
+}
+
 template <class Acc>
-Plan<Acc> make_plan(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
+Plan<Acc> make_plan(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes,
+                    const std::vector<int>& order) {
   Plan<Acc> plan;
   plan.rank = out.sizes.size();
   for (int a = 0; a < plan.rank; ++a) {
     if (!axes[a].identity()) plan.filtered.push_back(a);
   }
   plan.f0 = plan.filtered.front();
-  plan.order = pass_order(in.sizes, out.sizes, axes, plan.filtered);
+  plan.order = order.empty() ? pass_order(in.sizes, out.sizes, axes, plan.filtered) : given_order(order, axes, plan.filtered);
   plan.weights.resize(static_cast<std::size_t>(plan.rank));
   plan.pairs.resize(static_cast<std::size_t>(plan.rank));
   for (int a : plan.filtered) {
@@ -563,9 +581,10 @@ void run_tile(const Plan<Acc>& plan, const TensorView& in, const TensorView& out
 }
 
 template <class T>
-void run_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
+void run_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes,
+                const std::vector<int>& order) {
   using Acc = AccOf<T>;
-  const Plan<Acc> plan = make_plan<Acc>(in, out, axes);
+  const Plan<Acc> plan = make_plan<Acc>(in, out, axes, order);
   parallel_for(0, plan.tasks, filter_grain(plan), [&](std::int64_t begin, std::int64_t end) {
     Scratch<Acc> s;
     for (auto& t : s.tiles) t.resize(static_cast<std::size_t>(plan.tile_scratch));
@@ -609,14 +628,17 @@ bool check_filters(const TensorView& in, const TensorView& out, const std::vecto
 
 }  // namespace
 
-KernelPlan describe_separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
+KernelPlan describe_separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes,
+                                     const std::vector<int>& order) {
   if (!check_filters(in, out, axes))
     return describe_separable_gather(in, out, std::vector<AxisMap>(static_cast<std::size_t>(axes.size())));
   KernelPlan k;
   visit_float(in.dtype, [&](auto tag) {
     using Acc = AccOf<typename decltype(tag)::type>;
-    const Plan<Acc> plan = make_plan<Acc>(in, out, axes);
-    k = KernelPlan::of("filter", "one pass per resampled axis on each output tile, cheapest order first",
+    const Plan<Acc> plan = make_plan<Acc>(in, out, axes, order);
+    k = KernelPlan::of("filter",
+                       order.empty() ? "one pass per resampled axis on each output tile, cheapest order first"
+                                     : "one pass per resampled axis on each output tile, in the given order",
                        kernel_isa(KernelKind::Avx2), plan.tasks);
     bool pairs = false, taps = false;
     for (int a : plan.filtered) (plan.pairs[a].first.empty() ? taps : pairs) = true;
@@ -630,13 +652,14 @@ KernelPlan describe_separable_filter(const TensorView& in, const TensorView& out
   return k;
 }
 
-void separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes) {
+void separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes,
+                      const std::vector<int>& order) {
   if (!check_filters(in, out, axes)) {
     // Nothing to filter: a strided copy.
     separable_gather(in, out, std::vector<AxisMap>(static_cast<std::size_t>(axes.size())), Scalar{in.dtype, 0});
     return;
   }
-  visit_float(in.dtype, [&](auto tag) { run_filter<typename decltype(tag)::type>(in, out, axes); });
+  visit_float(in.dtype, [&](auto tag) { run_filter<typename decltype(tag)::type>(in, out, axes, order); });
 }
 
 }  // namespace dmlops

@@ -39,12 +39,18 @@ struct AxisFilter {
 
 // `in` and `out` have the same floating dtype and rank; axes.size() == rank; a non-identity
 // axis has out.sizes[a] outputs, each with at least one tap, all inside [0, in.sizes[a]).
-void separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes);
+// `order`, when not empty, fixes the order of the passes: the filtered axes in the order they
+// appear in it (identity axes it lists are skipped; every filtered axis must appear, once).
+// Since every pass rounds, a part of a larger array filtered in the larger call's order gives
+// that call's bits (dmlops.dask cuts arrays into chunks so); else the cheapest order runs.
+void separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes,
+                      const std::vector<int>& order = {});
 
 // What separable_filter(in, out, axes) does, from the same set-up (the views' data is not read):
 // algorithm "filter" with tiles pass1, pass2, ... (the axes in pass order), block<axis> (outputs
 // per tile along each filtered axis), tile (its elements) and grain; with no axis filtered, the
 // strided copy's plan (describe_separable_gather).
-KernelPlan describe_separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes);
+KernelPlan describe_separable_filter(const TensorView& in, const TensorView& out, const std::vector<AxisFilter>& axes,
+                                     const std::vector<int>& order = {});
 
 }  // namespace dmlops

@@ -48,6 +48,11 @@ struct ResampleDesc {
   std::vector<float> input_pixel_offsets;   // FLOAT, one per dimension; empty: 0.5 each (RESAMPLE)
   std::vector<float> output_pixel_offsets;  // FLOAT, one per dimension; empty: -0.5 each (RESAMPLE)
   bool antialiased = false;                 // RESAMPLE3; only linear downsampling changes
+  // Not DirectML's: linear interpolation's passes over the resampled axes in this order (axes
+  // that are copied are skipped; every resampled axis once); empty: the cheapest order. Each
+  // pass rounds, so a part of an array resampled in the whole array's order has the whole
+  // call's bits (dmlops.dask). Nearest neighbour ignores it.
+  std::vector<int> pass_order;
 };
 
 struct Upsample2DDesc {
