@@ -1699,6 +1699,64 @@ TEST(SeparableFilter, BilinearTwoByTwoIsTheDxDispatchTable) {
                                      3.75f, 4}));
 }
 
+// A given pass order: the cheapest order's bits when it is that order, the same filter rounded
+// otherwise; a part of the array (some outputs of axis 0, from the input rows they read)
+// filtered in the whole call's order has the whole call's bits (what dmlops.dask relies on).
+TEST(SeparableFilter, AGivenPassOrderFixesTheRounding) {
+  std::mt19937_64 rng(91);
+  const Dims in_sizes{6, 7, 8, 3}, out_sizes{5, 9, 4, 3};
+  std::vector<AxisFilter> axes = {random_filter(rng, 6, 5, 3), random_filter(rng, 7, 9, 2), random_filter(rng, 8, 4, 4),
+                                  AxisFilter{}};
+  std::vector<float> src(static_cast<std::size_t>(in_sizes.product()));
+  std::uniform_real_distribution<float> value(-4.0f, 4.0f);
+  for (float& v : src) v = value(rng);
+  const TensorView in = make_view(DataType::Float32, in_sizes, packed_strides(in_sizes), src.data());
+  const auto filtered = [&](const std::vector<int>& order) {
+    std::vector<float> dst(static_cast<std::size_t>(out_sizes.product()));
+    separable_filter(in, make_view(DataType::Float32, out_sizes, packed_strides(out_sizes), dst.data()), axes, order);
+    return dst;
+  };
+  const std::vector<float> cheapest = filtered({});
+  const KernelPlan plan = describe_separable_filter(in, make_view(DataType::Float32, out_sizes, packed_strides(out_sizes),
+                                                                  nullptr), axes);
+  std::vector<int> chosen;
+  for (const auto& [name, value] : plan.tiles) {
+    if (name.rfind("pass", 0) == 0) chosen.push_back(static_cast<int>(value));
+  }
+  ASSERT_EQ(chosen.size(), 3u);
+  EXPECT_EQ(filtered(chosen), cheapest);
+  std::vector<int> with_identity = chosen;
+  with_identity.insert(with_identity.begin() + 1, 3);  // axis 3 is the identity: skipped
+  EXPECT_EQ(filtered(with_identity), cheapest);
+  std::vector<int> order{0, 1, 2};
+  do {
+    const std::vector<float> other = filtered(order);
+    for (std::size_t i = 0; i < other.size(); ++i) ASSERT_NEAR(other[i], cheapest[i], 1e-4f) << "element " << i;
+    // Outputs 1..3 of axis 0, from the input rows they read, in this order: the whole call's bits.
+    const std::vector<float> whole = filtered(order);
+    AxisFilter part;
+    std::int64_t lo = axes[0].first[1];
+    for (std::int64_t o = 1; o < 4; ++o) lo = std::min(lo, axes[0].first[static_cast<std::size_t>(o)]);
+    std::int64_t hi = 0;
+    for (std::int64_t o = 1; o < 4; ++o) {
+      const auto b = static_cast<std::size_t>(axes[0].begin[static_cast<std::size_t>(o)]);
+      part.push(axes[0].first[static_cast<std::size_t>(o)] - lo,
+                std::vector<double>(axes[0].weights.begin() + static_cast<std::ptrdiff_t>(b),
+                                    axes[0].weights.begin() + static_cast<std::ptrdiff_t>(b + static_cast<std::size_t>(axes[0].taps(o)))));
+      hi = std::max(hi, axes[0].first[static_cast<std::size_t>(o)] + axes[0].taps(o));
+    }
+    const Dims part_in{hi - lo, 7, 8, 3}, part_out{3, 9, 4, 3};
+    std::vector<float> dst(static_cast<std::size_t>(part_out.product()));
+    separable_filter(make_view(DataType::Float32, part_in, packed_strides(in_sizes), src.data() + lo * 7 * 8 * 3),
+                     make_view(DataType::Float32, part_out, packed_strides(part_out), dst.data()),
+                     {part, axes[1], axes[2], AxisFilter{}}, order);
+    EXPECT_TRUE(std::equal(dst.begin(), dst.end(), whole.begin() + 9 * 4 * 3)) << "order " << order[0] << order[1] << order[2];
+  } while (std::next_permutation(order.begin(), order.end()));
+  EXPECT_THROW(filtered({0, 1}), InvalidArgument);        // axis 2 missing
+  EXPECT_THROW(filtered({0, 1, 1, 2}), InvalidArgument);  // axis 1 twice
+  EXPECT_THROW(filtered({0, 1, 2, 4}), InvalidArgument);  // no axis 4
+}
+
 TEST(SeparableFilter, RejectsInconsistentArguments) {
   const std::vector<float> src(6, 1.0f);
   std::vector<float> dst(6, 0.0f);
