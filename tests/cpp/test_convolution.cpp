@@ -861,6 +861,21 @@ TEST(ConvolutionAlgorithms, TheListsChoiceForRepresentativeLayers) {
   }
 }
 
+// 1x1 128>512@28: the GEMM, whose sums go straight into the output, on up to 4 threads; direct,
+// which splits its filter over more tasks, above.
+TEST(ConvolutionAlgorithms, A128ChannelPointwiseLayerRunsGemmOnFewThreadsOnly) {
+  const ConvolutionDesc desc = layer(DataType::Float32, {1, 128, 28, 28}, {512, 128, 1, 1});
+  const int previous = set_local_num_threads(1);
+  EXPECT_EQ(plan_convolution(desc).algorithm, "gemm");
+  set_local_num_threads(4);
+  EXPECT_EQ(plan_convolution(desc).algorithm, "gemm");
+  set_local_num_threads(5);
+  EXPECT_EQ(plan_convolution(desc).algorithm, "direct");
+  set_local_num_threads(16);
+  EXPECT_EQ(plan_convolution(desc).algorithm, "direct");
+  set_local_num_threads(previous);
+}
+
 TEST(ConvolutionAlgorithms, ForcingOneThatDoesNotApplyIsRefusedSayingWhy) {
   const ConvolutionDesc f64 = layer(DataType::Float64, {1, 8, 9, 9}, {16, 8, 3, 3});
   std::string message = testing::message_of<InvalidArgument>([&] { plan_convolution(f64, "direct"); });

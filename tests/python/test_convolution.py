@@ -1055,6 +1055,17 @@ def test_the_lists_choice_is_pinned(case):
     assert (plan.algorithm, plan.rewrite) == (algorithm, rewrite), plan
 
 
+def test_a_128_channel_pointwise_layer_runs_gemm_on_few_threads_only():
+    """1x1 128>512@28: the GEMM (its sums written in place) on up to 4 threads, direct above."""
+    desc = layer("float32", (1, 128, 28, 28), (512, 128, 1, 1))
+    for threads, algorithm in [(1, "gemm"), (4, "gemm"), (5, "direct"), (16, "direct")]:
+        with dmlops.threads(threads):
+            assert desc.plan().algorithm == algorithm, threads
+    with dmlops.threads(1):  # one channel fewer or more: the 128-channel rule alone
+        assert layer("float32", (1, 127, 28, 28), (512, 127, 1, 1)).plan().algorithm == "gemm"
+        assert layer("float32", (1, 129, 28, 28), (512, 129, 1, 1)).plan().algorithm == "direct"
+
+
 def test_forcing_an_algorithm_that_does_not_apply_raises_naming_it():
     x = np.ones((1, 8, 9, 9))
     w = np.ones((16, 8, 3, 3))
