@@ -777,6 +777,10 @@ TEST(ConvolutionAlgorithms, EachForcedMatchesTheReferenceOnEveryThreadCount) {
       algorithm_case("backward_phases", {2, 4, 20, 23}, {4, 18, 3, 5}, B, 2, {2, 3}, {1, 1}, {0, 2}, {1, 0}),
       algorithm_case("backward_scatter", {2, 6, 5, 7}, {6, 4, 3, 3}, B, 2, {2, 1}, {1, 2}, {1, 0}, {0, 0}),
       algorithm_case("backward_scatter", {2, 8, 16, 16}, {8, 16, 4, 4}, B, 1, {2, 2}, {1, 1}, {1, 1}, {1, 1}),
+      // K <= 128 into contiguous planes: whole tiles written in place, the last micro-panel (63
+      // positions) and the last partial panel (50 channels) staged.
+      algorithm_case("gemm", {1, 24, 9, 7}, {48, 24, 1, 1}, F, 1, {1, 1}, {1, 1}, {0, 0}, {0, 0}),
+      algorithm_case("gemm", {2, 8, 10, 9}, {50, 8, 3, 3}, F, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
   };
   cases[4].desc.mode = ConvolutionMode::Convolution;
   cases[10].desc.mode = ConvolutionMode::Convolution;
