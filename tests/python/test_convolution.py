@@ -874,14 +874,17 @@ def test_direct_gives_the_gemms_bits():
     channels of a direct layer (16 and 40 channels) have the bits of the same layer with only
     those 7 (too few for the direct kernel with any ISA: the GEMM runs), for float32 and float16,
     through padded planes and read in place; likewise the first 17 and 33 (other channel blocks:
-    4 + 1 and 4 + 2 + 1 vectors with AVX-512) of the 40."""
+    4 + 1 and 4 + 2 + 1 vectors with AVX-512) of the 40; and a pointwise layer of 130 input
+    channels (direct's pointwise tile, positions one element apart, rows spanned)."""
     rng = np.random.default_rng(23)
     for dtype in ("float32", "float16"):
         for x_shape, oc, kw in [((2, 20, 9, 10), 16, dict(start_padding=(1, 1), end_padding=(1, 1))),
                                 ((1, 40, 8, 300), 40, dict(strides=(1, 2), dilations=(2, 1))),
-                                ((1, 6, 11, 12), 16, {})]:
+                                ((1, 6, 11, 12), 16, {}),
+                                ((2, 130, 9, 11), 40, dict(kernel=1))]:  # pointwise: its own tile
+            size = kw.pop("kernel", 3)
             x = rng.standard_normal(x_shape).astype(dtype)
-            w = rng.standard_normal((oc, x_shape[1], 3, 3)).astype(dtype)
+            w = rng.standard_normal((oc, x_shape[1], size, size)).astype(dtype)
             b = rng.standard_normal((1, oc, 1, 1)).astype(dtype)
             direct = dmlops.convolution(x, w, b, **kw)
             for m in (7, 17, 33)[: 1 if oc == 16 else 3]:
