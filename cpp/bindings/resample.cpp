@@ -96,11 +96,7 @@ void bind_resample(py::module_& m) {
         if (!output_sizes.is_none())
           desc.output = TensorDesc{in_view.dtype, dims_of(output_sizes, op + ": output_sizes"), std::nullopt};
         const Dims order = dims_of(pass_order, op + ": pass_order");
-        for (int i = 0; i < order.size(); ++i) {
-          if (order[i] < 0 || order[i] >= in_view.sizes.size())
-            fail(op, ": pass_order[", i, "] is ", order[i], "; it must name a dimension, 0 to ", in_view.sizes.size() - 1);
-          desc.pass_order.push_back(static_cast<int>(order[i]));
-        }
+        desc.pass_order.assign(order.begin(), order.end());  // checked by execute()
         return execute_into(desc, x, in_view, out, op);
       },
       "Resamples x into out (allocated when None) and returns it; pass_order: linear's passes over the "

@@ -145,7 +145,7 @@ void validate(const ResampleDesc& desc) {
   if (desc.rounding_direction && static_cast<int>(*desc.rounding_direction) >= static_cast<int>(std::size(kDirectionNames)))
     fail(op, ": rounding_direction has the unknown value ", static_cast<int>(*desc.rounding_direction));
   for (std::size_t i = 0; i < desc.pass_order.size(); ++i) {
-    const int a = desc.pass_order[i];
+    const std::int64_t a = desc.pass_order[i];
     if (a < 0 || a >= rank) fail(op, ": pass_order[", i, "] is ", a, "; it must name a dimension, 0 to ", rank - 1);
     if (std::find(desc.pass_order.begin(), desc.pass_order.begin() + static_cast<std::ptrdiff_t>(i), a) !=
         desc.pass_order.begin() + static_cast<std::ptrdiff_t>(i))
@@ -176,8 +176,8 @@ struct Tables {
   std::vector<int> order;  // linear's pass order; empty: the cheapest
 
   Tables(const std::vector<Axis>& axes, InterpolationMode mode, Rounding rounding, bool antialiased,
-         std::vector<int> order = {})
-      : mode(mode), order(std::move(order)) {
+         const std::vector<std::int64_t>& pass_order = {})
+      : mode(mode), order(pass_order.begin(), pass_order.end()) {  // validated: dimensions, so ints
     for (const Axis& a : axes) {
       if (mode == InterpolationMode::NearestNeighbor) maps.push_back(nearest_map(a, rounding));
       else filters.push_back(linear_filter(a, antialiased));

@@ -627,13 +627,8 @@ def resample(x: npt.ArrayLike, scales: Optional[_Reals] = None, interpolation_mo
     >>> dmlops.resample(image, output_sizes=(5, 5)).shape
     (1, 3, 5, 5)
     """
-    array = as_array(x, "Resample: input")
-    mode, rounding, factors, in_offsets, out_offsets, antialiased, sizes = resample_args(
-        array.shape, scales, interpolation_mode, input_pixel_offsets, output_pixel_offsets, rounding_direction,
-        antialiased, output_sizes)
-    result = check_out(out, array.dtype, "Resample: out")
-    return _core.resample("Resample", array, result, sizes, mode, rounding, factors, in_offsets, out_offsets,
-                          antialiased, ())
+    return _resample_call(x, scales, interpolation_mode, input_pixel_offsets, output_pixel_offsets, rounding_direction,
+                          antialiased, output_sizes, out, ())
 
 
 def resample_in_order(x: np.ndarray, scales: Sequence[float], pass_order: Sequence[int], *,
@@ -645,13 +640,22 @@ def resample_in_order(x: np.ndarray, scales: Sequence[float], pass_order: Sequen
     skipped; every resampled axis once). Each pass rounds, so a part of a larger array resampled
     in the larger call's order has that call's bits: ``dmlops.dask`` runs a chunk in one call so.
     Arguments as :func:`resample`'s, one per dimension."""
+    return _resample_call(x, scales, "linear", input_pixel_offsets, output_pixel_offsets, rounding_direction,
+                          antialiased, output_sizes, out, tuple(pass_order))
+
+
+def _resample_call(x: Any, scales: Any, interpolation_mode: Any, input_pixel_offsets: Any, output_pixel_offsets: Any,
+                   rounding_direction: Any, antialiased: Any, output_sizes: Any, out: Any,
+                   pass_order: tuple) -> np.ndarray:
+    """The one call of :func:`resample` and :func:`resample_in_order`: arguments checked, then
+    the kernel (``pass_order`` empty: its cheapest order)."""
     array = as_array(x, "Resample: input")
     mode, rounding, factors, in_offsets, out_offsets, antialiased, sizes = resample_args(
-        array.shape, scales, "linear", input_pixel_offsets, output_pixel_offsets, rounding_direction,
+        array.shape, scales, interpolation_mode, input_pixel_offsets, output_pixel_offsets, rounding_direction,
         antialiased, output_sizes)
     result = check_out(out, array.dtype, "Resample: out")
     return _core.resample("Resample", array, result, sizes, mode, rounding, factors, in_offsets, out_offsets,
-                          antialiased, tuple(pass_order))
+                          antialiased, pass_order)
 
 
 def resample_args(shape: tuple, scales: Any, interpolation_mode: Any, input_pixel_offsets: Any,

@@ -24,6 +24,26 @@ struct WindowProduct {
     return vectors == 2 ? 6 : 12;
   }
 
+  // A tile's sums, position-major (out[j * W + v * L]): from out with `accumulate`, else zero.
+  template <int kVectors, int kCount>
+  DMLOPS_ALWAYS_INLINE static void load_sums(V (&acc)[kCount][kVectors], bool accumulate, const Acc* out) {
+    constexpr std::int64_t W = kVectors * L;
+DMLOPS_UNROLL(16)
+    for (int j = 0; j < kCount; ++j) {
+DMLOPS_UNROLL(4)
+      for (int v = 0; v < kVectors; ++v) acc[j][v] = accumulate ? Isa::load(out + j * W + v * L) : Isa::zero();
+    }
+  }
+  template <int kVectors, int kCount>
+  DMLOPS_ALWAYS_INLINE static void store_sums(const V (&acc)[kCount][kVectors], Acc* out) {
+    constexpr std::int64_t W = kVectors * L;
+DMLOPS_UNROLL(16)
+    for (int j = 0; j < kCount; ++j) {
+DMLOPS_UNROLL(4)
+      for (int v = 0; v < kVectors; ++v) Isa::store(out + j * W + v * L, acc[j][v]);
+    }
+  }
+
   // kCount positions x kVectors weight vectors: output position j reads offsets[j] + tap offset.
   template <int kVectors, int kCount>
   DMLOPS_ALWAYS_INLINE static void tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
@@ -31,13 +51,10 @@ struct WindowProduct {
                                           const Acc* filter, bool accumulate, Acc* out) {
     constexpr std::int64_t W = kVectors * L;
     V acc[kCount][kVectors];
+    load_sums<kVectors, kCount>(acc, accumulate, out);
     std::int64_t at[kCount];
 DMLOPS_UNROLL(16)
-    for (int j = 0; j < kCount; ++j) {
-      at[j] = offsets[j];
-DMLOPS_UNROLL(4)
-      for (int v = 0; v < kVectors; ++v) acc[j][v] = accumulate ? Isa::load(out + j * W + v * L) : Isa::zero();
-    }
+    for (int j = 0; j < kCount; ++j) at[j] = offsets[j];
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c) {
       const Acc* window[kCount];  // per output: its window in this channel (then one index per tap)
@@ -56,11 +73,7 @@ DMLOPS_UNROLL(4)
         }
       }
     }
-DMLOPS_UNROLL(16)
-    for (int j = 0; j < kCount; ++j) {
-DMLOPS_UNROLL(4)
-      for (int v = 0; v < kVectors; ++v) Isa::store(out + j * W + v * L, acc[j][v]);
-    }
+    store_sums<kVectors, kCount>(acc, out);
   }
 
   // A pointwise tile whose planes are `plane_stride` apart and whose positions lie one element
@@ -72,11 +85,7 @@ DMLOPS_UNROLL(4)
                                                   const Acc* filter, bool accumulate, Acc* out) {
     constexpr std::int64_t W = kVectors * L;
     V acc[kCount][kVectors];
-DMLOPS_UNROLL(16)
-    for (int j = 0; j < kCount; ++j) {
-DMLOPS_UNROLL(4)
-      for (int v = 0; v < kVectors; ++v) acc[j][v] = accumulate ? Isa::load(out + j * W + v * L) : Isa::zero();
-    }
+    load_sums<kVectors, kCount>(acc, accumulate, out);
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c, x += plane_stride, w += W) {
       V weights[kVectors];
@@ -89,11 +98,7 @@ DMLOPS_UNROLL(4)
         for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::madd(b, weights[v], acc[j][v]);
       }
     }
-DMLOPS_UNROLL(16)
-    for (int j = 0; j < kCount; ++j) {
-DMLOPS_UNROLL(4)
-      for (int v = 0; v < kVectors; ++v) Isa::store(out + j * W + v * L, acc[j][v]);
-    }
+    store_sums<kVectors, kCount>(acc, out);
   }
 
   // The tile of `count` (<= kCount) positions.

@@ -52,7 +52,7 @@ struct ResampleDesc {
   // that are copied are skipped; every resampled axis once); empty: the cheapest order. Each
   // pass rounds, so a part of an array resampled in the whole array's order has the whole
   // call's bits (dmlops.dask). Nearest neighbour ignores it.
-  std::vector<int> pass_order;
+  std::vector<std::int64_t> pass_order;
 };
 
 struct Upsample2DDesc {
