@@ -18,8 +18,10 @@
 // Norms (Acc = float32 for FLOAT16/FLOAT32, float64 for FLOAT64):
 //   p = 1     sum of |x|. Overflows only when the true result does.
 //   p >= 2    fast path: S = sum of |x|^p by the two sweeps (|x|^p once per input element:
-//             x*x for p = 2, binary powering over the row otherwise), y = S^(1/p) (sqrt for
-//             p = 2). Exact unless S overflowed (inf), is NaN, or lies below
+//             x*x, |x|^3 and x^4 for p = 2, 3 and 4 in the sweep, binary powering over the row
+//             otherwise), y = S^(1/p) (sqrt for p = 2; for float sums and p <= 8 a bit-level
+//             estimate and Newton steps, vectorised; else pow and one Newton step, per output).
+//             Exact unless S overflowed (inf), is NaN, or lies below
 //             p * min_normal / epsilon, where terms that fell into the subnormals may have lost
 //             more than an ulp of S. Those outputs are repaired, by the scaled method:
 //   scaled    m = max |x| per window (the two sweeps with max; max skips NaN), then
@@ -116,7 +118,7 @@ struct Max {
 };
 
 // What the down sweep folds: |x| (p = 1, and the scaled path's max), x*x (p = 2), or values
-// already raised to p (p >= 3, by abs_powers).
+// already raised to p (p >= 5, by abs_powers), or |x|^3 and x^4 for p = 3 and 4.
 struct Magnitude {
   template <class A>
   static A apply(A x) { return std::abs(x); }
@@ -124,6 +126,14 @@ struct Magnitude {
 struct Square {
   template <class A>
   static A apply(A x) { return x * x; }
+};
+struct Cube {  // |x|^3 with abs_powers' bits, fused for the common p = 3
+  template <class A>
+  static A apply(A x) { const A a = std::abs(x); return a * a * a; }
+};
+struct Fourth {  // (x^2)^2, abs_powers' bits for p = 4
+  template <class A>
+  static A apply(A x) { const A square = x * x; return square * square; }
 };
 struct Identity {
   template <class A>
@@ -287,6 +297,44 @@ A nth_root(A s, std::uint64_t p, A inverse_p) {
   if (!(y > 0 && y <= std::numeric_limits<A>::max())) return y;
   const A ratio = s / integer_power(y, p - 1) / y;
   return y + y * ((ratio - 1) / static_cast<A>(p));
+}
+
+// The largest p whose roots (float sums) take nth_roots below. Its estimate is off by at most 6%,
+// and Newton's error e becomes about (p - 1) / 2 * e^2 a step: the step before the last leaves it
+// under 5e-5 (two steps for p <= 4, three for p <= 8), and the last, nth_root's one step, takes
+// it to rounding level.
+constexpr std::uint64_t kMaxVectorRootP = 8;
+
+// y[k] = s[k]^(1/p) for k < n and 3 <= p <= kMaxVectorRootP, the sums s in y on entry: nth_root's
+// result without pow, so that the loop vectorises. The estimate reads the bits of s as a
+// piecewise-linear log2 (exponent and mantissa), divides that by p and reads it back (within
+// 2^0.086, 6%); then four Newton steps in nth_root's form. sums and power are scratch. Sums
+// outside the fast path's range (0, inf, NaN, tiny) give some value without traps or undefined
+// behaviour (the bits stay in int32's range); the caller repairs them.
+DMLOPS_ALWAYS_INLINE inline void nth_roots(float* y, float* sums, float* power, std::int64_t n, std::uint64_t p) {
+  constexpr std::int32_t kOne = 0x3f800000;  // the bits of 1.0f
+  const float p_float = static_cast<float>(p), inverse_p = 1.0f / p_float;
+  for (std::int64_t k = 0; k < n; ++k) {
+    sums[k] = y[k];
+    const float log2_scaled = static_cast<float>(std::bit_cast<std::int32_t>(y[k]) - kOne) * inverse_p;
+    y[k] = std::bit_cast<float>(static_cast<std::int32_t>(log2_scaled) + kOne);
+  }
+  const int steps = p <= 4 ? 3 : 4;
+  for (int step = 1; step <= steps; ++step) {
+    // power = y^(p-1), left-to-right binary powering
+    for (std::int64_t k = 0; k < n; ++k) power[k] = y[k];
+    for (int bit = std::bit_width(p - 1) - 2; bit >= 0; --bit) {
+      for (std::int64_t k = 0; k < n; ++k) power[k] *= power[k];
+      if (((p - 1) >> bit) & 1) {
+        for (std::int64_t k = 0; k < n; ++k) power[k] *= y[k];
+      }
+    }
+    if (step < steps) {
+      for (std::int64_t k = 0; k < n; ++k) y[k] += y[k] * ((sums[k] / power[k] / y[k] - 1.0f) * inverse_p);
+    } else {
+      for (std::int64_t k = 0; k < n; ++k) y[k] += y[k] * ((sums[k] / power[k] / y[k] - 1.0f) / p_float);
+    }
+  }
 }
 
 template <class T>
@@ -550,6 +598,8 @@ class LpPoolingKernel {
     // p >= 2, the fast path: S = sum of |x|^p, y = S^(1/p), then repairs.
     Acc* y = results(s, b, s.sum.data());
     if (p_ == 2) fold_window<Sum, Square>(s, b, y);
+    else if (p_ == 3) fold_window<Sum, Cube>(s, b, y);
+    else if (p_ == 4) fold_window<Sum, Fourth>(s, b, y);
     else fold_window<Sum, Identity>(s, b, y);
     const Acc lo = kTinySum * static_cast<Acc>(p_), hi = std::numeric_limits<Acc>::max();
     s.repairs.clear();
@@ -568,8 +618,15 @@ class LpPoolingKernel {
           if (!(y[k] >= lo && y[k] <= hi)) s.repairs.push_back(k);
         }
       }
+      bool rooted = false;
+      if constexpr (std::is_same_v<Acc, float>) {
+        if (p_ <= kMaxVectorRootP) {
+          IsaKernel<&nth_roots>::run(y, s.quotient.data(), s.power.data(), count, p_);
+          rooted = true;
+        }
+      }
       const Acc inverse_p = Acc(1) / static_cast<Acc>(p_);
-      for (std::int64_t k = 0; k < count; ++k) y[k] = nth_root(y[k], p_, inverse_p);
+      for (std::int64_t k = 0; !rooted && k < count; ++k) y[k] = nth_root(y[k], p_, inverse_p);
     }
     // A few repairs one by one; many (a block of huge values for this p, say) vectorised.
     // Either way a repaired output gets the same bits, and the others keep the fast path's, so

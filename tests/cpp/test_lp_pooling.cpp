@@ -404,6 +404,35 @@ TEST(LpPooling, RootsOfLargeAndSmallSumsAreAccurate) {
   }
 }
 
+TEST(LpPooling, Float32RootsOfOneTapAreWithinAnUlp) {
+  // One tap: the norm is |x|. The sum |x|^p is rounded p - 1 times (under p/2 ulps), which the
+  // root divides by p, and the root rounds once: within an ulp of |x|. Magnitudes sweep the fast
+  // path's range and past both ends (repaired outputs); p <= 8 takes the vectorised Newton root,
+  // p = 9 and 10 pow and one Newton step.
+  for (std::int64_t p = 3; p <= 10; ++p) {
+    const double lo = std::log2(std::numeric_limits<float>::min()) / static_cast<double>(p) - 4;
+    const double hi = 128.0 / static_cast<double>(p);
+    const std::int64_t n = 4099;
+    std::vector<float> x(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i)
+      x[static_cast<std::size_t>(i)] = static_cast<float>((i % 2 ? -1.0 : 1.0) * std::exp2(lo + (hi - lo) * static_cast<double>(i) / n));
+    LpPoolingDesc desc;
+    desc.input = TensorDesc{DataType::Float32, {1, 1, n}, std::nullopt};
+    desc.window_size = {1};
+    desc.strides = {1};
+    desc.start_padding = {0};
+    desc.end_padding = {0};
+    desc.p = p;
+    execute(desc, TensorView{DataType::Float32, {1, 1, n}, {4 * n, 4 * n, 4}, x.data()},
+            TensorView{DataType::Float32, {1, 1, n}, {4 * n, 4 * n, 4}, y.data()});
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float want = std::fabs(x[static_cast<std::size_t>(i)]), got = y[static_cast<std::size_t>(i)];
+      const float ulp = std::nextafter(want, std::numeric_limits<float>::infinity()) - want;
+      ASSERT_LE(std::fabs(got - want), ulp) << "p " << p << ", |x| " << want << ", got " << got;
+    }
+  }
+}
+
 TEST(LpPooling, HugeAndTinyMagnitudesWithP2) {
   // Squares overflow (1e30^2 in float32, 1e300^2 in float64) or underflow into the subnormals
   // (1e-25^2, 1e-40 itself): the p = 2 path must recompute those outputs, scaled.
@@ -482,7 +511,7 @@ TEST(LpPooling, AccuracyOfThreeByThreeWindows) {
   // float32 accumulating in float32, measured in ulps of the float32-rounded reference over
   // 60,000 random 3x3 windows: the bound the tester uses is (9 + 4) / 2 = 6.5 ulps at worst;
   // the real error stays within a few.
-  for (std::int64_t p : {1, 2, 3, 4}) {
+  for (std::int64_t p : {1, 2, 3, 4, 5, 8}) {
     LpPoolingDesc desc;
     desc.input = TensorDesc{DataType::Float32, {1, 6, 100, 100}, std::nullopt};
     desc.window_size = {3, 3};

@@ -190,6 +190,21 @@ def test_negative_inputs_with_odd_p_give_the_norm(dtype, p):
     assert_close(dmlops.lp_pooling(x, (3, 2), p=p), reference(x, (3, 2), p=p), 6)
 
 
+@pytest.mark.parametrize("p", range(3, 11))
+def test_roots_of_one_tap_are_within_an_ulp(p):
+    # One tap: the norm is |x|. In float32 the p-th root of |x|^p (p <= 8: the vectorised Newton
+    # root; above, pow and a Newton step) is within an ulp of |x|, over the whole range and past
+    # both ends of the fast path (repaired outputs). Every finite float16 comes back exactly: the
+    # float32 result rounds to |x| once.
+    magnitudes = np.exp2(np.linspace(np.log2(np.finfo(np.float32).tiny) / p - 4, 128 / p, 5001))
+    x = (magnitudes * np.resize([1, -1], magnitudes.size)).astype(np.float32).reshape(1, 1, -1)
+    y = dmlops.lp_pooling(x, (1,), p=p)
+    assert np.all(np.abs(y - np.abs(x)) <= np.spacing(np.abs(x))), f"p={p}: more than an ulp from |x|"
+    halves = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    halves = halves[np.isfinite(halves)].reshape(1, 1, -1)
+    np.testing.assert_array_equal(dmlops.lp_pooling(halves, (1,), p=p), np.abs(halves))
+
+
 @pytest.mark.parametrize("p", [30, 101, 2**32 - 1])
 def test_large_p_with_large_values_does_not_overflow(p):
     rng = np.random.default_rng(p % 1000)
