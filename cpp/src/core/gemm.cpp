@@ -320,6 +320,11 @@ DMLOPS_ALWAYS_INLINE inline void copy_micro_row(Acc* dst, const Acc* src) {
   for (std::int64_t i = 0; i < kPieces; ++i) platform::copy32(dst + i * 32 / std::int64_t{sizeof(Acc)}, src + i * 32 / std::int64_t{sizeof(Acc)});
 }
 
+// Packing reads one micro-panel row from each of K input rows, more streams than the hardware
+// prefetcher follows: each row's piece two micro-panels ahead is asked for as this one is copied
+// (1x1 64>256@56 and 128>512@28 4-8% faster at 1-2 threads on an Intel Xeon; one panel ahead
+// was too late, four no better).
+constexpr std::int64_t kPackAhead = 2;
 template <class Acc>
 DMLOPS_ALWAYS_INLINE inline void pack_b_gather_body(std::int64_t K, const Acc* const* source, const GemmPiece* pieces,
                                                       std::int64_t piece_count, std::int64_t column0, std::int64_t N,
@@ -333,6 +338,7 @@ DMLOPS_ALWAYS_INLINE inline void pack_b_gather_body(std::int64_t K, const Acc* c
       const std::int64_t offset = pieces[first].offset;
       for (std::int64_t k = 0; k < K; ++k) {
         const Acc* src = source[k] + offset;
+        DMLOPS_PREFETCH(src + kPackAhead * NR);
         Acc* dst = b + k * NR;
         copy_micro_row(dst, src);
       }
