@@ -509,6 +509,18 @@ def test_benchmark_smoke(capsys):
     assert "chunks x" in out and "new memory, first touch" in out
 
 
+def test_benchmark_takes_dasks_own_chunks(capsys):
+    """--chunks auto: the chunks Dask picks for its array.chunk-size (uneven: 24 = 15 + 9 here)."""
+    from dmlops.bench import dask as bench
+
+    with dask.config.set({"array.chunk-size": "64KiB"}):  # the 4 x 24^3 float32 volume is 216 KiB
+        assert bench.main(["--smoke", "--chunks", "auto", "--no-zarr"]) == 0
+    out = capsys.readouterr().out
+    assert "in chunks of (1, 4, 15, 15, 15)" in out and out.count(" True ") == len(bench.cases())
+    with pytest.raises(SystemExit):
+        bench.main(["--chunks", "1,2"])
+
+
 def test_benchmark_primes_memory_before_every_call():
     """time_calls' setup (the benchmark's touch of new memory) runs, untimed, right before each
     call of each implementation: warm-up and timed calls alike."""

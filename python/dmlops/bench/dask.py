@@ -199,15 +199,19 @@ def main(argv: Any = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="a tiny volume, few repeats (the test suite's run)")
     parser.add_argument("--size", type=int, default=256, help="D = H = W of the volume (default 256)")
     parser.add_argument("--chunk", type=int, default=128, help="chunk edge along D, H and W (default 128)")
-    parser.add_argument("--chunks", help="chunk edges D,H,W instead (e.g. 128,64,256: rows whole along W)")
+    parser.add_argument("--chunks", help="chunk edges D,H,W instead (e.g. 128,64,256: rows whole along W), or auto: "
+                        "Dask's own choice for its array.chunk-size (what chunks='auto' gives)")
     parser.add_argument("--no-zarr", action="store_true", help="leave out the zarr columns")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
     size, chunk = (24, 12) if args.smoke else (args.size, args.chunk)
-    edges = (chunk,) * 3 if args.chunks is None or args.smoke else tuple(
-        int(c) if c.strip().isdigit() else 0 for c in args.chunks.split(","))
+    if args.chunks == "auto":
+        edges = tuple(max(c) for c in da.core.normalize_chunks("auto", (1, 4, size, size, size), dtype=np.float32)[2:])
+    else:
+        edges = (chunk,) * 3 if args.chunks is None or args.smoke else tuple(
+            int(c) if c.strip().isdigit() else 0 for c in args.chunks.split(","))
     if len(edges) != 3 or min(edges) < 1:
-        parser.error(f"--chunks takes three positive edges D,H,W, not {args.chunks!r}")
+        parser.error(f"--chunks takes three positive edges D,H,W or auto, not {args.chunks!r}")
     shape, chunks = (1, 4, size, size, size), (1, 4) + edges
     workers = usable_cpus()
     gauge, load_start = load_gauge_start(), load_average()
