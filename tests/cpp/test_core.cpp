@@ -2310,6 +2310,20 @@ TEST(Scratch, ReusesBlocksWithinTheCap) {
   }).join();
 }
 
+TEST(Scratch, AThreadsCacheIsFreedWhenItExits) {
+  // Its blocks go with it (the cache is handed to a thread-exit hook, not left to a thread_local
+  // destructor, which MinGW's emulated TLS can run on freed storage).
+  const std::size_t before = scratch_thread_caches();
+  for (int round = 0; round < 3; ++round) {
+    std::thread([before] {
+      { const Scratch<float> block(1 << 16); }
+      EXPECT_EQ(scratch_cached_bytes(), std::size_t{4} << 16);
+      EXPECT_EQ(scratch_thread_caches(), before + 1);
+    }).join();
+    EXPECT_EQ(scratch_thread_caches(), before) << "round " << round;
+  }
+}
+
 // interleave_lanes / deinterleave_lanes against the index formulas, exactly: every lane count
 // 1..L (block tails: the unused lanes read 0 and are never written), column counts around the
 // 8 x 8 blocks, unit-stride rows (transposed), channels-last columns (lane stride 1), other

@@ -247,6 +247,37 @@ void on_fork_in_child(void (*fn)()) {
 #endif
 }
 
+#if defined(_WIN32)
+namespace {
+struct ExitEntry {
+  void (*destroy)(void*);
+  void* value;
+};
+void NTAPI run_exit_entry(void* entry) {
+  if (entry == nullptr) return;
+  const ExitEntry e = *static_cast<ExitEntry*>(entry);
+  delete static_cast<ExitEntry*>(entry);
+  e.destroy(e.value);
+}
+}  // namespace
+
+ThreadExitValue::ThreadExitValue(void (*destroy)(void*)) : destroy_(destroy), key_(FlsAlloc(run_exit_entry)) {}
+
+void ThreadExitValue::set(void* value) const {
+  if (static_cast<DWORD>(key_) != FLS_OUT_OF_INDEXES)
+    FlsSetValue(static_cast<DWORD>(key_), new ExitEntry{destroy_, value});
+}
+#else
+ThreadExitValue::ThreadExitValue(void (*destroy)(void*)) : destroy_(destroy) {
+  pthread_key_t key{};
+  if (pthread_key_create(&key, destroy_) == 0) key_ = static_cast<std::uint64_t>(key) + 1;  // 0: none
+}
+
+void ThreadExitValue::set(void* value) const {
+  if (key_ != 0) pthread_setspecific(static_cast<pthread_key_t>(key_ - 1), value);
+}
+#endif
+
 void cpu_relax() {
 #if DMLOPS_X86
   _mm_pause();

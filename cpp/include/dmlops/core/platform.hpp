@@ -82,6 +82,23 @@ int usable_cpu_count();
 // survives. A no-op where processes do not fork (Windows).
 void on_fork_in_child(void (*fn)());
 
+// A value per thread that `destroy` is handed when its thread exits (threads that set none are
+// skipped): a pthread key, or a Windows fiber-local slot. It is the way to free per-thread
+// memory, rather than a thread_local object with a destructor: with MinGW GCC's emulated TLS
+// the storage of such an object can be freed before its destructor runs at thread exit, which
+// then reads freed memory (GCC bug 80816). `destroy` gets the value and must read no
+// thread_local. Lives as long as the process.
+class ThreadExitValue {
+ public:
+  explicit ThreadExitValue(void (*destroy)(void*));
+  // The calling thread's value; set once per thread.
+  void set(void* value) const;
+
+ private:
+  void (*destroy_)(void*);
+  std::uint64_t key_ = 0;
+};
+
 // A hint for spin-wait loops: lets the sibling hyperthread run (x86 pause, Arm yield).
 void cpu_relax();
 

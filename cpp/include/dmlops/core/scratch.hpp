@@ -41,5 +41,7 @@ class Scratch {
 
 // Bytes the calling thread's cache holds now (for tests).
 std::size_t scratch_cached_bytes();
+// Threads' caches alive now: one per thread that has used scratch and not exited (for tests).
+std::size_t scratch_thread_caches();
 
 }  // namespace dmlops
