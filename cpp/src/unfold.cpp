@@ -259,6 +259,56 @@ TensorDesc infer_output(const FoldDesc& desc) {
 // read inside plane (n, c) and zero-filling the runs that read padding. With stride 1 a run is
 // one memcpy of the in-bounds part of an input row.
 
+namespace {
+
+// The copied runs of one unfold row, stride-2 ones handed to copy_rows in blocks: runs of the
+// same length whose positions in the row and in the input advance by the same amounts (a
+// stride-2 window's runs, one per input row) are one block, so a run of a few dozen elements
+// does not pay a call chain of its own. Padding runs are filled at once (other elements of the
+// row).
+template <class T>
+class RunBlocks {
+ public:
+  RunBlocks(std::byte* dst, std::int64_t col_step, const std::byte* src) : dst_(dst), col_step_(col_step), src_(src) {}
+
+  void add(std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+    if (step != 2 * std::int64_t{sizeof(T)} || col_step_ != std::int64_t{sizeof(T)}) {
+      // Only stride-2 rows have a kernel for blocks: others go at once (deferring unit-stride
+      // rows of a 3x3x3 unfold made it 12-21% slower on the 16-core Xeon).
+      copy_row<T>(dst_ + col * col_step_, col_step_, src_ + offset, step, count);
+      return;
+    }
+    if (rows_ > 0 && step == step_ && count == count_) {
+      if (rows_ == 1) {
+        col_delta_ = col - col_, offset_delta_ = offset - offset_;
+        rows_ = 2;
+        return;
+      }
+      if (col == col_ + rows_ * col_delta_ && offset == offset_ + rows_ * offset_delta_) {
+        ++rows_;
+        return;
+      }
+    }
+    flush();
+    col_ = col, offset_ = offset, step_ = step, count_ = count, rows_ = 1;
+  }
+
+  void flush() {
+    if (rows_ > 0)
+      copy_rows<T>(dst_ + col_ * col_step_, col_delta_ * col_step_, col_step_, src_ + offset_, offset_delta_, step_, count_,
+                   rows_);
+    rows_ = 0;
+  }
+
+ private:
+  std::byte* dst_;
+  std::int64_t col_step_;
+  const std::byte* src_;
+  std::int64_t col_ = 0, offset_ = 0, step_ = 0, count_ = 0, rows_ = 0, col_delta_ = 0, offset_delta_ = 0;
+};
+
+}  // namespace
+
 void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out) {
   const TensorDesc out_desc = infer_output(desc);
   check_view_matches(in, desc.input, "Unfold: input");
@@ -278,6 +328,11 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
   const std::int64_t col_step = out.byte_strides[2];
   visit_width(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    // Rows read every other input element (stride 2 along the last axis) into unit-stride output
+    // rows: copied in blocks (RunBlocks).
+    const int last = walker.rank() - 1;
+    const bool stride2_rows = walker.axis(last).stride * position_strides[last] == 2 * std::int64_t{sizeof(T)} &&
+                              col_step == std::int64_t{sizeof(T)};
     parallel_for(0, rows * pieces, grain, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t task = begin; task < end; ++task) {
         const std::int64_t row = task / pieces, piece = task % pieces;
@@ -285,14 +340,23 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
         const std::int64_t c = row_in_batch / taps, k = row_in_batch % taps;
         std::byte* dst = dst_base + n * out.byte_strides[0] + row_in_batch * out.byte_strides[1];
         const std::byte* src = src_base + n * in.byte_strides[0] + c * in.byte_strides[1];
-        const std::int64_t first0 = piece * blocks0_per_piece;
-        walker.walk(
-            walker.tap(k), first0, std::min(blocks0, first0 + blocks0_per_piece), position_strides,
-            /*base_offset=*/0,
-            [&](std::int64_t col, std::int64_t count) { fill_row<T>(dst + col * col_step, col_step, T{0}, count); },
-            [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
-              copy_row<T>(dst + col * col_step, col_step, src + offset, step, count);
-            });
+        const std::int64_t first0 = piece * blocks0_per_piece, last0 = std::min(blocks0, first0 + blocks0_per_piece);
+        const auto fill = [&](std::int64_t col, std::int64_t count) {
+          fill_row<T>(dst + col * col_step, col_step, T{0}, count);
+        };
+        if (stride2_rows) {
+          RunBlocks<T> runs(dst, col_step, src);
+          walker.walk(walker.tap(k), first0, last0, position_strides, /*base_offset=*/0, fill,
+                      [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+                        runs.add(col, offset, step, count);
+                      });
+          runs.flush();
+        } else {
+          walker.walk(walker.tap(k), first0, last0, position_strides, /*base_offset=*/0, fill,
+                      [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+                        copy_row<T>(dst + col * col_step, col_step, src + offset, step, count);
+                      });
+        }
       }
     });
   });

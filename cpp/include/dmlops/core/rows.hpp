@@ -88,6 +88,16 @@ DMLOPS_ALWAYS_INLINE inline void copy_even(T* dst, const std::byte* src, std::in
   }
 }
 
+// copy_even over `rows` rows: row r from src + r * src_row_step to dst + r * dst_row_step. One
+// dispatch for a block of short stride-2 rows (a strided unfold's rows are a few dozen elements,
+// and a call chain per row cost about as much as the copy).
+template <class T>
+DMLOPS_ALWAYS_INLINE inline void copy_even_rows(std::byte* dst, std::int64_t dst_row_step, const std::byte* src,
+                                                std::int64_t src_row_step, std::int64_t n, std::int64_t rows) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    copy_even<T>(reinterpret_cast<T*>(dst + r * dst_row_step), src + r * src_row_step, n);
+}
+
 #if DMLOPS_X86
 // dst[2j] += src[j] for j < n with AVX2 (add_row's stride-2 case).
 void add_to_even_avx2(const float* src, std::int64_t n, float* dst);
@@ -111,6 +121,11 @@ void add_row(Acc* dst, std::int64_t step, const Acc* src, std::int64_t n) {
   for (std::int64_t j = 0; j < n; ++j) dst[j * step] = static_cast<Acc>(dst[j * step] + src[j]);
 }
 
+// copy_row over `rows` rows, row r at dst + r * dst_row_step and src + r * src_row_step.
+template <class T>
+void copy_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_t dst_step, const std::byte* src,
+               std::int64_t src_row_step, std::int64_t src_step, std::int64_t n, std::int64_t rows);
+
 // src_step 0 broadcasts one element.
 template <class T>
 void copy_row(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t src_step, std::int64_t n) {
@@ -128,6 +143,16 @@ void copy_row(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::
     return IsaKernel<&copy_even<T>>::run(reinterpret_cast<T*>(dst), src, n);
   }
   for (std::int64_t i = 0; i < n; ++i, dst += dst_step, src += src_step) std::memcpy(dst, src, sizeof(T));
+}
+
+template <class T>
+void copy_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_t dst_step, const std::byte* src,
+               std::int64_t src_row_step, std::int64_t src_step, std::int64_t n, std::int64_t rows) {
+  if (rows > 1 && dst_step == sizeof(T) && src_step == 2 * sizeof(T) &&
+      (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src) |
+       static_cast<std::uintptr_t>(dst_row_step) | static_cast<std::uintptr_t>(src_row_step)) % alignof(T) == 0)
+    return IsaKernel<&copy_even_rows<T>>::run(dst, dst_row_step, src, src_row_step, n, rows);
+  for (std::int64_t r = 0; r < rows; ++r) copy_row<T>(dst + r * dst_row_step, dst_step, src + r * src_row_step, src_step, n);
 }
 
 }  // namespace dmlops
