@@ -308,9 +308,9 @@ constexpr std::uint64_t kMaxVectorRootP = 8;
 // y[k] = s[k]^(1/p) for k < n and 3 <= p <= kMaxVectorRootP, the sums s in y on entry: nth_root's
 // result without pow, so that the loop vectorises. The estimate reads the bits of s as a
 // piecewise-linear log2 (exponent and mantissa), divides that by p and reads it back (within
-// 2^0.086, 6%); then four Newton steps in nth_root's form. sums and power are scratch. Sums
-// outside the fast path's range (0, inf, NaN, tiny) give some value without traps or undefined
-// behaviour (the bits stay in int32's range); the caller repairs them.
+// 2^0.086, 6%); then three or four Newton steps, the last in nth_root's form. sums and power
+// are scratch. Sums outside the fast path's range (0, inf, NaN, tiny) give some value without
+// traps or undefined behaviour (the bits stay in int32's range); the caller repairs them.
 DMLOPS_ALWAYS_INLINE inline void nth_roots(float* y, float* sums, float* power, std::int64_t n, std::uint64_t p) {
   constexpr std::int32_t kOne = 0x3f800000;  // the bits of 1.0f
   const float p_float = static_cast<float>(p), inverse_p = 1.0f / p_float;
@@ -618,15 +618,7 @@ class LpPoolingKernel {
           if (!(y[k] >= lo && y[k] <= hi)) s.repairs.push_back(k);
         }
       }
-      bool rooted = false;
-      if constexpr (std::is_same_v<Acc, float>) {
-        if (p_ <= kMaxVectorRootP) {
-          IsaKernel<&nth_roots>::run(y, s.quotient.data(), s.power.data(), count, p_);
-          rooted = true;
-        }
-      }
-      const Acc inverse_p = Acc(1) / static_cast<Acc>(p_);
-      for (std::int64_t k = 0; !rooted && k < count; ++k) y[k] = nth_root(y[k], p_, inverse_p);
+      roots(s, y, count);
     }
     // A few repairs one by one; many (a block of huge values for this p, say) vectorised.
     // Either way a repaired output gets the same bits, and the others keep the fast path's, so
@@ -639,6 +631,15 @@ class LpPoolingKernel {
       for (const std::int64_t k : s.repairs) y[k] = exact_norm(s, b.o0 + k);
     }
     store(s, b.o0, count, y);
+  }
+
+  // y[k] = y[k]^(1/p) for k < count, p >= 3: float sums vectorised while p allows, else per output.
+  void roots(Scratch& s, Acc* y, std::int64_t count) const {
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (p_ <= kMaxVectorRootP) return IsaKernel<&nth_roots>::run(y, s.quotient.data(), s.power.data(), count, p_);
+    }
+    const Acc inverse_p = Acc(1) / static_cast<Acc>(p_);
+    for (std::int64_t k = 0; k < count; ++k) y[k] = nth_root(y[k], p_, inverse_p);
   }
 
   // The scaled method over the whole block, into y[0 .. o1 - o0) (see the file comment).

@@ -261,23 +261,16 @@ TensorDesc infer_output(const FoldDesc& desc) {
 
 namespace {
 
-// The copied runs of one unfold row, stride-2 ones handed to copy_rows in blocks: runs of the
-// same length whose positions in the row and in the input advance by the same amounts (a
-// stride-2 window's runs, one per input row) are one block, so a run of a few dozen elements
-// does not pay a call chain of its own. Padding runs are filled at once (other elements of the
-// row).
+// The copied runs of one unfold row, handed to copy_rows in blocks: runs of the same length and
+// step whose positions in the row and in the input advance by the same amounts (a stride-2
+// window's runs, one per input row) are one block, so a run of a few dozen elements does not
+// pay a call chain of its own. Padding runs are filled at once (other elements of the row).
 template <class T>
 class RunBlocks {
  public:
   RunBlocks(std::byte* dst, std::int64_t col_step, const std::byte* src) : dst_(dst), col_step_(col_step), src_(src) {}
 
   void add(std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
-    if (step != 2 * std::int64_t{sizeof(T)} || col_step_ != std::int64_t{sizeof(T)}) {
-      // Only stride-2 rows have a kernel for blocks: others go at once (deferring unit-stride
-      // rows of a 3x3x3 unfold made it 12-21% slower on the 16-core Xeon).
-      copy_row<T>(dst_ + col * col_step_, col_step_, src_ + offset, step, count);
-      return;
-    }
     if (rows_ > 0 && step == step_ && count == count_) {
       if (rows_ == 1) {
         col_delta_ = col - col_, offset_delta_ = offset - offset_;
@@ -329,7 +322,8 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
   visit_width(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     // Rows read every other input element (stride 2 along the last axis) into unit-stride output
-    // rows: copied in blocks (RunBlocks).
+    // rows: copied in blocks (RunBlocks). Only those: deferring the unit-stride rows of a 3x3x3
+    // unfold too made it 12-21% slower on the 16-core Xeon.
     const int last = walker.rank() - 1;
     const bool stride2_rows = walker.axis(last).stride * position_strides[last] == 2 * std::int64_t{sizeof(T)} &&
                               col_step == std::int64_t{sizeof(T)};

@@ -134,7 +134,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const bool margins = blocking.margins;
   const bool flip = desc.mode == ConvolutionMode::Convolution;
 
-  const AccFilter<T> acc_filter(g, v.filter);
+  const AccFilter<T> acc_filter(v.filter);
   const TensorView& filter = acc_filter.view();
   const Taps tap(walker, filter);
 

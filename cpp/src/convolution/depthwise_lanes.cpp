@@ -78,7 +78,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const int D = g.D, last = D - 1;
   const std::int64_t L = lane_count<Acc>(), blocks = ceil_div(g.in_channels, L);
   const BlockWalker walker = forward_walker(g);
-  const AccFilter<T> acc_filter(g, v.filter);
+  const AccFilter<T> acc_filter(v.filter);
   const TensorView& filter = acc_filter.view();
   const Taps tap(walker, filter);
   const std::int64_t taps = walker.tap_count();

@@ -125,7 +125,7 @@ struct FilterBlocks {
 
   FilterBlocks(const ConvolutionDesc& desc, const Geometry& g, const BlockWalker& walker, const TensorView& filter,
                std::int64_t lanes)
-      : M(g.out_per_group), L(lanes), acc_filter(g, filter), tap(walker, acc_filter.view()),
+      : M(g.out_per_group), L(lanes), acc_filter(filter), tap(walker, acc_filter.view()),
         matrix(g, acc_filter.view(), tap, desc.mode == ConvolutionMode::Convolution) {}
 
   // Columns [k0, k0 + depth) of group grp's block, as direct_window_product reads them ([k][o]).

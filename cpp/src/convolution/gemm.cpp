@@ -101,7 +101,7 @@ struct FilterA {
   FilterMatrix<Acc> matrix;
 
   FilterA(const ConvolutionDesc& desc, const Geometry& g, const BlockWalker& walker, const TensorView& filter)
-      : M(g.out_per_group), groups(g.groups), acc_filter(g, filter), tap(walker, acc_filter.view()),
+      : M(g.out_per_group), groups(g.groups), acc_filter(filter), tap(walker, acc_filter.view()),
         matrix(g, acc_filter.view(), tap, desc.mode == ConvolutionMode::Convolution) {}
 
   // Packs rows [row0, row0 + count) of group grp's A, columns [k0, k0 + depth), as pack_gemm_a does.

@@ -121,11 +121,6 @@ void add_row(Acc* dst, std::int64_t step, const Acc* src, std::int64_t n) {
   for (std::int64_t j = 0; j < n; ++j) dst[j * step] = static_cast<Acc>(dst[j * step] + src[j]);
 }
 
-// copy_row over `rows` rows, row r at dst + r * dst_row_step and src + r * src_row_step.
-template <class T>
-void copy_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_t dst_step, const std::byte* src,
-               std::int64_t src_row_step, std::int64_t src_step, std::int64_t n, std::int64_t rows);
-
 // src_step 0 broadcasts one element.
 template <class T>
 void copy_row(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t src_step, std::int64_t n) {
@@ -145,6 +140,8 @@ void copy_row(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::
   for (std::int64_t i = 0; i < n; ++i, dst += dst_step, src += src_step) std::memcpy(dst, src, sizeof(T));
 }
 
+// copy_row over `rows` rows, row r at dst + r * dst_row_step and src + r * src_row_step: aligned
+// stride-2 rows as one copy_even_rows call.
 template <class T>
 void copy_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_t dst_step, const std::byte* src,
                std::int64_t src_row_step, std::int64_t src_step, std::int64_t n, std::int64_t rows) {
