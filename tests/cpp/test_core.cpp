@@ -7,6 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #endif
+#if defined(__linux__)
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -472,6 +477,68 @@ TEST(Platform, UsableCpusAreBetweenOneAndTheMachines) {
     EXPECT_LE(cpus, static_cast<int>(std::thread::hardware_concurrency()));
   }
 }
+
+#if defined(__linux__)
+namespace {
+cpu_set_t affinity_of_this_thread() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  EXPECT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  return set;
+}
+// The scheduling attributes the kernel reports for this thread (struct sched_attr, first 48 bytes).
+struct SchedAttr {
+  std::uint32_t size, policy;
+  std::uint64_t flags;
+  std::int32_t nice;
+  std::uint32_t priority;
+  std::uint64_t runtime, deadline, period;
+};
+SchedAttr sched_attr_of_this_thread() {
+  SchedAttr attr{};
+  EXPECT_EQ(syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0), 0);
+  return attr;
+}
+}  // namespace
+
+TEST(Platform, MoveOffCpuLeavesItAndKeepsTheAffinity) {
+  std::thread([] {
+    const cpu_set_t before = affinity_of_this_thread();
+    const int cpu = platform::current_cpu();
+    ASSERT_GE(cpu, 0);
+    ASSERT_TRUE(CPU_ISSET(cpu, &before));
+    const bool moved = platform::move_off_cpu(cpu);
+    EXPECT_EQ(moved, CPU_COUNT(&before) > 1);
+    if (moved) {
+      EXPECT_NE(platform::current_cpu(), cpu);
+    }
+    const cpu_set_t after = affinity_of_this_thread();
+    EXPECT_TRUE(CPU_EQUAL(&before, &after));
+    EXPECT_FALSE(platform::move_off_cpu(-1));
+    EXPECT_FALSE(platform::move_off_cpu(CPU_SETSIZE));
+  }).join();
+}
+
+TEST(Platform, ShortTimeSlicesComeAndGoAndKeepThePolicyAndNiceValue) {
+  std::thread([] {
+    ASSERT_EQ(setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 3), 0);
+    const SchedAttr before = sched_attr_of_this_thread();
+    platform::set_short_time_slices(true);
+    const SchedAttr short_slices = sched_attr_of_this_thread();
+    platform::set_short_time_slices(false);
+    const SchedAttr after = sched_attr_of_this_thread();
+    for (const SchedAttr& attr : {short_slices, after}) {
+      EXPECT_EQ(attr.policy, before.policy);
+      EXPECT_EQ(attr.nice, 3);
+    }
+    // Kernels with custom slices (6.12 and later) report the slice as the runtime.
+    if (before.runtime != 0) {
+      EXPECT_EQ(short_slices.runtime, 100'000u);
+      EXPECT_EQ(after.runtime, before.runtime);
+    }
+  }).join();
+}
+#endif
 
 // Plausible sizes whatever the source; on Linux, where the kernel publishes its own reading of
 // the caches in sysfs, the same sizes as there (read here independently of the library).

@@ -26,16 +26,19 @@ namespace {
 // them back soon.
 constexpr auto kSpinTime = std::chrono::microseconds(100);
 
-// Polls `ready` for up to kSpinTime; returns whether it became true. Yields now and then so
-// that a spinning thread does not hold back the others when there are more threads than CPUs.
+// Polls `ready` for up to kSpinTime; returns whether it became true. With more threads than
+// CPUs (`crowded`), it yields now and then so that a polling thread does not hold back those
+// with work. Otherwise it never yields: on Linux's EEVDF scheduler each sched_yield pushes the
+// thread's deadline back a whole slice, so a worker that yields while it polls loses its CPU to
+// a busy thread of another library or process for milliseconds, and misses the job it polls for.
 template <class Ready>
-bool spin_until(Ready ready) {
+bool spin_until(Ready ready, bool crowded) {
   const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
   for (unsigned i = 1;; ++i) {
     if (ready()) return true;
     if (i % 16 == 0) {
       if (std::chrono::steady_clock::now() > deadline) return ready();
-      std::this_thread::yield();
+      if (crowded) std::this_thread::yield();
     } else {
       platform::cpu_relax();
     }
@@ -56,7 +59,7 @@ static_assert(kParallelChunksPerThread * kMaxThreads <= static_cast<int>(kChunkM
 
 class ThreadPool {
  public:
-  ThreadPool() : slots_(new Slot[kMaxThreads]) {}
+  ThreadPool() : slots_(new Slot[kMaxThreads]), cpus_(platform::usable_cpu_count()) {}
 
   // Held by the one caller that runs jobs on this pool.
   std::mutex& owner() { return owner_; }
@@ -89,6 +92,8 @@ class ThreadPool {
     helpers_.store(helpers, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     failed_.store(false, std::memory_order_relaxed);
+    // A job with no more threads than CPUs runs best with each thread on a CPU of its own.
+    caller_cpu_.store(helpers < cpus_ ? platform::current_cpu() : -1, std::memory_order_relaxed);
     error_ = nullptr;
     // Publishes the fields above to every thread that reads this word.
     claim_.store((std::uint64_t{job_} << 32) | (static_cast<std::uint64_t>(chunks) << kChunkBits),
@@ -97,7 +102,7 @@ class ThreadPool {
     run_chunks(job_);
     std::uint32_t done = 0;
     const auto finished = [&] { return (done = done_.load(std::memory_order_acquire)) == static_cast<std::uint32_t>(chunks); };
-    if (!spin_until(finished)) {
+    if (!spin_until(finished, helpers >= cpus_)) {
       while (!finished()) platform::wait_while_equal(done_, done);
     }
     fn_.store(nullptr, std::memory_order_relaxed);
@@ -125,13 +130,24 @@ class ThreadPool {
   void worker_loop(int index) {
     std::atomic<std::uint32_t>& signal = slots_[index].signal;
     std::uint32_t seen = 0, job = 0;
+    bool short_slices = false;
     const auto asked = [&] { return (job = signal.load(std::memory_order_acquire)) != seen; };
     for (;;) {
-      if (!spin_until(asked)) {
+      if (!spin_until(asked, !short_slices)) {
         while (!asked()) platform::wait_while_equal(signal, seen);
       }
       seen = job;
       wake_children(index + 1, job);
+      // A worker on its caller's CPU only takes turns with it. The scheduler leaves it there
+      // when another busy thread (of torch, of another process) makes the count of runnable
+      // threads odd: it balances counts, not processes, so this call would get one CPU.
+      // Short time slices let a worker in soon after it is woken, but with more threads than
+      // CPUs they only make the workers preempt each other: asked for (a system call) only
+      // when that changes.
+      const bool crowded = helpers_.load(std::memory_order_relaxed) >= cpus_;
+      if (short_slices == crowded) platform::set_short_time_slices(short_slices = !crowded);
+      const int caller_cpu = caller_cpu_.load(std::memory_order_relaxed);
+      if (caller_cpu >= 0 && platform::current_cpu() == caller_cpu) platform::move_off_cpu(caller_cpu);
       run_chunks(job);
     }
   }
@@ -167,6 +183,7 @@ class ThreadPool {
   std::unique_ptr<Slot[]> slots_;
   std::atomic<int> workers_{0};
   int refused_at_ = kMaxThreads;
+  const int cpus_;  // usable when the pool was made
   std::mutex owner_;
   std::uint32_t job_ = 0;  // the owner's
 
@@ -176,6 +193,7 @@ class ThreadPool {
   alignas(64) std::atomic<const RangeFn*> fn_{nullptr};
   std::atomic<std::int64_t> begin_{0}, length_{0};
   std::atomic<int> helpers_{0};
+  std::atomic<int> caller_cpu_{-1};  // where the caller runs; -1: unknown, or more threads than CPUs
   std::atomic<bool> failed_{false};
   alignas(64) std::atomic<std::uint32_t> done_{0};
   std::mutex error_mutex_;

@@ -18,6 +18,7 @@
 #endif
 #if defined(__linux__)
 #include <sched.h>
+#include <sys/syscall.h>
 #endif
 #if defined(__APPLE__)
 #include <sys/sysctl.h>
@@ -276,6 +277,43 @@ ThreadExitValue::ThreadExitValue(void (*destroy)(void*)) : destroy_(destroy) {
 void ThreadExitValue::set(void* value) const {
   if (key_ != 0) pthread_setspecific(static_cast<pthread_key_t>(key_ - 1), value);
 }
+#endif
+
+#if defined(__linux__)
+int current_cpu() { return sched_getcpu(); }
+
+bool move_off_cpu(int cpu) {
+  cpu_set_t allowed;
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return false;
+  cpu_set_t others = allowed;
+  CPU_CLR(cpu, &others);
+  if (CPU_COUNT(&others) == 0 || sched_setaffinity(0, sizeof(others), &others) != 0) return false;
+  sched_setaffinity(0, sizeof(allowed), &allowed);
+  return true;
+}
+
+void set_short_time_slices(bool on) {
+#if defined(SYS_sched_getattr) && defined(SYS_sched_setattr)
+  // struct sched_attr as of Linux 3.14 (SCHED_ATTR_SIZE_VER0); glibc declares it only from 2.41.
+  struct {
+    std::uint32_t size, policy;
+    std::uint64_t flags;
+    std::int32_t nice;
+    std::uint32_t priority;
+    std::uint64_t runtime, deadline, period;
+  } attr{};
+  static_assert(sizeof(attr) == 48);
+  // Read first: the thread keeps its policy and nice value, and only a normal thread is touched.
+  if (syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0 || attr.policy != SCHED_OTHER) return;
+  attr.size = sizeof(attr);
+  attr.runtime = on ? 100'000 : 0;  // ns: the kernel's smallest slice, or its default
+  syscall(SYS_sched_setattr, 0, &attr, 0);
+#endif
+}
+#else
+int current_cpu() { return -1; }
+bool move_off_cpu(int) { return false; }
+void set_short_time_slices(bool on) {}
 #endif
 
 void cpu_relax() {

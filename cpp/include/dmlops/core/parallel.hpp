@@ -9,6 +9,11 @@
 //   whether or not every worker it woke has even started. No mutex on the hot path; workers are
 //   woken in a tree (each wakes two more), poll briefly for the next job, then block on a futex
 //   (std::atomic::wait).
+// - Sharing the CPU with other busy threads: workers ask for short time slices and never yield
+//   while they poll, so the scheduler lets them in as soon as they are woken; and a worker that
+//   finds itself on its caller's CPU moves to another (see platform.hpp). Right after a torch
+//   call whose OpenMP workers still spin, or beside a busy process, a call then gets its fair
+//   share of the CPUs instead of running on one.
 // - Thread counts: num_threads() is the calling thread's count: its own (set_local_num_threads,
 //   Python's `with dmlops.threads(n)`) if it set one, else the process-wide one
 //   (set_num_threads, else DMLOPS_NUM_THREADS, else the CPUs this process may run on).

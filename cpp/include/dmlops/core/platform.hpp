@@ -99,6 +99,22 @@ class ThreadExitValue {
   std::uint64_t key_ = 0;
 };
 
+// Scheduling hints for the thread pool's workers (Linux; elsewhere -1, false and no-ops):
+// - current_cpu: the CPU the calling thread runs on now (it may move at any time).
+// - move_off_cpu: moves the calling thread to another CPU it may run on (its affinity mask
+//   without `cpu`, then the mask it had, so the scheduler may move it back later); returns
+//   whether it moved. The scheduler balances thread counts, not processes: with another busy
+//   thread on the machine it can leave a worker sharing its caller's CPU for good, where the
+//   two only take turns.
+// - set_short_time_slices: asks for 100 us time slices for the calling thread, or (false) the
+//   kernel's default again (the EEVDF scheduler of Linux 6.12 and later; older kernels ignore
+//   it). A thread that runs in short bursts is then let in soon after it is woken, ahead of a
+//   busy thread of another library or process, and gives the CPU back as soon as it has had
+//   its turn.
+int current_cpu();
+bool move_off_cpu(int cpu);
+void set_short_time_slices(bool on);
+
 // A hint for spin-wait loops: lets the sibling hyperthread run (x86 pause, Arm yield).
 void cpu_relax();
 
