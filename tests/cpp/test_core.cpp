@@ -1206,6 +1206,35 @@ TEST_F(ParallelFor, OthersTakeOverTheShareOfADescheduledThread) {
   EXPECT_EQ(chunks_by_thread[straggler], 1);
 }
 
+TEST_F(ParallelFor, EachThreadStartsOnARangeOfItsOwn) {
+  // 4 threads, 16 chunks: thread t's range is chunks 4t..4t+3, and the first chunk each thread
+  // runs is the front of its own (chunks take 25 ms, far longer than waking a worker, so no
+  // range is emptied by others before its owner starts). The caller is thread 0.
+  set_num_threads(4);
+  std::mutex m;
+  std::map<std::thread::id, std::vector<std::int64_t>> chunks_by_thread;
+  parallel_for(0, 16, 1, [&](std::int64_t begin, std::int64_t end) {
+    ASSERT_EQ(end, begin + 1);
+    {
+      std::lock_guard lock(m);
+      chunks_by_thread[std::this_thread::get_id()].push_back(begin);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  });
+  ASSERT_EQ(chunks_by_thread.size(), 4u);
+  EXPECT_EQ(chunks_by_thread[std::this_thread::get_id()].front(), 0);
+  std::set<std::int64_t> firsts, all;
+  for (const auto& [id, chunks] : chunks_by_thread) {
+    firsts.insert(chunks.front());
+    all.insert(chunks.begin(), chunks.end());
+    // After its first chunk a thread goes on along its range (or, once that is done, takes
+    // the last chunks of the others').
+    EXPECT_EQ(chunks.front() % 4, 0);
+  }
+  EXPECT_EQ(firsts, (std::set<std::int64_t>{0, 4, 8, 12}));
+  EXPECT_EQ(all.size(), 16u);
+}
+
 TEST_F(ParallelFor, ChunksOfRangesNearTheInt64Limits) {
   set_num_threads(3);
   const std::int64_t top = std::numeric_limits<std::int64_t>::max();

@@ -50,16 +50,23 @@ thread_local bool t_inside_chunk = false;
 // The calling thread's own count; 0: the process-wide one.
 thread_local int t_local_threads = 0;
 
-// The claim word of a job: its id in the high 32 bits, its chunk count in bits 16-31 and the
-// next unclaimed chunk in bits 0-15. One word, so a worker that wakes late (its job already
-// done, or replaced) can never claim a chunk of a job it did not read.
-constexpr int kChunkBits = 16;
-constexpr std::uint64_t kChunkMask = (std::uint64_t{1} << kChunkBits) - 1;
-static_assert(kParallelChunksPerThread * kMaxThreads <= static_cast<int>(kChunkMask));
+// Each thread of a job (the caller is thread 0, worker w is thread w + 1) starts on a range of
+// chunks of its own, the same ones at every call of the same shape: what a thread wrote or read
+// at the last call is still in its caches (as with OpenMP's static schedule; with one shared
+// counter, who ran which chunk changed at every call, and at 16 threads data that fits the
+// caches came from another core's). A thread that has run its own range takes chunks from the
+// back of the others' ranges, so a descheduled or slower thread still holds back only the chunk
+// it is running. A range's `left` word holds its job's id (high 32 bits) and its chunks not yet
+// taken: claiming one is a compare-and-swap on it, which fails for a worker that wakes late
+// (its job done, or replaced) rather than take a chunk of a job it did not read.
+struct alignas(64) ChunkRange {
+  std::atomic<std::uint64_t> left{0};
+  std::atomic<std::int64_t> front{0}, back{0};  // the owner's next chunk; one past the thieves' next
+};
 
 class ThreadPool {
  public:
-  ThreadPool() : slots_(new Slot[kMaxThreads]), cpus_(platform::usable_cpu_count()) {}
+  ThreadPool() : slots_(new Slot[kMaxThreads]), ranges_(new ChunkRange[kMaxThreads]), cpus_(platform::usable_cpu_count()) {}
 
   // Held by the one caller that runs jobs on this pool.
   std::mutex& owner() { return owner_; }
@@ -90,16 +97,22 @@ class ThreadPool {
     begin_.store(begin, std::memory_order_relaxed);
     length_.store(end - begin, std::memory_order_relaxed);
     helpers_.store(helpers, std::memory_order_relaxed);
+    chunks_.store(chunks, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     failed_.store(false, std::memory_order_relaxed);
     // A job with no more threads than CPUs runs best with each thread on a CPU of its own.
     caller_cpu_.store(helpers < cpus_ ? platform::current_cpu() : -1, std::memory_order_relaxed);
     error_ = nullptr;
-    // Publishes the fields above to every thread that reads this word.
-    claim_.store((std::uint64_t{job_} << 32) | (static_cast<std::uint64_t>(chunks) << kChunkBits),
-                 std::memory_order_release);
+    const int threads = helpers + 1;
+    for (int t = 0; t < threads; ++t) {
+      const std::int64_t front = std::int64_t{chunks} * t / threads, back = std::int64_t{chunks} * (t + 1) / threads;
+      ranges_[t].front.store(front, std::memory_order_relaxed);
+      ranges_[t].back.store(back, std::memory_order_relaxed);
+      // Publishes the fields above to every thread that claims a chunk of this job.
+      ranges_[t].left.store((std::uint64_t{job_} << 32) | static_cast<std::uint64_t>(back - front), std::memory_order_release);
+    }
     wake_children(0, job_);
-    run_chunks(job_);
+    run_chunks(job_, 0);
     std::uint32_t done = 0;
     const auto finished = [&] { return (done = done_.load(std::memory_order_acquire)) == static_cast<std::uint32_t>(chunks); };
     if (!spin_until(finished, helpers >= cpus_)) {
@@ -148,51 +161,61 @@ class ThreadPool {
       if (short_slices == crowded) platform::set_short_time_slices(short_slices = !crowded);
       const int caller_cpu = caller_cpu_.load(std::memory_order_relaxed);
       if (caller_cpu >= 0 && platform::current_cpu() == caller_cpu) platform::move_off_cpu(caller_cpu);
-      run_chunks(job);
+      run_chunks(job, index + 1);
     }
   }
 
-  // Claims and runs chunks of `job` until none is left (or another job has replaced it).
-  void run_chunks(std::uint32_t job) {
+  // Runs the chunks of `job` left in thread `self`'s range, then those left in the others'
+  // (from their backs), until none is left (or another job has replaced it).
+  void run_chunks(std::uint32_t job, int self) {
     t_inside_chunk = true;
-    std::uint64_t claim = claim_.load(std::memory_order_acquire);
-    for (;;) {
-      const auto chunks = static_cast<std::int64_t>((claim >> kChunkBits) & kChunkMask);
-      const auto chunk = static_cast<std::int64_t>(claim & kChunkMask);
-      if ((claim >> 32) != job || chunk >= chunks) break;
-      if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
-      // The chunk is ours, so its job is not finished and the fields below are still its own.
-      if (!failed_.load(std::memory_order_relaxed)) {
-        const std::int64_t begin = begin_.load(std::memory_order_relaxed), length = length_.load(std::memory_order_relaxed);
-        const std::int64_t part = length / chunks, rest = length % chunks;
-        const std::int64_t first = begin + chunk * part + std::min(chunk, rest);
-        try {
-          (*fn_.load(std::memory_order_relaxed))(first, first + part + (chunk < rest ? 1 : 0));
-        } catch (...) {
-          std::lock_guard lock(error_mutex_);
-          if (!error_) error_ = std::current_exception();
-          failed_.store(true, std::memory_order_relaxed);
-        }
+    const int threads = helpers_.load(std::memory_order_relaxed) + 1;
+    for (int k = 0; k < threads; ++k) {
+      ChunkRange& range = ranges_[(self + k) % threads];
+      std::uint64_t left = range.left.load(std::memory_order_acquire);
+      for (;;) {
+        if ((left >> 32) != job || (left & 0xffff'ffffu) == 0) break;
+        if (!range.left.compare_exchange_weak(left, left - 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+        // The chunk is ours, so its job is not finished and the fields below are still its own.
+        const std::int64_t chunk = k == 0 ? range.front.fetch_add(1, std::memory_order_relaxed)
+                                          : range.back.fetch_sub(1, std::memory_order_relaxed) - 1;
+        run_chunk(chunk);
+        left = range.left.load(std::memory_order_acquire);
       }
-      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(chunks)) platform::wake_one(done_);
-      claim = claim_.load(std::memory_order_acquire);
     }
     t_inside_chunk = false;
   }
 
+  void run_chunk(std::int64_t chunk) {
+    const std::int64_t chunks = chunks_.load(std::memory_order_relaxed);
+    if (!failed_.load(std::memory_order_relaxed)) {
+      const std::int64_t begin = begin_.load(std::memory_order_relaxed), length = length_.load(std::memory_order_relaxed);
+      const std::int64_t part = length / chunks, rest = length % chunks;
+      const std::int64_t first = begin + chunk * part + std::min(chunk, rest);
+      try {
+        (*fn_.load(std::memory_order_relaxed))(first, first + part + (chunk < rest ? 1 : 0));
+      } catch (...) {
+        std::lock_guard lock(error_mutex_);
+        if (!error_) error_ = std::current_exception();
+        failed_.store(true, std::memory_order_relaxed);
+      }
+    }
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(chunks)) platform::wake_one(done_);
+  }
+
   std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<ChunkRange[]> ranges_;  // per thread of the current job
   std::atomic<int> workers_{0};
   int refused_at_ = kMaxThreads;
   const int cpus_;  // usable when the pool was made
   std::mutex owner_;
   std::uint32_t job_ = 0;  // the owner's
 
-  alignas(64) std::atomic<std::uint64_t> claim_{0};
-  // The current job, written before claim_ publishes it: atomics, so that a worker that reads
-  // them late (its job over) reads a stale value, not a torn one; it then fails its claim.
+  // The current job, written before its ranges publish it: atomics, so that a worker that
+  // reads them late (its job over) reads a stale value, not a torn one; it then fails its claim.
   alignas(64) std::atomic<const RangeFn*> fn_{nullptr};
   std::atomic<std::int64_t> begin_{0}, length_{0};
-  std::atomic<int> helpers_{0};
+  std::atomic<int> helpers_{0}, chunks_{0};
   std::atomic<int> caller_cpu_{-1};  // where the caller runs; -1: unknown, or more threads than CPUs
   std::atomic<bool> failed_{false};
   alignas(64) std::atomic<std::uint32_t> done_{0};

@@ -2,9 +2,11 @@
 //
 // - parallel_for cuts [begin, end) into chunks of at least `grain` indices (the grain is the
 //   kernel's cost model: a chunk must pay for waking a thread), at most a few per thread. The
-//   caller and as many workers as there are chunks beyond its own claim chunks one by one from
-//   a shared word (one compare-and-swap each), so a thread that is descheduled, or runs slower,
-//   holds back only the chunk it is running: the others finish its share.
+//   caller and as many workers as there are chunks beyond its own each start on a range of
+//   chunks of their own, the same at every call of the same shape (so each finds in its caches
+//   what it touched at the last call), claiming them one by one (one compare-and-swap each);
+//   then they take what is left of the others' ranges, so a thread that is descheduled, or runs
+//   slower, holds back only the chunk it is running: the others finish its share.
 // - The caller waits for the work, never for the workers: it returns once every chunk has run,
 //   whether or not every worker it woke has even started. No mutex on the hot path; workers are
 //   woken in a tree (each wakes two more), poll briefly for the next job, then block on a futex
