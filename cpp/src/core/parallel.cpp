@@ -170,6 +170,7 @@ class ThreadPool {
   void run_chunks(std::uint32_t job, int self) {
     t_inside_chunk = true;
     const int threads = helpers_.load(std::memory_order_relaxed) + 1;
+    std::uint32_t ran = 0;
     for (int k = 0; k < threads; ++k) {
       ChunkRange& range = ranges_[(self + k) % threads];
       std::uint64_t left = range.left.load(std::memory_order_acquire);
@@ -180,10 +181,16 @@ class ThreadPool {
         const std::int64_t chunk = k == 0 ? range.front.fetch_add(1, std::memory_order_relaxed)
                                           : range.back.fetch_sub(1, std::memory_order_relaxed) - 1;
         run_chunk(chunk);
+        ++ran;
         left = range.left.load(std::memory_order_acquire);
       }
     }
     t_inside_chunk = false;
+    // Counted once per thread, not per chunk: at 16 threads, chunks ending together queued on
+    // this cache line. A thread reports once it finds nothing left to claim, so the count is
+    // complete as soon as the last chunk has run.
+    if (ran != 0 && done_.fetch_add(ran, std::memory_order_acq_rel) + ran == static_cast<std::uint32_t>(chunks_.load(std::memory_order_relaxed)))
+      platform::wake_one(done_);
   }
 
   void run_chunk(std::int64_t chunk) {
@@ -200,7 +207,6 @@ class ThreadPool {
         failed_.store(true, std::memory_order_relaxed);
       }
     }
-    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(chunks)) platform::wake_one(done_);
   }
 
   std::unique_ptr<Slot[]> slots_;
