@@ -101,7 +101,7 @@ class ThreadPool {
     done_.store(0, std::memory_order_relaxed);
     failed_.store(false, std::memory_order_relaxed);
     // A job with no more threads than CPUs runs best with each thread on a CPU of its own.
-    caller_cpu_.store(helpers < cpus_ ? platform::current_cpu() : -1, std::memory_order_relaxed);
+    caller_cpu_.store(crowded(helpers) ? -1 : platform::current_cpu(), std::memory_order_relaxed);
     error_ = nullptr;
     const int threads = helpers + 1;
     for (int t = 0; t < threads; ++t) {
@@ -115,7 +115,7 @@ class ThreadPool {
     run_chunks(job_, 0);
     std::uint32_t done = 0;
     const auto finished = [&] { return (done = done_.load(std::memory_order_acquire)) == static_cast<std::uint32_t>(chunks); };
-    if (!spin_until(finished, helpers >= cpus_)) {
+    if (!spin_until(finished, crowded(helpers))) {
       while (!finished()) platform::wait_while_equal(done_, done);
     }
     fn_.store(nullptr, std::memory_order_relaxed);
@@ -140,25 +140,30 @@ class ThreadPool {
     }
   }
 
+  // More threads than CPUs: they cannot all run at once.
+  bool crowded(int helpers) const { return helpers >= cpus_; }
+
   void worker_loop(int index) {
     std::atomic<std::uint32_t>& signal = slots_[index].signal;
     std::uint32_t seen = 0, job = 0;
-    bool short_slices = false;
+    bool crowded_job = true;  // the last job's; the thread starts with the kernel's default slices
     const auto asked = [&] { return (job = signal.load(std::memory_order_acquire)) != seen; };
     for (;;) {
-      if (!spin_until(asked, !short_slices)) {
+      if (!spin_until(asked, crowded_job)) {
         while (!asked()) platform::wait_while_equal(signal, seen);
       }
       seen = job;
       wake_children(index + 1, job);
-      // A worker on its caller's CPU only takes turns with it. The scheduler leaves it there
-      // when another busy thread (of torch, of another process) makes the count of runnable
-      // threads odd: it balances counts, not processes, so this call would get one CPU.
       // Short time slices let a worker in soon after it is woken, but with more threads than
       // CPUs they only make the workers preempt each other: asked for (a system call) only
       // when that changes.
-      const bool crowded = helpers_.load(std::memory_order_relaxed) >= cpus_;
-      if (short_slices == crowded) platform::set_short_time_slices(short_slices = !crowded);
+      if (crowded(helpers_.load(std::memory_order_relaxed)) != crowded_job) {
+        crowded_job = !crowded_job;
+        platform::set_short_time_slices(!crowded_job);
+      }
+      // A worker on its caller's CPU only takes turns with it. The scheduler leaves it there
+      // when another busy thread (of torch, of another process) makes the count of runnable
+      // threads odd: it balances counts, not processes, so this call would get one CPU.
       const int caller_cpu = caller_cpu_.load(std::memory_order_relaxed);
       if (caller_cpu >= 0 && platform::current_cpu() == caller_cpu) platform::move_off_cpu(caller_cpu);
       run_chunks(job, index + 1);

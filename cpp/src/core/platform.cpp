@@ -313,7 +313,7 @@ void set_short_time_slices(bool on) {
 #else
 int current_cpu() { return -1; }
 bool move_off_cpu(int) { return false; }
-void set_short_time_slices(bool on) {}
+void set_short_time_slices(bool) {}
 #endif
 
 void cpu_relax() {
