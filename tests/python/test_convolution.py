@@ -1121,6 +1121,28 @@ def test_plan_fields():
     assert forced.reason == "forced (any forward layer)"
     direct = layer("float32", (1, 64, 56, 56), (64, 64, 3, 3)).plan()
     assert direct.algorithm == "direct" and {"lanes", "vectors", "bands", "band", "channel_pass"} <= set(direct.tiles)
+
+
+def test_direct_packs_a_pointwise_filter_per_pass_whatever_the_tasks():
+    """A block's filter is packed pass by pass by each task that reads it when a task alone reads
+    it, and for pointwise layers always; a window layer read by several tasks shares one packing.
+    Same bits either way."""
+    x = np.random.default_rng(5).standard_normal((4, 256, 14, 14)).astype(np.float32)
+    w1 = (np.random.default_rng(6).standard_normal((64, 256, 1, 1)) / 16).astype(np.float32)
+    w3 = (np.random.default_rng(7).standard_normal((64, 256, 3, 3)) / 48).astype(np.float32)
+    results, plans = {}, {}
+    for threads in (1, 16):
+        with dmlops.threads(threads):
+            for name, w, pad in (("1x1", w1, 0), ("3x3", w3, 1)):
+                desc = layer("float32", x.shape, w.shape, start_padding=pad, end_padding=pad)
+                plans[name, threads] = desc.plan()
+                results[name, threads] = desc(x, w)
+    assert {p.algorithm for p in plans.values()} == {"direct"}
+    assert plans["1x1", 16].tiles["bands"] * x.shape[0] > 2 and plans["1x1", 16].tiles["packed_per_pass"] == 1
+    assert plans["3x3", 16].tiles["bands"] * x.shape[0] > 2 and plans["3x3", 16].tiles["packed_per_pass"] == 0
+    for name, w, pad in (("1x1", w1, 0), ("3x3", w3, 1)):
+        assert_close(results[name, 1], x, w, None, start_padding=(pad, pad), end_padding=(pad, pad))
+        np.testing.assert_array_equal(results[name, 16], results[name, 1])
     phases = layer("float32", (1, 64, 28, 28), (64, 32, 4, 4), direction="backward", strides=2, start_padding=1,
                    end_padding=1).plan()
     assert phases.algorithm == "backward_phases" and phases.tiles == {"phases": 4} and phases.tasks == 4

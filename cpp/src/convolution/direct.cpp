@@ -104,11 +104,15 @@ struct Blocking {
     // threads, whose filter is 9 MB) is packed by that task a pass at a time, just before the
     // pass, into L1; so is one used by two tasks when the filter is larger than L2 (packed up
     // front it would go out to L3 and come back twice, after a barrier: 3x3 512@7 and 1x1
-    // 2048>512@7 at 16 threads 10-14% faster so; with a 1 MiB filter, 1x1 1024>256@14 on 4 threads,
-    // packing twice was 14% slower). Else every block's once, up front, by all threads (group
-    // grp's block at packed + (grp * padded_M + first) * K), and shared.
+    // 2048>512@7 at 16 threads 10-14% faster so), and a pointwise layer's at any count of tasks:
+    // on the 16-core Xeon, paired, 1x1 1024>256@14 ran 0.64x the time at 16 threads and 0.83x at
+    // 8, 512>128@28 0.84x and 0.75x, 128>512@28 0.80x and 0.84x, batch-8 1024>256@14 0.89x and
+    // 0.94x; no pointwise layer slower at 4 to 16 threads. (Window layers were not faster: at 8
+    // threads 8-15% slower.) Else every block's once, up front, by all threads (group grp's
+    // block at packed + (grp * padded_M + first) * K), and shared.
     const std::int64_t readers = g.batch * bands;
-    pack_in_pass = readers == 1 || (readers == 2 && K * M * g.groups * std::int64_t{sizeof(Acc)} > platform::cache_sizes().l2);
+    pack_in_pass = readers == 1 || taps == 1 ||
+                   (readers == 2 && K * M * g.groups * std::int64_t{sizeof(Acc)} > platform::cache_sizes().l2);
     tasks = per_band * bands;
     grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * K * max_width * band_max));
   }
@@ -263,7 +267,8 @@ void describe(const Geometry& g, ConvolutionPlan& plan) {
                 {"channel_blocks", b.block_count},
                 {"bands", b.bands},
                 {"band", b.band_max},
-                {"channel_pass", b.channel_pass}};
+                {"channel_pass", b.channel_pass},
+                {"packed_per_pass", b.pack_in_pass ? 1 : 0}};
   plan.tasks = b.tasks;
 }
 
