@@ -264,20 +264,25 @@ template <class Acc>
 struct FilterMatrix {
   const std::byte* data;
   std::int64_t row_step;                    // bytes between output channels
-  std::vector<std::int64_t> column_offset;  // bytes, within an output channel's filter
+  std::vector<std::int64_t> column_offset;  // bytes, within an output channel's filter (unless dense)
   bool dense = false;
   std::int64_t ld = 0;
 
   FilterMatrix(const Geometry& g, const TensorView& filter, const Taps& tap, bool flip)
       : data(static_cast<const std::byte*>(filter.data)), row_step(filter.byte_strides[0]) {
     const std::int64_t taps = std::ssize(tap.index);
+    constexpr std::int64_t kSize = sizeof(Acc);
+    // Column k = c * taps + t lies at c * (channel stride) + (tap t's offset): every one at
+    // k * kSize exactly when the taps are and the channels follow each other.
+    dense = aligned(data, alignof(Acc)) && row_step % kSize == 0 &&
+            (g.in_per_group == 1 || filter.byte_strides[1] == taps * kSize);
+    for (std::int64_t t = 0; t < taps && dense; ++t) dense = tap.filter(t, flip) == t * kSize;
+    ld = row_step / kSize;
+    if (dense) return;  // no column table: a dense_row() is the row (3x3 512>512: 4,608 entries a call)
+    column_offset.reserve(static_cast<std::size_t>(g.in_per_group * taps));
     for (std::int64_t c = 0; c < g.in_per_group; ++c) {
       for (std::int64_t t = 0; t < taps; ++t) column_offset.push_back(c * filter.byte_strides[1] + tap.filter(t, flip));
     }
-    constexpr std::int64_t kSize = sizeof(Acc);
-    dense = aligned(data, alignof(Acc)) && row_step % kSize == 0;
-    for (std::int64_t k = 0; k < std::ssize(column_offset) && dense; ++k) dense = column_offset[k] == k * kSize;
-    ld = row_step / kSize;
   }
   const Acc* dense_row(std::int64_t oc) const { return reinterpret_cast<const Acc*>(data + oc * row_step); }
   Acc at(std::int64_t oc, std::int64_t k) const {
