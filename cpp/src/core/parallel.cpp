@@ -173,8 +173,10 @@ class ThreadPool {
       // than the last) blocked during the call's last chunk and its return to Python, and the
       // next call's first step had to wake them (16-core Xeon: its padding step's last chunk
       // started 20-110 us late, where a chunk took 3-30 us).
+      // Only this job's last chunks: a later job that does not ask this worker (fewer threads)
+      // is not waited for (the caller's range names the job running now).
       if (!crowded_job) {
-        while (signal.load(std::memory_order_acquire) == seen &&
+        while (signal.load(std::memory_order_acquire) == seen && (ranges_[0].left.load(std::memory_order_acquire) >> 32) == job &&
                done_.load(std::memory_order_acquire) != static_cast<std::uint32_t>(chunks_.load(std::memory_order_relaxed)))
           platform::cpu_relax();
       }
