@@ -76,113 +76,53 @@ DMLOPS_TARGET("avx2,fma") void tile_f32_avx2(std::int64_t K, const float* a, con
   }
 }
 
-// 6 x 32 floats: two adjacent micro-panels of B (b and b + K * 16, one zmm register each) in
-// twelve AVX-512 registers. Every element is the same chain of FMAs in the same order as in
-// tile_f32_avx2, so the two kernels give identical bits.
-DMLOPS_TARGET("avx512f") void tile_f32x2_avx512(std::int64_t K, std::int64_t panel_stride, const float* a,
-                                                          const float* b, float* c, std::int64_t ldc, bool accumulate) {
-  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-  __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  if (accumulate) {
-    c00 = _mm512_loadu_ps(c), c01 = _mm512_loadu_ps(c + 16);
-    c10 = _mm512_loadu_ps(c + ldc), c11 = _mm512_loadu_ps(c + ldc + 16);
-    c20 = _mm512_loadu_ps(c + 2 * ldc), c21 = _mm512_loadu_ps(c + 2 * ldc + 16);
-    c30 = _mm512_loadu_ps(c + 3 * ldc), c31 = _mm512_loadu_ps(c + 3 * ldc + 16);
-    c40 = _mm512_loadu_ps(c + 4 * ldc), c41 = _mm512_loadu_ps(c + 4 * ldc + 16);
-    c50 = _mm512_loadu_ps(c + 5 * ldc), c51 = _mm512_loadu_ps(c + 5 * ldc + 16);
+// The AVX-512 float tiles: kPanels panels of A (a, a + a_stride, ...) against kMicro adjacent
+// micro-panels of B (b, b + b_stride, ...), kPanels * R x kMicro * 16 floats in zmm registers.
+// Per k, kMicro loads of B and kPanels * R broadcasts feed kPanels * R * kMicro FMAs. Every
+// element is the same chain of FMAs in the same order as in tile_f32_avx2, so every shape
+// gives identical bits.
+// - 12 x 32 (2, 2), 24 accumulators: 2 loads of B and 12 broadcasts per 24 FMAs, where 6 x 32
+//   spends 8 per 12 (in L1, K 64 to 256: 201-205 GFLOP/s against 180-194 on a Xeon whose FMA
+//   peak is 228). Whole layers gain less, where C's stores and B's packing set the pace: on
+//   that Xeon at 1 thread transposed 4x4 s2 256>128@16 5% and the 7x7 s2 stem 3-7% faster, 1x1
+//   layers within noise.
+// - 6 x 32 (1, 2): a last odd panel of A against two micro-panels.
+// - 12 x 16 (2, 1): a last odd micro-panel, which the 6 x 16 AVX2 tile would run at half the
+//   vector width.
+template <int kPanels, int kMicro>
+DMLOPS_TARGET("avx512f") void tile_f32_avx512(std::int64_t K, std::int64_t a_stride, std::int64_t b_stride,
+                                                       const float* a, const float* b, float* c, std::int64_t ldc,
+                                                       bool accumulate) {
+  constexpr int kRows = kPanels * R;
+  __m512 acc[kRows][kMicro];
+DMLOPS_UNROLL(12)
+  for (int r = 0; r < kRows; ++r) {
+DMLOPS_UNROLL(2)
+    for (int v = 0; v < kMicro; ++v) acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * ldc + v * 16) : _mm512_setzero_ps();
   }
   for (std::int64_t k = 0; k < K; ++k, a += R, b += 16) {
-    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + panel_stride);
-    __m512 x = _mm512_set1_ps(a[0]);
-    c00 = _mm512_fmadd_ps(x, b0, c00), c01 = _mm512_fmadd_ps(x, b1, c01);
-    x = _mm512_set1_ps(a[1]);
-    c10 = _mm512_fmadd_ps(x, b0, c10), c11 = _mm512_fmadd_ps(x, b1, c11);
-    x = _mm512_set1_ps(a[2]);
-    c20 = _mm512_fmadd_ps(x, b0, c20), c21 = _mm512_fmadd_ps(x, b1, c21);
-    x = _mm512_set1_ps(a[3]);
-    c30 = _mm512_fmadd_ps(x, b0, c30), c31 = _mm512_fmadd_ps(x, b1, c31);
-    x = _mm512_set1_ps(a[4]);
-    c40 = _mm512_fmadd_ps(x, b0, c40), c41 = _mm512_fmadd_ps(x, b1, c41);
-    x = _mm512_set1_ps(a[5]);
-    c50 = _mm512_fmadd_ps(x, b0, c50), c51 = _mm512_fmadd_ps(x, b1, c51);
-  }
-  const __m512 rows[R][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-  for (int r = 0; r < R; ++r) {
-    _mm512_storeu_ps(c + r * ldc, rows[r][0]);
-    _mm512_storeu_ps(c + r * ldc + 16, rows[r][1]);
-  }
-}
-
-// 12 x 16 floats: one micro-panel of B against two panels of A (a and a + panel_stride), for
-// a last odd micro-panel, which the 6 x 16 AVX2 tile would run at half the vector width. Again
-// the same FMA chain per element, so the same bits.
-DMLOPS_TARGET("avx512f") void tile_f32_rows2_avx512(std::int64_t K, std::int64_t panel_stride, const float* a,
-                                                              const float* b, float* c, std::int64_t ldc, bool accumulate) {
-  __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
-  __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
-  if (accumulate) {
-    c0 = _mm512_loadu_ps(c), c1 = _mm512_loadu_ps(c + ldc), c2 = _mm512_loadu_ps(c + 2 * ldc);
-    c3 = _mm512_loadu_ps(c + 3 * ldc), c4 = _mm512_loadu_ps(c + 4 * ldc), c5 = _mm512_loadu_ps(c + 5 * ldc);
-    c6 = _mm512_loadu_ps(c + 6 * ldc), c7 = _mm512_loadu_ps(c + 7 * ldc), c8 = _mm512_loadu_ps(c + 8 * ldc);
-    c9 = _mm512_loadu_ps(c + 9 * ldc), c10 = _mm512_loadu_ps(c + 10 * ldc), c11 = _mm512_loadu_ps(c + 11 * ldc);
-  }
-  const float* a2 = a + panel_stride;
-  for (std::int64_t k = 0; k < K; ++k, a += R, a2 += R, b += 16) {
-    const __m512 b0 = _mm512_loadu_ps(b);
-    c0 = _mm512_fmadd_ps(_mm512_set1_ps(a[0]), b0, c0), c1 = _mm512_fmadd_ps(_mm512_set1_ps(a[1]), b0, c1);
-    c2 = _mm512_fmadd_ps(_mm512_set1_ps(a[2]), b0, c2), c3 = _mm512_fmadd_ps(_mm512_set1_ps(a[3]), b0, c3);
-    c4 = _mm512_fmadd_ps(_mm512_set1_ps(a[4]), b0, c4), c5 = _mm512_fmadd_ps(_mm512_set1_ps(a[5]), b0, c5);
-    c6 = _mm512_fmadd_ps(_mm512_set1_ps(a2[0]), b0, c6), c7 = _mm512_fmadd_ps(_mm512_set1_ps(a2[1]), b0, c7);
-    c8 = _mm512_fmadd_ps(_mm512_set1_ps(a2[2]), b0, c8), c9 = _mm512_fmadd_ps(_mm512_set1_ps(a2[3]), b0, c9);
-    c10 = _mm512_fmadd_ps(_mm512_set1_ps(a2[4]), b0, c10), c11 = _mm512_fmadd_ps(_mm512_set1_ps(a2[5]), b0, c11);
-  }
-  const __m512 rows[2 * R] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
-  for (int r = 0; r < 2 * R; ++r) _mm512_storeu_ps(c + r * ldc, rows[r]);
-}
-
-// 12 x 32 floats: two micro-panels of B (b and b + b_stride) against two panels of A (a and
-// a + a_stride), in 24 zmm registers: per k, 2 loads of B and 12 broadcasts for 24 FMAs, where
-// the 6 x 32 tile spends 8 for 12 (in L1, K 64 to 256: 201-205 GFLOP/s against 180-194 on a
-// Xeon whose FMA peak is 228). Whole layers gain less, where C's stores and B's packing set the
-// pace: on that Xeon at 1 thread transposed 4x4 s2 256>128@16 5% and the 7x7 s2 stem 3-7%
-// faster, 1x1 layers within noise. Again the same FMA chain per element, so the same bits.
-DMLOPS_TARGET("avx512f") void tile_f32x2_rows2_avx512(std::int64_t K, std::int64_t a_stride, std::int64_t b_stride,
-                                                                const float* a, const float* b, float* c, std::int64_t ldc,
-                                                                bool accumulate) {
-  __m512 acc[2 * R][2];
+    __m512 bv[kMicro];
+DMLOPS_UNROLL(2)
+    for (int v = 0; v < kMicro; ++v) bv[v] = _mm512_loadu_ps(b + v * b_stride);
 DMLOPS_UNROLL(12)
-  for (int r = 0; r < 2 * R; ++r) {
-    acc[r][0] = accumulate ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
-    acc[r][1] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
-  }
-  const float* a2 = a + a_stride;
-  for (std::int64_t k = 0; k < K; ++k, a += R, a2 += R, b += 16) {
-    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + b_stride);
-DMLOPS_UNROLL(6)
-    for (int r = 0; r < R; ++r) {
-      const __m512 x = _mm512_set1_ps(a[r]);
-      acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]), acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
-    }
-DMLOPS_UNROLL(6)
-    for (int r = 0; r < R; ++r) {
-      const __m512 x = _mm512_set1_ps(a2[r]);
-      acc[R + r][0] = _mm512_fmadd_ps(x, b0, acc[R + r][0]), acc[R + r][1] = _mm512_fmadd_ps(x, b1, acc[R + r][1]);
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r / R * a_stride + r % R]);
+DMLOPS_UNROLL(2)
+      for (int v = 0; v < kMicro; ++v) acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
     }
   }
 DMLOPS_UNROLL(12)
-  for (int r = 0; r < 2 * R; ++r) {
-    _mm512_storeu_ps(c + r * ldc, acc[r][0]);
-    _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
+  for (int r = 0; r < kRows; ++r) {
+DMLOPS_UNROLL(2)
+    for (int v = 0; v < kMicro; ++v) _mm512_storeu_ps(c + r * ldc + v * 16, acc[r][v]);
   }
 }
 
-// The AVX-512 float kernels: two micro-panels against two panels of A (24 zmm accumulators),
-// or against one (a last odd panel), and one (a last odd) micro-panel against two panels of A
-// (twelve accumulators each).
+// The AVX-512 float tiles by shape (see tile_f32_avx512).
 struct Avx512Tiles {
-  static constexpr auto quad = tile_f32x2_rows2_avx512;
-  static constexpr auto columns = tile_f32x2_avx512;
-  static constexpr auto rows = tile_f32_rows2_avx512;
+  static constexpr auto quad = tile_f32_avx512<2, 2>;
+  static constexpr auto columns = tile_f32_avx512<1, 2>;
+  static constexpr auto rows = tile_f32_avx512<2, 1>;
 };
 
 // The 6 x 8 double tile, same shape of loop.
@@ -232,7 +172,7 @@ void single_micro_panel(std::int64_t depth, std::int64_t p0, std::int64_t p1, Pa
   std::int64_t p = p0;
   if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
     for (; p + 2 * kGemmRows <= p1; p += 2 * kGemmRows)
-      wide.rows(depth, a_at(p + kGemmRows) - a_at(p), a_at(p), b, c + p * ldc, ldc, accumulate);
+      wide.rows(depth, a_at(p + kGemmRows) - a_at(p), 0, a_at(p), b, c + p * ldc, ldc, accumulate);
   }
   for (; p < p1; p += kGemmRows) tile(depth, a_at(p), b, c + p * ldc, ldc, accumulate);
 }
@@ -270,7 +210,7 @@ void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const A
             std::int64_t p = m0;
             for (; p + 2 * kGemmRows <= m1; p += 2 * kGemmRows)
               pair_tile.quad(depth, a_at(p + kGemmRows) - a_at(p), K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
-            for (; p < m1; p += kGemmRows) pair_tile.columns(depth, K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
+            for (; p < m1; p += kGemmRows) pair_tile.columns(depth, 0, K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
             j += 2 * NR;
             continue;
           }
@@ -300,7 +240,7 @@ void drive_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const A
             pair_tile.quad(depth, kGemmRows * K, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc,
                            k0 > 0);
           for (; p < M; p += kGemmRows)
-            pair_tile.columns(depth, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
+            pair_tile.columns(depth, 0, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
           j += 2 * NR;
           continue;
         }

@@ -63,6 +63,9 @@ struct alignas(64) ChunkRange {
   std::atomic<std::uint64_t> left{0};
   std::atomic<std::int64_t> front{0}, back{0};  // the owner's next chunk; one past the thieves' next
 };
+std::uint64_t range_word(std::uint32_t job, std::int64_t chunks) { return (std::uint64_t{job} << 32) | static_cast<std::uint64_t>(chunks); }
+std::uint32_t job_of(std::uint64_t word) { return static_cast<std::uint32_t>(word >> 32); }
+std::uint32_t chunks_left(std::uint64_t word) { return static_cast<std::uint32_t>(word); }
 
 class ThreadPool {
  public:
@@ -109,7 +112,7 @@ class ThreadPool {
       ranges_[t].front.store(front, std::memory_order_relaxed);
       ranges_[t].back.store(back, std::memory_order_relaxed);
       // Publishes the fields above to every thread that claims a chunk of this job.
-      ranges_[t].left.store((std::uint64_t{job_} << 32) | static_cast<std::uint64_t>(back - front), std::memory_order_release);
+      ranges_[t].left.store(range_word(job_, back - front), std::memory_order_release);
     }
     wake_children(0, job_);
     run_chunks(job_, 0);
@@ -167,17 +170,15 @@ class ThreadPool {
       const int caller_cpu = caller_cpu_.load(std::memory_order_relaxed);
       if (caller_cpu >= 0 && platform::current_cpu() == caller_cpu) platform::move_off_cpu(caller_cpu);
       run_chunks(job, index + 1);
-      // With a CPU each, a worker that runs out of chunks waits for the job's last ones before
-      // its poll starts, so that it polls kSpinTime past the end of the call's work, not of its
-      // own share. Otherwise, at 16 threads, the workers that finished first (a third sooner
-      // than the last) blocked during the call's last chunk and its return to Python, and the
-      // next call's first step had to wake them (16-core Xeon: its padding step's last chunk
+      // With a CPU each, a worker that runs out of chunks waits for the last ones of its job
+      // (not of a later job that does not ask it: the caller's range names the job running)
+      // before its poll starts, so that it polls kSpinTime past the end of the call's work, not
+      // of its own share. Otherwise, at 16 threads, the workers that finished first (a third
+      // sooner than the last) blocked during the call's last chunk and its return to Python, and
+      // the next call's first step had to wake them (16-core Xeon: its padding step's last chunk
       // started 20-110 us late, where a chunk took 3-30 us).
-      // Only this job's last chunks: a later job that does not ask this worker (fewer threads)
-      // is not waited for (the caller's range names the job running now).
       if (!crowded_job) {
-        while (signal.load(std::memory_order_acquire) == seen && (ranges_[0].left.load(std::memory_order_acquire) >> 32) == job &&
-               done_.load(std::memory_order_acquire) != static_cast<std::uint32_t>(chunks_.load(std::memory_order_relaxed)))
+        while (!asked() && job_of(ranges_[0].left.load(std::memory_order_acquire)) == seen && !all_done())
           platform::cpu_relax();
       }
     }
@@ -193,7 +194,7 @@ class ThreadPool {
       ChunkRange& range = ranges_[(self + k) % threads];
       std::uint64_t left = range.left.load(std::memory_order_acquire);
       for (;;) {
-        if ((left >> 32) != job || (left & 0xffff'ffffu) == 0) break;
+        if (job_of(left) != job || chunks_left(left) == 0) break;
         if (!range.left.compare_exchange_weak(left, left - 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
         // The chunk is ours, so its job is not finished and the fields below are still its own.
         const std::int64_t chunk = k == 0 ? range.front.fetch_add(1, std::memory_order_relaxed)
@@ -209,6 +210,11 @@ class ThreadPool {
     // complete as soon as the last chunk has run.
     if (ran != 0 && done_.fetch_add(ran, std::memory_order_acq_rel) + ran == static_cast<std::uint32_t>(chunks_.load(std::memory_order_relaxed)))
       platform::wake_one(done_);
+  }
+
+  // Every chunk of the current job has run (or been skipped).
+  bool all_done() const {
+    return done_.load(std::memory_order_acquire) == static_cast<std::uint32_t>(chunks_.load(std::memory_order_relaxed));
   }
 
   void run_chunk(std::int64_t chunk) {
