@@ -251,8 +251,9 @@ class Report:
         return "\n".join(lines)
 
     def scaling(self) -> list:
-        """Per case: dmlops' time at each thread count, its speed-up over the smallest count, the
-        faster peer's time at each count, and whether a count was slower than the one before it
+        """Per case: dmlops' time at each thread count (the counts timed interleaved, see
+        time_thread_counts), its speed-up over the smallest count, the faster peer's speed-up
+        over dmlops in each count's row, and whether a count was slower than the one before it
         (beyond 10% noise). Empty for a run of one thread count."""
         counts = sorted(set(self.environment["threads"]))
         if len(counts) < 2:
@@ -265,12 +266,15 @@ class Report:
         for (op, case), by_threads in cases.items():
             if not all(t in by_threads for t in counts):
                 continue
-            ms = [by_threads[t]["ms"]["dmlops"] for t in counts]
-            peers = [min((v for k, v in by_threads[t]["ms"].items() if k in ("torch", "onnxruntime")), default=None)
-                     for t in counts]
+            # The thread counts' interleaved timing where the run has one (time_thread_counts);
+            # the peers are compared within their own rows.
+            interleaved = all(by_threads[t].get("interleaved_ms") for t in counts)
+            ms = [by_threads[t]["interleaved_ms"] if interleaved else by_threads[t]["ms"]["dmlops"] for t in counts]
+            vs_peer = [max((v for k, v in by_threads[t]["speedup"].items() if k in ("torch", "onnxruntime")), default=None)
+                       for t in counts]
             slower = [counts[i + 1] for i in range(len(counts) - 1) if ms[i + 1] > 1.1 * ms[i]]
             result.append({"op": op, "case": case, "threads": counts, "ms": ms, "speedup": [ms[0] / m for m in ms],
-                           "best_peer_ms": peers, "slower_at": slower})
+                           "interleaved": interleaved, "vs_best_peer": vs_peer, "slower_at": slower})
         return result
 
     def scaling_text(self) -> str:
@@ -281,11 +285,12 @@ class Report:
         head = (f"{'op':<11} {'case':<28} | " + "".join(f"{'t' + str(t) + ' ms':>9} " for t in counts) + "| "
                 + "".join(f"{'x t' + str(t):>7} " for t in counts[1:]) + "| "
                 + "".join(f"{'vs peer' + str(t):>10} " for t in counts) + "| more threads")
-        lines = [f"Scaling: dmlops' median time per thread count, its speed-up over {counts[0]} thread(s), and the "
-                 "faster of torch and ONNX Runtime over dmlops at each count (above 1x: dmlops is faster)", head,
+        lines = [f"Scaling: dmlops' median time per thread count (the counts timed interleaved), its speed-up over "
+                 f"{counts[0]} thread(s), and the faster of torch and ONNX Runtime over dmlops in each count's row "
+                 "(above 1x: dmlops is faster)", head,
                  "-" * len(head)]
         for r in rows:
-            ratios = [fmt(p / m, "9.2f") + "x" if p is not None else "-" for p, m in zip(r["best_peer_ms"], r["ms"])]
+            ratios = [fmt(v, "9.2f") + "x" if v is not None else "-" for v in r["vs_best_peer"]]
             lines.append(f"{r['op']:<11} {r['case'][:28]:<28} | " + "".join(f"{m:9.3f} " for m in r["ms"]) + "| "
                          + "".join(f"{x:6.2f}x " for x in r["speedup"][1:]) + "| "
                          + "".join(f"{q:>10} " for q in ratios) + "| "
@@ -434,6 +439,28 @@ def run_case(case: Case, threads: int, peers: Peers, settings: dict, announce) -
     return row
 
 
+def time_thread_counts(case: Case, threads: list, peers: Peers, settings: dict) -> dict:
+    """dmlops' median ms at each thread count, timed interleaved: the counts take turns in
+    rounds of blocks of calls, as the implementations of one row do. Timed one count after the
+    other, a machine whose speed drifts (a virtual machine beside other tenants: 10-20% over
+    seconds) made a count look slower than the one before it; timed so, they share the drift.
+    Empty when the case cannot run (its rows say why)."""
+    try:
+        call = case.setup(peers, max(threads)).dmlops
+        call()
+    except Exception:
+        return {}
+
+    def at(t: int):
+        def run() -> None:
+            dmlops.set_num_threads(t)
+            call()
+        return run
+
+    return median_ms(time_calls({t: at(t) for t in threads}, settings["warmup"], settings["repeat"], settings["budget"],
+                                settings["block_warmup"]))
+
+
 def judge_targets(cases: list, rows: list, threads: int) -> list:
     verdicts = []
     goals = {(c.op, c.name): c.goals for c in cases if c.goals}
@@ -493,7 +520,8 @@ def run(ops: Optional[list] = None, threads: Optional[list] = None, quick: bool 
            "skipped_peers": dict(loaded.skipped), "seed": SEED, **{k: settings[k] for k in ("repeat", "budget", "warmup")},
            "load_average_start": load_average(), "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
            "gomp_spincount": os.environ.get("GOMP_SPINCOUNT")}
-    bar = Progress(4 * len(threads) + len(cases) * len(threads), progress)
+    interleave = len(set(threads)) > 1
+    bar = Progress(4 * len(threads) + len(cases) * (len(threads) + interleave), progress)
 
     def announce(row: dict, what: str) -> None:  # loudly, at once: a wrong answer must not wait for the table
         sys.stderr.write(f"\nFAILED {row['op']} {row['case']} threads={row['threads']}: {what}\n")
@@ -507,9 +535,16 @@ def run(ops: Optional[list] = None, threads: Optional[list] = None, quick: bool 
         at_start = limits()
         report = Report(env, at_start)
         for case in cases:
+            rows = []
             for t in threads:
                 bar.tick(f"{case.op} {case.name} {shape_text(case.shape)} {case.dtype} threads={t}")
-                report.rows.append(run_case(case, t, loaded, settings, announce))
+                rows.append(run_case(case, t, loaded, settings, announce))
+            if interleave:
+                bar.tick(f"{case.op} {case.name} {shape_text(case.shape)} {case.dtype} threads interleaved")
+                by_count = time_thread_counts(case, sorted(set(threads)), loaded, settings)
+                for row in rows:
+                    row["interleaved_ms"] = by_count.get(row["threads"])
+            report.rows.extend(rows)
         report.limits = best(at_start, limits())
         bar.close()
     finally:
