@@ -109,12 +109,17 @@ def test_smoke_report_with_the_installed_peers(tmp_path, capsys):
     cases = {(r["op"], r["case"]) for r in rows if r["status"] == "ok"}
     assert len(scaling) == len(cases)
     assert all(r["interleaved_ms"] > 0 for r in rows if r["status"] == "ok")
-    by_key = {(r["op"], r["case"][:28], r["threads"]): r["interleaved_ms"] for r in rows}
+    by_key = {(r["op"], r["case"][:28], r["threads"]): r for r in rows}
     for line in scaling:
         op = line.split()[0]
         case = line[12:40].strip()
         times = [float(v) for v in line.split("|")[1].split()]
-        assert times == [round(by_key[(op, case, t)], 3) for t in (1, 2)], line
+        assert times == [round(by_key[(op, case, t)]["interleaved_ms"], 3) for t in (1, 2)], line
+        # "vs peer": the faster peer's time over dmlops' in each count's row (the smaller ratio).
+        ratios = line.split("|")[3].split()
+        for t, ratio in zip((1, 2), ratios):
+            peer = [v for k, v in by_key[(op, case, t)]["speedup"].items() if k in ("torch", "onnxruntime")]
+            assert ratio == (f"{min(peer):.2f}x" if peer else "-"), line
 
 
 def test_smoke_report_without_the_optional_libraries(tmp_path, capsys, monkeypatch):

@@ -270,7 +270,8 @@ class Report:
             # the peers are compared within their own rows.
             interleaved = all(by_threads[t].get("interleaved_ms") for t in counts)
             ms = [by_threads[t]["interleaved_ms"] if interleaved else by_threads[t]["ms"]["dmlops"] for t in counts]
-            vs_peer = [max((v for k, v in by_threads[t]["speedup"].items() if k in ("torch", "onnxruntime")), default=None)
+            # The faster peer's: the smaller of the peers' times over dmlops'.
+            vs_peer = [min((v for k, v in by_threads[t]["speedup"].items() if k in ("torch", "onnxruntime")), default=None)
                        for t in counts]
             slower = [counts[i + 1] for i in range(len(counts) - 1) if ms[i + 1] > 1.1 * ms[i]]
             result.append({"op": op, "case": case, "threads": counts, "ms": ms, "speedup": [ms[0] / m for m in ms],
