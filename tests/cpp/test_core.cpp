@@ -2346,18 +2346,21 @@ void check_weighted_row_sum() {
 }
 
 // pack_gemm_b_gather against gemm_b_offset, exactly: micro-panels made of one full piece (the
-// fixed-size copy), of several pieces, of a partial piece and uncovered (zero) columns, and a
-// tail panel; K rows from distinct, unaligned source rows.
+// fixed-size copies: a run of two that follow each other in their rows, then one that does not
+// follow), of several pieces, of a partial piece and uncovered (zero) columns, and a tail panel;
+// K rows from distinct, unaligned source rows; from column 0 and from a later micro-panel.
 template <class Acc>
 void check_gemm_b_gather() {
   constexpr std::int64_t NR = gemm_columns<Acc>();
   std::vector<Acc> storage(4000);
   for (std::size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<Acc>(i + 1);
-  // Columns: [0, NR) one piece; [NR, 2NR) three pieces; [2NR, 3NR) a piece and a gap; [3NR, 4NR)
-  // a short piece then zeros to the end.
-  const std::vector<GemmPiece> pieces = {
-      {0, 3, NR}, {NR, 40, 5}, {NR + 5, 7, 1}, {NR + 6, 90, NR - 6}, {2 * NR, 11, NR - 3}, {3 * NR, 60, 2}};
-  const std::int64_t N = 4 * NR;
+  // Columns: [0, 2NR) one piece each, the second following the first; [2NR, 3NR) one piece
+  // elsewhere; [3NR, 4NR) three pieces; [4NR, 5NR) a piece and a gap; [5NR, 6NR) a short piece
+  // then zeros to the end.
+  const std::vector<GemmPiece> pieces = {{0, 3, NR},          {NR, 3 + NR, NR},        {2 * NR, 200, NR},
+                                         {3 * NR, 40, 5},     {3 * NR + 5, 7, 1},      {3 * NR + 6, 90, NR - 6},
+                                         {4 * NR, 11, NR - 3}, {5 * NR, 60, 2}};
+  const std::int64_t N = 6 * NR;
   for (std::int64_t K : {1, 3, 10}) {
     std::vector<const Acc*> source;
     for (std::int64_t k = 0; k < K; ++k) source.push_back(storage.data() + 1 + 37 * k);
@@ -2370,6 +2373,10 @@ void check_gemm_b_gather() {
     }
     pack_gemm_b_gather(K, source.data(), pieces.data(), std::ssize(pieces), 0, N, b.data());
     EXPECT_EQ(b, expected) << "K " << K;
+    // Columns [NR, N) alone: micro-panel q of the result is micro-panel q + 1 of the whole.
+    std::vector<Acc> tail(static_cast<std::size_t>(K * (N - NR)), Acc(-1));
+    pack_gemm_b_gather(K, source.data(), pieces.data() + 1, std::ssize(pieces) - 1, NR, N - NR, tail.data());
+    EXPECT_TRUE(std::equal(tail.begin(), tail.end(), expected.begin() + K * NR)) << "K " << K << " from column " << NR;
   }
 }
 

@@ -314,20 +314,35 @@ DMLOPS_ALWAYS_INLINE inline void pack_b_gather_body(std::int64_t K, const Acc* c
                                                       std::int64_t piece_count, std::int64_t column0, std::int64_t N,
                                                       Acc* b) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
+  const GemmPiece* const end = pieces + piece_count;
+  const auto whole = [&](const GemmPiece* piece, std::int64_t j) {  // micro-panel j is this one piece
+    return piece < end && piece->column == j && piece->length == NR && (piece + 1 == end || piece[1].column >= j + NR);
+  };
   std::int64_t i = 0;
-  for (std::int64_t j0 = column0; j0 < column0 + N; j0 += NR, b += K * NR) {
-    const std::int64_t first = i;
-    while (i < piece_count && pieces[i].column < j0 + NR) ++i;
-    if (i - first == 1 && pieces[first].length == NR) {  // the common case: one row piece, a fixed-size copy
-      const std::int64_t offset = pieces[first].offset;
+  for (std::int64_t j0 = column0; j0 < column0 + N;) {
+    // The common case: micro-panels that are each one row piece, each following the last in its
+    // rows (a pointwise layer's, or pieces of one output row): fixed-size copies, all of them
+    // per source row, so that each of the K rows (as many pages) is visited once per call, not
+    // once per micro-panel (2-core Xeon, 1 thread, C++ benchmark: 1x1 64>256@56 0.76-0.80 ->
+    // 0.71-0.73 ms, transposed 4x4 s2 1.92-1.95 -> 1.79-1.91 ms).
+    std::int64_t run = 0;
+    while (j0 + run * NR < column0 + N && whole(pieces + i + run, j0 + run * NR) &&
+           pieces[i + run].offset == pieces[i].offset + run * NR)
+      ++run;
+    if (run > 0) {
+      const std::int64_t offset = pieces[i].offset;
       for (std::int64_t k = 0; k < K; ++k) {
         const Acc* src = source[k] + offset;
-        DMLOPS_PREFETCH(src + kPackAhead * NR);
-        Acc* dst = b + k * NR;
-        copy_micro_row(dst, src);
+        for (std::int64_t q = 0; q < run; ++q) {
+          DMLOPS_PREFETCH(src + (q + kPackAhead) * NR);
+          copy_micro_row(b + q * K * NR + k * NR, src + q * NR);
+        }
       }
+      i += run, j0 += run * NR, b += run * K * NR;
       continue;
     }
+    const std::int64_t first = i;
+    while (i < piece_count && pieces[i].column < j0 + NR) ++i;
     std::int64_t covered = 0;
     for (std::int64_t p = first; p < i; ++p) covered += pieces[p].length;
     if (covered < NR) std::fill_n(b, K * NR, Acc(0));  // a tail or a gap
@@ -345,6 +360,7 @@ DMLOPS_ALWAYS_INLINE inline void pack_b_gather_body(std::int64_t K, const Acc* c
         for (; j < length; ++j) to[j] = src[j];
       }
     }
+    j0 += NR, b += K * NR;
   }
 }
 
