@@ -103,8 +103,8 @@ def test_smoke_report_with_the_installed_peers(tmp_path, capsys):
     assert out_png.exists() == out_scaling.exists() == installed("matplotlib")
     if installed("matplotlib"):
         assert out_png.read_bytes()[:8] == out_scaling.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # The scaling table: a line per case, its times at 1 and 2 threads those of the two counts
-    # timed interleaved (each row keeps its own, and its peers', timed beside each other).
+    # The scaling table: a line per case, its times at 1 and 2 threads as in the rows above it,
+    # and SLOWER where the two counts timed interleaved (each row's interleaved_ms) say so.
     scaling = text.out.split("Scaling: ")[1].split("\n\n")[0].splitlines()[3:]
     cases = {(r["op"], r["case"]) for r in rows if r["status"] == "ok"}
     assert len(scaling) == len(cases)
@@ -114,7 +114,9 @@ def test_smoke_report_with_the_installed_peers(tmp_path, capsys):
         op = line.split()[0]
         case = line[12:40].strip()
         times = [float(v) for v in line.split("|")[1].split()]
-        assert times == [round(by_key[(op, case, t)]["interleaved_ms"], 3) for t in (1, 2)], line
+        assert times == [round(by_key[(op, case, t)]["ms"]["dmlops"], 3) for t in (1, 2)], line
+        slower = by_key[(op, case, 2)]["interleaved_ms"] > 1.1 * by_key[(op, case, 1)]["interleaved_ms"]
+        assert line.rstrip().endswith("SLOWER at 2" if slower else "| ok"), line
         # "vs peer": the faster peer's time over dmlops' in each count's row (the smaller ratio).
         ratios = line.split("|")[3].split()
         for t, ratio in zip((1, 2), ratios):
@@ -249,3 +251,25 @@ def test_sharing_report_runs_every_scenario(capsys):
         assert r["alone"] > 0 and r["busy process"] > 0
         assert ("after torch" in r) == installed("torch")
         assert r["case"] in text
+
+
+def test_scaling_judges_more_threads_on_the_interleaved_timing():
+    """The table's times are the rows'; "SLOWER" is judged on the counts timed interleaved, which
+    share the machine's drift, and on the rows only when a run has no interleaved timing."""
+    def row(threads: int, ms: float, interleaved) -> dict:
+        return {"op": "pad", "case": "c", "threads": threads, "status": "ok", "ms": {"dmlops": ms, "torch": 2 * ms},
+                "speedup": {"torch": 2.0}, "interleaved_ms": interleaved}
+
+    def judged(rows: list) -> dict:
+        report = _report.Report({"threads": [1, 2]}, {}, rows)
+        (line,) = report.scaling()
+        return line
+
+    # The rows say 2 threads took 1.5x as long (drift); interleaved, they took 0.6x.
+    drifted = judged([row(1, 1.0, 1.0), row(2, 1.5, 0.6)])
+    assert drifted["ms"] == [1.0, 1.5] and drifted["slower_at"] == [] and drifted["vs_best_peer"] == [2.0, 2.0]
+    # Interleaved, 2 threads took 1.2x as long: slower, whatever the rows say.
+    assert judged([row(1, 1.0, 1.0), row(2, 0.6, 1.2)])["slower_at"] == [2]
+    # No interleaved timing (a count failed in it): the rows judge.
+    assert judged([row(1, 1.0, None), row(2, 1.5, None)])["slower_at"] == [2]
+    assert "SLOWER at 2" in _report.Report({"threads": [1, 2]}, {}, [row(1, 1.0, 1.0), row(2, 0.6, 1.2)]).scaling_text()
