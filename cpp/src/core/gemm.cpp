@@ -324,7 +324,7 @@ DMLOPS_ALWAYS_INLINE inline void pack_b_gather_body(std::int64_t K, const Acc* c
     // rows (a pointwise layer's, or pieces of one output row): fixed-size copies, all of them
     // per source row, so that each of the K rows (as many pages) is visited once per call, not
     // once per micro-panel (2-core Xeon, 1 thread, C++ benchmark: 1x1 64>256@56 0.76-0.80 ->
-    // 0.71-0.73 ms, transposed 4x4 s2 1.92-1.95 -> 1.79-1.91 ms).
+    // 0.67-0.69 ms, transposed 4x4 s2 1.92-1.95 -> 1.79-1.87 ms).
     std::int64_t run = 0;
     while (j0 + run * NR < column0 + N && whole(pieces + i + run, j0 + run * NR) &&
            pieces[i + run].offset == pieces[i].offset + run * NR)
@@ -333,10 +333,10 @@ DMLOPS_ALWAYS_INLINE inline void pack_b_gather_body(std::int64_t K, const Acc* c
       const std::int64_t offset = pieces[i].offset;
       for (std::int64_t k = 0; k < K; ++k) {
         const Acc* src = source[k] + offset;
-        for (std::int64_t q = 0; q < run; ++q) {
-          DMLOPS_PREFETCH(src + (q + kPackAhead) * NR);
-          copy_micro_row(b + q * K * NR + k * NR, src + q * NR);
-        }
+        for (std::int64_t q = 0; q < run; ++q) copy_micro_row(b + q * K * NR + k * NR, src + q * NR);
+        // kPackAhead micro-panels ahead of each copied one, as before, but only those past the
+        // run: the others were just copied.
+        for (std::int64_t q = std::max<std::int64_t>(run, kPackAhead); q < run + kPackAhead; ++q) DMLOPS_PREFETCH(src + q * NR);
       }
       i += run, j0 += run * NR, b += run * K * NR;
       continue;
