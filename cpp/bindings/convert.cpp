@@ -141,7 +141,15 @@ py::array output_array(const py::object& like, const TensorDesc& desc, const py:
   if (bytes > memory)
     fail(op, ": the output ", desc.sizes, " of ", py::str(dtype).cast<std::string>(), " needs ", bytes,
          " bytes, more than this machine's memory (", memory, " bytes); pass out= (e.g. a numpy.memmap) to write it");
-  return py::array(dtype, std::vector<py::ssize_t>(desc.sizes.begin(), desc.sizes.end()));
+  // On a cache line of its own: numpy's allocations start 16 bytes into one, and then every
+  // vector store of a row splits across two lines (1x1 64>256@56 at 1 thread took 0.97 ms with
+  // such an output, 0.86-0.88 with an aligned one, on a 2-core Xeon). The array is a view of a
+  // buffer 63 bytes longer, which its `base` keeps alive.
+  constexpr std::uintptr_t kLine = 64;
+  const py::array_t<std::uint8_t> buffer(static_cast<py::ssize_t>(bytes + kLine - 1));
+  const auto start = reinterpret_cast<std::uintptr_t>(buffer.data());
+  void* data = reinterpret_cast<void*>((start + kLine - 1) / kLine * kLine);
+  return py::array(dtype, std::vector<py::ssize_t>(desc.sizes.begin(), desc.sizes.end()), {}, data, buffer);
 }
 
 std::string bool_named(const std::string& message) {

@@ -76,6 +76,25 @@ def test_array_likes_give_the_ndarray_result(name, x, call):
         np.testing.assert_array_equal(result, expected)
 
 
+@pytest.mark.parametrize("name,x,call", OPERATORS, ids=OPERATOR_IDS)
+def test_results_start_on_a_cache_line_and_behave_as_arrays_of_their_own(name, x, call):
+    # numpy's allocations start 16 bytes into a cache line; dmlops' results start on one, so that
+    # their rows' vector stores do not split across lines. Each is writable, C-contiguous and
+    # keeps its memory alive on its own.
+    results = [call(x) for _ in range(8)]
+    expected = results[0].copy()
+    for result in results:
+        assert result.ctypes.data % 64 == 0
+        assert result.flags.c_contiguous and result.flags.writeable and result.flags.aligned
+        np.testing.assert_array_equal(result, expected)
+    result = results.pop()
+    del results
+    np.ones(10**6)  # reuse freed memory, if any was freed too soon
+    np.testing.assert_array_equal(result, expected)
+    result[...] = 0
+    assert not result.any()
+
+
 def test_lists_and_scalars_convert_as_np_asarray_does():
     np.testing.assert_array_equal(dmlops.pad([1, 2, 3], 1, 2), [0, 1, 2, 3, 0, 0])  # int64, as np.asarray
     assert dmlops.pad([1.5, 2], 1, 0).dtype == np.float64
