@@ -65,6 +65,11 @@ decltype(auto) naming_bool(const py::handle& x, F&& f) {
 // ends the process).
 py::array output_array(const py::object& like, const TensorDesc& desc, const py::object& out, const std::string& op);
 
+// Large results' memory kept for later results (see ResultBlocks in convert.cpp): frees it all
+// and returns its bytes; the bytes kept now.
+std::size_t release_result_memory();
+std::size_t cached_result_bytes();
+
 // Runs an operator descriptor on x: into `out`, or (None) into a new array (output_array)
 // allocated only after infer_output(desc) has validated everything. `op` names the operator.
 template <class Desc>

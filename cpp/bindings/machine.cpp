@@ -15,6 +15,10 @@ void bind_machine(py::module_& m) {
         "float32 FMA GFLOP/s of a register-only loop on `threads` threads (the ISA of fma_isa()).");
   m.def("fma_isa", [] { return kernel_isa(KernelKind::Fma); },
         "The instruction set fma_peak_gflops and the GEMM kernels use: avx512, avx2, sse2, neon or portable.");
+  m.def("release_result_memory", &release_result_memory,
+        "Frees the memory of large results that dmlops keeps, once their arrays are freed, for later "
+        "results of about their size; returns its bytes.");
+  m.def("cached_result_bytes", &cached_result_bytes, "The bytes of freed large results that dmlops keeps now.");
   m.def(
       "cache_sizes",
       [] {

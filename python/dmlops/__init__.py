@@ -8,6 +8,7 @@ docs/ (build it with ``sphinx-build docs build/docs``).
 """
 
 from ._activation import Activation
+from ._memory import release_memory
 from ._plan import Plan
 from ._tensor import DTYPES, TensorDesc, calc_buffer_tensor_size
 from ._threads import _check_environment, _register_threadpoolctl, get_num_threads, set_num_threads, threads
@@ -47,6 +48,7 @@ __all__ = [
     "get_num_threads",
     "lp_pooling",
     "pad",
+    "release_memory",
     "resample",
     "set_num_threads",
     "threads",

@@ -95,6 +95,34 @@ def test_results_start_on_a_cache_line_and_behave_as_arrays_of_their_own(name, x
     assert not result.any()
 
 
+def test_large_results_reuse_freed_memory_until_released():
+    # 8 MiB and up: the memory of a freed result goes to the next result of about its size, never
+    # to one while any view of the old result lives, and release_memory() frees it.
+    dmlops.release_memory()
+    x = np.arange(1_200_000, dtype=np.float64)
+    expected = np.pad(x, (10, 20), mode="reflect")
+    first = dmlops.pad(x, 10, 20, "reflection")
+    address, nbytes = first.ctypes.data, first.nbytes
+    assert nbytes >= 8 << 20 and address % 64 == 0
+    del first
+    reused = dmlops.pad(x, 10, 20, "reflection")
+    assert reused.ctypes.data == address
+    np.testing.assert_array_equal(reused, expected)
+    view = reused[5:9]
+    del reused
+    others = [dmlops.pad(x, 10, 20, "reflection") for _ in range(3)]
+    assert all(not np.shares_memory(view, other) for other in others)
+    assert len({other.ctypes.data for other in others}) == 3
+    np.testing.assert_array_equal(view, expected[5:9])
+    for other in others:
+        np.testing.assert_array_equal(other, expected)
+    del others, other
+    assert dmlops.release_memory() >= 3 * nbytes
+    assert dmlops.release_memory() == 0
+    del view
+    assert dmlops.release_memory() == nbytes  # the last view freed its block into the cache
+
+
 def test_lists_and_scalars_convert_as_np_asarray_does():
     np.testing.assert_array_equal(dmlops.pad([1, 2, 3], 1, 2), [0, 1, 2, 3, 0, 0])  # int64, as np.asarray
     assert dmlops.pad([1.5, 2], 1, 0).dtype == np.float64

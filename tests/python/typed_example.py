@@ -109,6 +109,7 @@ def tensors_threads_and_models() -> None:
     threads: int = dmlops.get_num_threads()
     with dmlops.threads(1) as context:
         assert dmlops.get_num_threads() == 1 and context.n == 1
+    released: int = dmlops.release_memory()
     model = {
         "resources": {"x": {"initialValuesDataType": "INT32", "initialValues": [1, 2, 3]},
                       "y": {"initialValuesDataType": "INT32", "initialValues": {"valueCount": 5, "value": 0}}},
