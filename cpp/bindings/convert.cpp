@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/scratch.hpp"
 
 namespace dmlops::bindings {
 
@@ -152,91 +153,49 @@ class ResultBlocks {
     return *blocks;
   }
 
-  // A cached block of at least `bytes` (and at most twice), else a new one; {data, capacity}.
-  std::pair<void*, std::size_t> take(std::size_t bytes) {
-    {
-      const std::lock_guard lock(mutex_);
-      auto best = blocks_.end();
-      for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
-        if (it->capacity >= bytes && it->capacity / 2 <= bytes && (best == blocks_.end() || it->capacity < best->capacity))
-          best = it;
-      }
-      if (best != blocks_.end()) {
-        const Block block = *best;
-        blocks_.erase(best);
-        cached_ -= block.capacity;
-        return {block.data, block.capacity};
-      }
-    }
-    return {::operator new(bytes, kAlignment), bytes};
-  }
-
-  // Back into the cache, the oldest blocks freed while the cache holds more than its budget.
-  void give(void* data, std::size_t capacity) noexcept {
+  // A cached block of at least `bytes` and at most twice that, else a new one.
+  BlockCache::Block take(std::size_t bytes) {
     const std::lock_guard lock(mutex_);
-    try {
-      blocks_.push_back({data, capacity});
-    } catch (...) {
-      ::operator delete(data, kAlignment);
-      return;
-    }
-    cached_ += capacity;
-    while (cached_ > budget_ && !blocks_.empty()) {
-      cached_ -= blocks_.front().capacity;
-      ::operator delete(blocks_.front().data, kAlignment);
-      blocks_.erase(blocks_.begin());
-    }
+    return cache_.take(bytes, 2 * bytes);
   }
-
-  // Frees every cached block; returns their bytes.
+  void give(BlockCache::Block block) noexcept {
+    const std::lock_guard lock(mutex_);
+    cache_.give(block);
+  }
   std::size_t release() noexcept {
     const std::lock_guard lock(mutex_);
-    const std::size_t released = cached_;
-    for (const Block& block : blocks_) ::operator delete(block.data, kAlignment);
-    blocks_.clear();
-    cached_ = 0;
-    return released;
+    return cache_.release();
   }
-
   std::size_t cached_bytes() {
     const std::lock_guard lock(mutex_);
-    return cached_;
+    return cache_.bytes();
   }
 
  private:
-  static constexpr std::align_val_t kAlignment{64};
-  struct Block {
-    void* data;
-    std::size_t capacity;
-  };
-  // An eighth of the machine's memory, at most 1 GiB.
-  ResultBlocks() : budget_(static_cast<std::size_t>(std::min<std::uint64_t>(physical_memory_bytes() / 8, std::uint64_t{1} << 30))) {}
+  // An eighth of the machine's memory, at most 1 GiB; the oldest blocks go first.
+  ResultBlocks()
+      : cache_(static_cast<std::size_t>(std::min<std::uint64_t>(physical_memory_bytes() / 8, std::uint64_t{1} << 30)),
+               BlockCache::Evict::Oldest) {}
 
   std::mutex mutex_;
-  std::vector<Block> blocks_;  // oldest first
-  std::size_t cached_ = 0;
-  const std::size_t budget_;
+  BlockCache cache_;
 };
 
 // A large result's array: a view of a block of ResultBlocks, which a capsule (its base) gives
 // back when the array is freed.
 py::array cached_result(const py::dtype& dtype, const std::vector<py::ssize_t>& shape, std::size_t bytes) {
-  struct Owned {
-    void* data;
-    std::size_t capacity;
-  };
-  const auto [data, capacity] = ResultBlocks::instance().take(bytes);
-  std::unique_ptr<Owned> owned(new (std::nothrow) Owned{data, capacity});
+  const BlockCache::Block block = ResultBlocks::instance().take(bytes);
+  std::unique_ptr<BlockCache::Block> owned(new (std::nothrow) BlockCache::Block(block));
   if (!owned) {
-    ResultBlocks::instance().give(data, capacity);
+    ResultBlocks::instance().give(block);
     throw std::bad_alloc();
   }
   const py::capsule base(owned.get(), [](void* p) {
-    const std::unique_ptr<Owned> o(static_cast<Owned*>(p));
-    ResultBlocks::instance().give(o->data, o->capacity);
+    const std::unique_ptr<BlockCache::Block> o(static_cast<BlockCache::Block*>(p));
+    ResultBlocks::instance().give(*o);
   });
   owned.release();  // the capsule owns it now
-  return py::array(dtype, shape, {}, data, base);
+  return py::array(dtype, shape, {}, block.data, base);
 }
 
 }  // namespace

@@ -12,23 +12,14 @@ namespace {
 
 constexpr std::align_val_t kAlignment{64};
 
-struct Block {
-  void* data;
-  std::size_t capacity;
-};
-
 std::atomic<std::size_t> g_caches{0};  // caches alive, for tests
 
-// A thread's free blocks.
+// A thread's free blocks: the smallest go first past kScratchCacheBytes.
 struct Cache {
-  std::vector<Block> blocks;
-  std::size_t bytes = 0;
+  BlockCache blocks{kScratchCacheBytes, BlockCache::Evict::Smallest};
 
   Cache() { g_caches.fetch_add(1, std::memory_order_relaxed); }
-  ~Cache() {
-    for (const Block& b : blocks) ::operator delete(b.data, kAlignment);
-    g_caches.fetch_sub(1, std::memory_order_relaxed);
-  }
+  ~Cache() { g_caches.fetch_sub(1, std::memory_order_relaxed); }
   Cache(const Cache&) = delete;
   Cache& operator=(const Cache&) = delete;
 };
@@ -52,41 +43,57 @@ Cache& this_thread_cache() {
 
 }  // namespace
 
-ScratchBlock::ScratchBlock(std::size_t bytes) : data_(nullptr), capacity_(std::max<std::size_t>(bytes, 64)) {
-  Cache& cache = this_thread_cache();
-  // The smallest cached block that is large enough.
-  auto best = cache.blocks.end();
-  for (auto it = cache.blocks.begin(); it != cache.blocks.end(); ++it) {
-    if (it->capacity >= capacity_ && (best == cache.blocks.end() || it->capacity < best->capacity)) best = it;
+BlockCache::Block BlockCache::take(std::size_t bytes, std::size_t most) {
+  auto best = blocks_.end();
+  for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+    if (it->capacity >= bytes && it->capacity <= most && (best == blocks_.end() || it->capacity < best->capacity)) best = it;
   }
-  if (best != cache.blocks.end()) {
-    data_ = best->data;
-    capacity_ = best->capacity;
-    cache.bytes -= capacity_;
-    cache.blocks.erase(best);
-    return;
-  }
-  data_ = ::operator new(capacity_, kAlignment);
+  if (best == blocks_.end()) return {::operator new(bytes, kAlignment), bytes};
+  const Block block = *best;
+  bytes_ -= block.capacity;
+  blocks_.erase(best);
+  return block;
 }
 
-ScratchBlock::~ScratchBlock() {
-  if (capacity_ > kScratchCacheBytes) {
-    ::operator delete(data_, kAlignment);
+void BlockCache::give(Block block) noexcept {
+  if (block.capacity > budget_) {
+    ::operator delete(block.data, kAlignment);
     return;
   }
-  Cache& cache = this_thread_cache();
-  cache.blocks.push_back({data_, capacity_});
-  cache.bytes += capacity_;
-  while (cache.bytes > kScratchCacheBytes) {  // drop the smallest blocks first
-    const auto smallest = std::min_element(cache.blocks.begin(), cache.blocks.end(),
-                                           [](const Block& a, const Block& b) { return a.capacity < b.capacity; });
-    cache.bytes -= smallest->capacity;
-    ::operator delete(smallest->data, kAlignment);
-    cache.blocks.erase(smallest);
+  try {
+    blocks_.push_back(block);
+  } catch (...) {
+    ::operator delete(block.data, kAlignment);
+    return;
+  }
+  bytes_ += block.capacity;
+  while (bytes_ > budget_) {
+    const auto victim = evict_ == Evict::Oldest
+                            ? blocks_.begin()
+                            : std::min_element(blocks_.begin(), blocks_.end(),
+                                               [](const Block& a, const Block& b) { return a.capacity < b.capacity; });
+    bytes_ -= victim->capacity;
+    ::operator delete(victim->data, kAlignment);
+    blocks_.erase(victim);
   }
 }
 
-std::size_t scratch_cached_bytes() { return this_thread_cache().bytes; }
+std::size_t BlockCache::release() noexcept {
+  const std::size_t released = bytes_;
+  for (const Block& block : blocks_) ::operator delete(block.data, kAlignment);
+  blocks_.clear();
+  bytes_ = 0;
+  return released;
+}
+
+ScratchBlock::ScratchBlock(std::size_t bytes) {
+  const BlockCache::Block block = this_thread_cache().blocks.take(std::max<std::size_t>(bytes, 64));
+  data_ = block.data, capacity_ = block.capacity;
+}
+
+ScratchBlock::~ScratchBlock() { this_thread_cache().blocks.give({data_, capacity_}); }
+
+std::size_t scratch_cached_bytes() { return this_thread_cache().blocks.bytes(); }
 
 std::size_t scratch_thread_caches() { return g_caches.load(std::memory_order_relaxed); }
 

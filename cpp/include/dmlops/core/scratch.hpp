@@ -11,10 +11,45 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace dmlops {
 
 inline constexpr std::size_t kScratchCacheBytes = std::size_t{32} << 20;
+
+// Free 64-byte aligned blocks kept for reuse, at most `budget` bytes of them: the one cache
+// behind both the threads' scratch (below) and the Python bindings' large results. Not
+// synchronised: its owner is one thread, or holds a lock.
+class BlockCache {
+ public:
+  struct Block {
+    void* data;
+    std::size_t capacity;
+  };
+  // Which blocks go first when the cache holds more than its budget.
+  enum class Evict { Smallest, Oldest };
+
+  BlockCache(std::size_t budget, Evict evict) : budget_(budget), evict_(evict) {}
+  ~BlockCache() { release(); }
+  BlockCache(const BlockCache&) = delete;
+  BlockCache& operator=(const BlockCache&) = delete;
+
+  // The smallest cached block whose capacity is in [bytes, most], taken out of the cache; else
+  // a new block of `bytes`.
+  Block take(std::size_t bytes, std::size_t most = SIZE_MAX);
+  // Keeps `block` (a block larger than the whole budget is freed at once), then frees blocks
+  // while the cache holds more than its budget.
+  void give(Block block) noexcept;
+  // Frees every cached block; returns their bytes.
+  std::size_t release() noexcept;
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  const std::size_t budget_;
+  const Evict evict_;
+  std::size_t bytes_ = 0;
+  std::vector<Block> blocks_;  // oldest first
+};
 
 class ScratchBlock {
  public:
