@@ -165,6 +165,10 @@ def _entries(values: Iterable[Any], what: str) -> list[Any]:
 
 def int_tuple(values: Any, what: str) -> tuple[int, ...]:
     """A sequence of integers (Python or numpy) as a tuple of Python ints."""
+    # The common case first, in a fraction of the checks below (which cost more than the C++
+    # call of a small operator): a short tuple or list of Python ints (bools are not ints here).
+    if type(values) in (tuple, list) and len(values) <= MAX_ENTRIES and all(type(v) is int for v in values):
+        return tuple(values)
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise TypeError(f"{what} must be a sequence of integers, not {type(values).__name__}")
     result = []
@@ -242,9 +246,12 @@ class Enum:
     def __init__(self, prefix: str, names: Iterable[str], hints: Optional[Mapping[str, str]] = None):
         self.prefix = prefix
         self.names = tuple(names)
+        self._names = frozenset(self.names)
         self.hints = dict(hints or {})
 
     def parse(self, value: Any, what: str) -> str:
+        if type(value) is str and value in self._names:  # a canonical name, as most calls pass it
+            return value
         if not isinstance(value, str):
             raise TypeError(f"{what} must be a string, one of {', '.join(self.names)}")
         key = value.lower()
