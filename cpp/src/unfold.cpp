@@ -9,6 +9,7 @@
 
 #include "dmlops/core/checked.hpp"
 #include "dmlops/core/dispatch.hpp"
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
@@ -167,7 +168,10 @@ KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker) {
   KernelPlan k = KernelPlan::of(
       "rows",
       std::string("each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled") +
-          (unit_strides(walker) ? "; stride 1: a run is one copy" : "; strided runs element by element"),
+          (unit_strides(walker) ? "; stride 1: a run is one copy"
+           : walker.axis(walker.rank() - 1).stride == 2 && avx512_vbmi_enabled()
+               ? "; stride-2 runs as one byte permute per 64 output bytes (avx512 vbmi)"
+               : "; strided runs element by element"),
       kernel_isa(KernelKind::Avx2), t.rows * t.pieces);
   k.tiles = {{"rows", t.rows}, {"pieces", t.pieces}, {"blocks0_per_piece", t.blocks0_per_piece}, {"grain", t.grain}};
   return k;

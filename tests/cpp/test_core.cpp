@@ -2179,14 +2179,25 @@ TEST(Rows, CopyAndFillEveryStepWidthAndAlignment) {
 template <class T>
 void check_even_rows() {
   constexpr auto e = static_cast<std::int64_t>(sizeof(T));
-  for (std::int64_t n = 1; n <= 80; ++n) {
-    std::vector<std::byte> src(static_cast<std::size_t>((2 * n - 1) * e));
-    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 37 + 11);
-    std::vector<std::byte> dst(static_cast<std::size_t>(n * e));
-    copy_row<T>(dst.data(), e, src.data(), 2 * e, n);
-    for (std::int64_t i = 0; i < n; ++i)
-      ASSERT_EQ(std::memcmp(dst.data() + i * e, src.data() + 2 * i * e, sizeof(T)), 0)
-          << "element " << i << " of " << n << ", width " << sizeof(T);
+  constexpr std::size_t kGuard = 64;  // bytes past the rows that must stay untouched
+  for (std::int64_t n = 1; n <= 200; ++n) {
+    for (std::int64_t rows : {1, 3}) {
+      // Row r of src at r * src_step, of dst at r * dst_step (steps past a row's own bytes).
+      const std::int64_t src_step = (2 * n + 3) * e, dst_step = (n + 1) * e;
+      std::vector<std::byte> src(static_cast<std::size_t>((rows - 1) * src_step + (2 * n - 1) * e));
+      for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 37 + 11);
+      std::vector<std::byte> dst(static_cast<std::size_t>((rows - 1) * dst_step + n * e) + kGuard, std::byte{0x5a});
+      if (rows == 1) copy_row<T>(dst.data(), e, src.data(), 2 * e, n);
+      else copy_rows<T>(dst.data(), dst_step, e, src.data(), src_step, 2 * e, n, rows);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(std::memcmp(dst.data() + r * dst_step + i * e, src.data() + r * src_step + 2 * i * e, sizeof(T)), 0)
+              << "element " << i << " of " << n << ", row " << r << ", width " << sizeof(T);
+        const std::int64_t gap_end = r + 1 < rows ? (r + 1) * dst_step : static_cast<std::int64_t>(dst.size());
+        for (std::int64_t b = r * dst_step + n * e; b < gap_end; ++b)
+          ASSERT_EQ(dst[static_cast<std::size_t>(b)], std::byte{0x5a}) << "byte " << b << " past row " << r << ", n " << n;
+      }
+    }
   }
 }
 
@@ -2196,6 +2207,29 @@ TEST(Rows, CopyEveryOtherElementEveryLength) {
   check_even_rows<std::uint32_t>();
   check_even_rows<std::uint64_t>();
 }
+
+#if DMLOPS_X86
+// The byte-permute repeat (nearest upsampling by 2 to 8): every element width and count, every
+// length through whole 64-byte blocks and the masked last one; nothing past the output written.
+TEST(Rows, RepeatElementsEveryLengthWidthAndCount) {
+  if (!avx512_vbmi_enabled()) GTEST_SKIP() << "no AVX512_VBMI";
+  for (int size : {1, 2, 4, 8}) {
+    for (int k = 2; k <= kMaxRepeatVbmi; ++k) {
+      for (std::int64_t n = 0; n <= 150; ++n) {
+        std::vector<std::byte> src(static_cast<std::size_t>(n * size));
+        for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 29 + 3);
+        std::vector<std::byte> dst(static_cast<std::size_t>(n * size * k + 64), std::byte{0x5a});
+        repeat_elements_vbmi(dst.data(), src.data(), n, size, k);
+        for (std::int64_t i = 0; i < n * k; ++i)
+          ASSERT_EQ(std::memcmp(dst.data() + i * size, src.data() + i / k * size, static_cast<std::size_t>(size)), 0)
+              << "output element " << i << ", n " << n << ", width " << size << ", k " << k;
+        for (std::size_t b = static_cast<std::size_t>(n * size * k); b < dst.size(); ++b)
+          ASSERT_EQ(dst[b], std::byte{0x5a}) << "byte " << b << " past the output, n " << n << ", width " << size << ", k " << k;
+      }
+    }
+  }
+}
+#endif
 
 // copy_bytes: every length through the short moves, the vector loop and its tails, at every
 // alignment of source and destination, and one copy long enough to take the memcpy path;

@@ -68,7 +68,7 @@ def test_the_plan_is_pinned(case):
 
 def test_the_reasons_name_the_paths():
     with dmlops.threads(2):
-        assert CASES["upsample_nearest"][0]().plan().reason.endswith("the rows repeat 2x: each is gathered once and copied")
+        assert "; the rows repeat 2x: each is gathered once and copied" in CASES["upsample_nearest"][0]().plan().reason
         assert "two-tap axes by the pairs kernel" in CASES["upsample_linear"][0]().plan().reason
         antialiased = dmlops.Resample3Desc(f32(1, 3, 8, 8), interpolation_mode="linear", scales=(1, 1, 0.5, 0.5),
                                            rounding_direction="decreasing", antialiased=True).plan()
@@ -77,7 +77,15 @@ def test_the_reasons_name_the_paths():
         assert lp.startswith("p = 3: ") and "the 3 taps of stride 2 along W are compiled in" in lp
         assert lp.endswith("input rows packed into scratch first")  # float16 rows are converted
         assert CASES["lp_p2"][0]().plan().reason.endswith("input rows read in place")
-        assert "strided runs" in dmlops.UnfoldDesc(f32(1, 1, 9), window_sizes=(2,), strides=(2,)).plan().reason
+        assert "strided runs" in dmlops.UnfoldDesc(f32(1, 1, 9), window_sizes=(3,), strides=(3,)).plan().reason
+    # The byte-permute kernels (AVX512_VBMI) are named where they run, and never without AVX-512.
+    code = ("import dmlops; t = dmlops.TensorDesc('float32', (1, 1, 9));"
+            "print(dmlops.UnfoldDesc(t, window_sizes=(2,), strides=(2,)).plan().reason);"
+            "print(dmlops.Upsample2DDesc(dmlops.TensorDesc('uint8', (1, 1, 4, 64)), scale_size=(3, 3)).plan().reason)")
+    unfold, upsample = run_child(code, DMLOPS_DISABLE_AVX512="1").stdout.splitlines()
+    assert "strided runs element by element" in unfold and "vbmi" not in upsample
+    unfold, upsample = run_child(code).stdout.splitlines()
+    assert ("stride-2 runs as one byte permute" in unfold) == ("repeats of 2 to 8 as one byte permute" in upsample)
 
 
 def test_the_plan_follows_the_thread_count():

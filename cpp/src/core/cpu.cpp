@@ -36,6 +36,11 @@ bool avx512_enabled() {
   return enabled;
 }
 
+bool avx512_vbmi_enabled() {
+  static const bool enabled = avx512_enabled() && platform::cpu_features().avx512vbmi;
+  return enabled;
+}
+
 int vector_fmas_per_cycle() {
   return avx512_enabled() && platform::cpu_features().avx512_half_rate ? 1 : 2;
 }

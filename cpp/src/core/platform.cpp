@@ -136,6 +136,8 @@ CpuFeatures detect() {
   const CpuidRegisters leaf7 = cpuid(7, 0);
   f.avx2 = (leaf7.ebx >> 5) & 1;
   f.avx512f = zmm_saved && ((leaf7.ebx >> 16) & 1);
+  f.avx512bw = f.avx512f && ((leaf7.ebx >> 30) & 1);
+  f.avx512vbmi = f.avx512bw && ((leaf7.ecx >> 1) & 1);
   const unsigned base_family = (leaf1.eax >> 8) & 0xf;
   const unsigned family = base_family == 0xf ? base_family + ((leaf1.eax >> 20) & 0xff) : base_family;
   f.avx512_half_rate = f.avx512f && amd_cpu() && family == 0x19;

@@ -1,6 +1,7 @@
 #include "dmlops/core/rows.hpp"
 
 #include "dmlops/core/cpu.hpp"
+#include "dmlops/core/error.hpp"
 #include "dmlops/core/platform.hpp"
 
 #if DMLOPS_X86
@@ -132,6 +133,93 @@ DMLOPS_TARGET("avx2") void add_to_even_avx2(const float* src, std::int64_t n, fl
 }
 #endif
 
+
+#if DMLOPS_X86
+namespace {
+
+int size_index(int size) { return size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3; }
+
+// The vpermb indices: for a repeat of k, output byte q of a block of 64k (from a block of 64
+// input bytes) reads input byte q / size / k * size + q % size; for a stride-2 copy, output byte
+// j of 64 reads byte j / size * 2 * size + j % size of 128.
+struct ShuffleTables {
+  alignas(64) std::uint8_t repeat[4][kMaxRepeatVbmi - 1][kMaxRepeatVbmi * 64];
+  alignas(64) std::uint8_t even[4][64];
+  ShuffleTables() {
+    for (int s = 0; s < 4; ++s) {
+      const int size = 1 << s;
+      for (int k = 2; k <= kMaxRepeatVbmi; ++k) {
+        for (int q = 0; q < 64 * k; ++q) repeat[s][k - 2][q] = static_cast<std::uint8_t>(q / size / k * size + q % size);
+      }
+      for (int j = 0; j < 64; ++j) even[s][j] = static_cast<std::uint8_t>(j / size * 2 * size + j % size);
+    }
+  }
+};
+const ShuffleTables& shuffle_tables() {
+  static const ShuffleTables tables;
+  return tables;
+}
+
+// The low `bytes` bits (bytes <= 64).
+std::uint64_t byte_mask(std::int64_t bytes) { return bytes >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bytes) - 1; }
+
+template <int K>
+DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi") void repeat_vbmi(std::byte* dst, const std::byte* src, std::int64_t bytes,
+                                                                const std::uint8_t* table) {
+  __m512i index[K];
+  for (int m = 0; m < K; ++m) index[m] = _mm512_load_si512(table + 64 * m);
+  std::int64_t i = 0;
+  for (; i + 64 <= bytes; i += 64, dst += 64 * K) {
+    const __m512i v = _mm512_loadu_si512(src + i);
+    // (The zero-masking form, every lane kept: GCC 12 warns on the plain form's undefined operand.)
+    for (int m = 0; m < K; ++m) _mm512_storeu_si512(dst + 64 * m, _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v));
+  }
+  if (i == bytes) return;
+  // The last partial block: masked loads and stores touch no byte past either row.
+  const std::int64_t left = bytes - i;
+  const __m512i v = _mm512_maskz_loadu_epi8(byte_mask(left), src + i);
+  for (int m = 0; m < K && left * K > 64 * m; ++m)
+    _mm512_mask_storeu_epi8(dst + 64 * m, byte_mask(left * K - 64 * m), _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v));
+}
+
+}  // namespace
+
+void repeat_elements_vbmi(std::byte* dst, const std::byte* src, std::int64_t n, int size, int k) {
+  const std::uint8_t* table = shuffle_tables().repeat[size_index(size)][k - 2];
+  const std::int64_t bytes = n * size;
+  switch (k) {
+    case 2: return repeat_vbmi<2>(dst, src, bytes, table);
+    case 3: return repeat_vbmi<3>(dst, src, bytes, table);
+    case 4: return repeat_vbmi<4>(dst, src, bytes, table);
+    case 5: return repeat_vbmi<5>(dst, src, bytes, table);
+    case 6: return repeat_vbmi<6>(dst, src, bytes, table);
+    case 7: return repeat_vbmi<7>(dst, src, bytes, table);
+    case 8: return repeat_vbmi<8>(dst, src, bytes, table);
+  }
+  fail("repeat_elements_vbmi: k is ", k, "; it must be from 2 to ", kMaxRepeatVbmi);
+}
+
+DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi")
+void copy_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
+                         std::int64_t n, std::int64_t rows, int size) {
+  if (n <= 0) return;
+  const __m512i index = _mm512_load_si512(shuffle_tables().even[size_index(size)]);
+  // The input ends with the last element read: its odd neighbour may lie past the row.
+  const std::int64_t out_bytes = n * size, in_bytes = (2 * n - 1) * size;
+  for (std::int64_t r = 0; r < rows; ++r, dst += dst_row_step, src += src_row_step) {
+    std::int64_t o = 0;
+    for (; 2 * o + 128 <= in_bytes; o += 64) {
+      const __m512i a = _mm512_loadu_si512(src + 2 * o), b = _mm512_loadu_si512(src + 2 * o + 64);
+      _mm512_storeu_si512(dst + o, _mm512_permutex2var_epi8(a, index, b));
+    }
+    if (o == out_bytes) continue;
+    const std::int64_t in_left = in_bytes - 2 * o;  // the rest is at most 64 output bytes
+    const __m512i a = _mm512_maskz_loadu_epi8(byte_mask(in_left), src + 2 * o);
+    const __m512i b = _mm512_maskz_loadu_epi8(in_left > 64 ? byte_mask(in_left - 64) : 0, src + 2 * o + 64);
+    _mm512_mask_storeu_epi8(dst + o, byte_mask(out_bytes - o), _mm512_permutex2var_epi8(a, index, b));
+  }
+}
+#endif
 
 CopyBytesFn select_copy_bytes() {
 #if DMLOPS_X86

@@ -137,6 +137,8 @@ struct CpuFeatures {
   // AVX-512 runs as two 256-bit halves, one zmm FMA per cycle (AMD Zen 4: family 19h with
   // AVX-512); Intel's AVX-512 cores and Zen 5 do two.
   bool avx512_half_rate = false;
+  bool avx512bw = false;    // AVX-512BW (with avx512f): byte and word lanes, byte masks
+  bool avx512vbmi = false;  // AVX512_VBMI (with avx512bw): byte permutes across a zmm
   bool neon = false;     // Arm Advanced SIMD
 };
 const CpuFeatures& cpu_features();

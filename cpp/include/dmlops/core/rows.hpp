@@ -99,6 +99,19 @@ DMLOPS_ALWAYS_INLINE inline void copy_even_rows(std::byte* dst, std::int64_t dst
 }
 
 #if DMLOPS_X86
+// With avx512_vbmi_enabled(): the shuffles of nearest upsampling and of stride-2 windows as one
+// byte permute (vpermb, vpermt2b) per 64 output bytes, for elements of `size` = 1, 2, 4 or 8
+// bytes. The compilers' code for the loops above shuffles within 16-byte lanes, or element by
+// element for a repeat of 3: at 16 threads, where the data stays in the caches, a uint8 x3
+// upsampling ran at 47% and a float16 stride-2 unfold at 46% of a copy of the same bytes.
+//
+// n elements from src, each written k times in a row to dst (2 <= k <= kMaxRepeatVbmi).
+inline constexpr int kMaxRepeatVbmi = 8;
+void repeat_elements_vbmi(std::byte* dst, const std::byte* src, std::int64_t n, int size, int k);
+// copy_even_rows: dst[i] = src[2i] for i < n, over `rows` rows.
+void copy_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
+                         std::int64_t n, std::int64_t rows, int size);
+
 // dst[2j] += src[j] for j < n with AVX2 (add_row's stride-2 case).
 void add_to_even_avx2(const float* src, std::int64_t n, float* dst);
 #endif
@@ -135,6 +148,9 @@ void copy_row(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::
   }
   if (dst_step == sizeof(T) && src_step == 2 * sizeof(T) && reinterpret_cast<std::uintptr_t>(dst) % alignof(T) == 0 &&
       reinterpret_cast<std::uintptr_t>(src) % alignof(T) == 0) {
+#if DMLOPS_X86
+    if (avx512_vbmi_enabled()) return copy_even_rows_vbmi(dst, 0, src, 0, n, 1, sizeof(T));
+#endif
     return IsaKernel<&copy_even<T>>::run(reinterpret_cast<T*>(dst), src, n);
   }
   for (std::int64_t i = 0; i < n; ++i, dst += dst_step, src += src_step) std::memcpy(dst, src, sizeof(T));
@@ -147,8 +163,12 @@ void copy_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_t dst_step,
                std::int64_t src_row_step, std::int64_t src_step, std::int64_t n, std::int64_t rows) {
   if (rows > 1 && dst_step == sizeof(T) && src_step == 2 * sizeof(T) &&
       (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src) |
-       static_cast<std::uintptr_t>(dst_row_step) | static_cast<std::uintptr_t>(src_row_step)) % alignof(T) == 0)
+       static_cast<std::uintptr_t>(dst_row_step) | static_cast<std::uintptr_t>(src_row_step)) % alignof(T) == 0) {
+#if DMLOPS_X86
+    if (avx512_vbmi_enabled()) return copy_even_rows_vbmi(dst, dst_row_step, src, src_row_step, n, rows, sizeof(T));
+#endif
     return IsaKernel<&copy_even_rows<T>>::run(dst, dst_row_step, src, src_row_step, n, rows);
+  }
   for (std::int64_t r = 0; r < rows; ++r) copy_row<T>(dst + r * dst_row_step, dst_step, src + r * src_row_step, src_step, n);
 }
 
