@@ -8,7 +8,7 @@
 // force the portable code (read once, at the first query) so that tests cover both paths on any
 // machine:
 //   DMLOPS_DISABLE_AVX2=1     no AVX2 (nor AVX2+FMA, nor AVX-512) kernels
-//   DMLOPS_DISABLE_AVX512=1   no AVX-512 kernels (the AVX2 ones run)
+//   DMLOPS_DISABLE_AVX512=1   no AVX-512 kernels (the AVX2 ones run; nor the AVX512_VBMI shuffles)
 //   DMLOPS_DISABLE_F16C=1     half <-> float conversions in software
 #pragma once
 
