@@ -2208,28 +2208,34 @@ TEST(Rows, CopyEveryOtherElementEveryLength) {
   check_even_rows<std::uint64_t>();
 }
 
-#if DMLOPS_X86
-// The byte-permute repeat (nearest upsampling by 2 to 8): every element width and count, every
-// length through whole 64-byte blocks and the masked last one; nothing past the output written.
-TEST(Rows, RepeatElementsEveryLengthWidthAndCount) {
-  if (!avx512_vbmi_enabled()) GTEST_SKIP() << "no AVX512_VBMI";
-  for (int size : {1, 2, 4, 8}) {
-    for (int k = 2; k <= kMaxRepeatVbmi; ++k) {
-      for (std::int64_t n = 0; n <= 150; ++n) {
-        std::vector<std::byte> src(static_cast<std::size_t>(n * size));
-        for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 29 + 3);
-        std::vector<std::byte> dst(static_cast<std::size_t>(n * size * k + 64), std::byte{0x5a});
-        repeat_elements_vbmi(dst.data(), src.data(), n, size, k);
-        for (std::int64_t i = 0; i < n * k; ++i)
-          ASSERT_EQ(std::memcmp(dst.data() + i * size, src.data() + i / k * size, static_cast<std::size_t>(size)), 0)
-              << "output element " << i << ", n " << n << ", width " << size << ", k " << k;
-        for (std::size_t b = static_cast<std::size_t>(n * size * k); b < dst.size(); ++b)
-          ASSERT_EQ(dst[b], std::byte{0x5a}) << "byte " << b << " past the output, n " << n << ", width " << size << ", k " << k;
-      }
+// repeat_contiguous (nearest upsampling by an integer factor): every element width and count,
+// every length through whole 64-byte blocks and the masked last one of the byte permute (where
+// the CPU has it; CTest runs this again with DMLOPS_DISABLE_AVX512=1), the compiled repeats of
+// 2 to 4 and the fills past them; nothing past the output written.
+template <class T>
+void check_repeats() {
+  constexpr int size = sizeof(T);
+  for (std::int64_t k = 1; k <= kMaxRepeatVbmi + 1; ++k) {
+    for (std::int64_t n = 0; n <= 150; ++n) {
+      std::vector<std::byte> src(static_cast<std::size_t>(n * size));
+      for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 29 + 3);
+      std::vector<std::byte> dst(static_cast<std::size_t>(n * size * k + 64), std::byte{0x5a});
+      repeat_contiguous<T>(dst.data(), src.data(), n, k);
+      for (std::int64_t i = 0; i < n * k; ++i)
+        ASSERT_EQ(std::memcmp(dst.data() + i * size, src.data() + i / k * size, static_cast<std::size_t>(size)), 0)
+            << "output element " << i << ", n " << n << ", width " << size << ", k " << k;
+      for (std::size_t b = static_cast<std::size_t>(n * size * k); b < dst.size(); ++b)
+        ASSERT_EQ(dst[b], std::byte{0x5a}) << "byte " << b << " past the output, n " << n << ", width " << size << ", k " << k;
     }
   }
 }
-#endif
+
+TEST(Rows, RepeatElementsEveryLengthWidthAndCount) {
+  check_repeats<std::uint8_t>();
+  check_repeats<std::uint16_t>();
+  check_repeats<std::uint32_t>();
+  check_repeats<std::uint64_t>();
+}
 
 // copy_bytes: every length through the short moves, the vector loop and its tails, at every
 // alignment of source and destination, and one copy long enough to take the memcpy path;

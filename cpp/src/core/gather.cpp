@@ -142,48 +142,11 @@ std::vector<Run> compile_runs(const AxisMap& map, std::int64_t size, std::vector
   return runs;
 }
 
-// n contiguous source elements, each written K times to contiguous destination elements. With
-// K known at compile time the compiler turns this into vector loads, shuffles and stores; it is
-// compiled for the baseline ISA and for AVX2 (wider stores, lane-crossing shuffles for K = 3).
-template <class T, int K>
-DMLOPS_ALWAYS_INLINE inline void repeat_body(std::byte* dst, const std::byte* src, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const T v = load<T>(src + i * static_cast<std::int64_t>(sizeof(T)));
-    for (int j = 0; j < K; ++j) std::memcpy(dst + (i * K + j) * static_cast<std::int64_t>(sizeof(T)), &v, sizeof(T));
-  }
-}
-
-template <class T, int K>
-void repeat_baseline(std::byte* dst, const std::byte* src, std::int64_t n) {
-  repeat_body<T, K>(dst, src, n);
-}
-
-template <class T, int K>
-DMLOPS_TARGET("avx2") void repeat_avx2(std::byte* dst, const std::byte* src, std::int64_t n) {
-  repeat_body<T, K>(dst, src, n);
-}
-
-template <class T, int K>
-void repeat_contiguous(std::byte* dst, const std::byte* src, std::int64_t n) {
-  static const auto kernel = avx2_enabled() ? repeat_avx2<T, K> : repeat_baseline<T, K>;
-  kernel(dst, src, n);
-}
-
 // `groups` source elements, each written k times.
 template <class T>
 void repeat_groups(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::int64_t src_step, std::int64_t k,
                    std::int64_t groups) {
-#if DMLOPS_X86
-  if (dst_step == sizeof(T) && src_step == sizeof(T) && k >= 2 && k <= kMaxRepeatVbmi && avx512_vbmi_enabled())
-    return repeat_elements_vbmi(dst, src, groups, sizeof(T), static_cast<int>(k));
-#endif
-  if (dst_step == sizeof(T) && src_step == sizeof(T) && k <= 4) {
-    switch (k) {
-      case 2: return repeat_contiguous<T, 2>(dst, src, groups);
-      case 3: return repeat_contiguous<T, 3>(dst, src, groups);
-      case 4: return repeat_contiguous<T, 4>(dst, src, groups);
-    }
-  }
+  if (dst_step == sizeof(T) && src_step == sizeof(T)) return repeat_contiguous<T>(dst, src, groups, k);
   for (std::int64_t g = 0; g < groups; ++g) fill_row<T>(dst + g * k * dst_step, dst_step, load<T>(src + g * src_step), k);
 }
 

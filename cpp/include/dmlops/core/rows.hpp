@@ -98,6 +98,9 @@ DMLOPS_ALWAYS_INLINE inline void copy_even_rows(std::byte* dst, std::int64_t dst
     copy_even<T>(reinterpret_cast<T*>(dst + r * dst_row_step), src + r * src_row_step, n);
 }
 
+// The longest repeat the byte-permute kernel takes (one table of k vectors per count).
+inline constexpr int kMaxRepeatVbmi = 8;
+
 #if DMLOPS_X86
 // With avx512_vbmi_enabled(): the shuffles of nearest upsampling and of stride-2 windows as one
 // byte permute (vpermb, vpermt2b) per 64 output bytes, for elements of `size` = 1, 2, 4 or 8
@@ -106,7 +109,6 @@ DMLOPS_ALWAYS_INLINE inline void copy_even_rows(std::byte* dst, std::int64_t dst
 // upsampling ran at 47% and a float16 stride-2 unfold at 46% of a copy of the same bytes.
 //
 // n elements from src, each written k times in a row to dst (2 <= k <= kMaxRepeatVbmi).
-inline constexpr int kMaxRepeatVbmi = 8;
 void repeat_elements_vbmi(std::byte* dst, const std::byte* src, std::int64_t n, int size, int k);
 // copy_even_rows: dst[i] = src[2i] for i < n, over `rows` rows.
 void copy_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
@@ -115,6 +117,46 @@ void copy_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, const std::b
 // dst[2j] += src[j] for j < n with AVX2 (add_row's stride-2 case).
 void add_to_even_avx2(const float* src, std::int64_t n, float* dst);
 #endif
+
+// copy_even_rows on rows aligned to T: the byte permute where the CPU has it, else the
+// compiler's vectorised loop.
+template <class T>
+DMLOPS_ALWAYS_INLINE inline void copy_even_aligned_rows(std::byte* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
+                            std::int64_t n, std::int64_t rows) {
+#if DMLOPS_X86
+  if (avx512_vbmi_enabled()) return copy_even_rows_vbmi(dst, dst_row_step, src, src_row_step, n, rows, sizeof(T));
+#endif
+  IsaKernel<&copy_even_rows<T>>::run(dst, dst_row_step, src, src_row_step, n, rows);
+}
+
+// n source elements, each written K times in a row. With K known at compile time the compiler
+// turns this into vector loads, shuffles and stores (IsaKernel's AVX2 variant: wider stores,
+// lane-crossing shuffles for K = 3).
+template <class T, int K>
+DMLOPS_ALWAYS_INLINE inline void repeat_body(std::byte* dst, const std::byte* src, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T v = load<T>(src + i * static_cast<std::int64_t>(sizeof(T)));
+    for (int j = 0; j < K; ++j) std::memcpy(dst + (i * K + j) * static_cast<std::int64_t>(sizeof(T)), &v, sizeof(T));
+  }
+}
+
+// n contiguous source elements, each written k >= 1 times to contiguous destination elements
+// (nearest upsampling by an integer factor): the byte permute for k up to kMaxRepeatVbmi where
+// the CPU has it, else the compiled repeats for k up to 4, else a fill per element.
+template <class T>
+void repeat_contiguous(std::byte* dst, const std::byte* src, std::int64_t n, std::int64_t k) {
+#if DMLOPS_X86
+  if (k >= 2 && k <= kMaxRepeatVbmi && avx512_vbmi_enabled())
+    return repeat_elements_vbmi(dst, src, n, sizeof(T), static_cast<int>(k));
+#endif
+  switch (k) {
+    case 2: return IsaKernel<&repeat_body<T, 2>>::run(dst, src, n);
+    case 3: return IsaKernel<&repeat_body<T, 3>>::run(dst, src, n);
+    case 4: return IsaKernel<&repeat_body<T, 4>>::run(dst, src, n);
+  }
+  constexpr auto e = static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t i = 0; i < n; ++i) fill_row<T>(dst + i * k * e, e, load<T>(src + i * e), k);
+}
 
 // dst[j * step] += src[j] for j < n: the accumulation of col2im (fold, transposed convolution).
 // Unsigned sums wrap. A float row with step 2 goes eight sums per AVX2 step, which reads and
@@ -148,10 +190,7 @@ void copy_row(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::
   }
   if (dst_step == sizeof(T) && src_step == 2 * sizeof(T) && reinterpret_cast<std::uintptr_t>(dst) % alignof(T) == 0 &&
       reinterpret_cast<std::uintptr_t>(src) % alignof(T) == 0) {
-#if DMLOPS_X86
-    if (avx512_vbmi_enabled()) return copy_even_rows_vbmi(dst, 0, src, 0, n, 1, sizeof(T));
-#endif
-    return IsaKernel<&copy_even<T>>::run(reinterpret_cast<T*>(dst), src, n);
+    return copy_even_aligned_rows<T>(dst, 0, src, 0, n, 1);
   }
   for (std::int64_t i = 0; i < n; ++i, dst += dst_step, src += src_step) std::memcpy(dst, src, sizeof(T));
 }
@@ -163,12 +202,8 @@ void copy_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_t dst_step,
                std::int64_t src_row_step, std::int64_t src_step, std::int64_t n, std::int64_t rows) {
   if (rows > 1 && dst_step == sizeof(T) && src_step == 2 * sizeof(T) &&
       (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src) |
-       static_cast<std::uintptr_t>(dst_row_step) | static_cast<std::uintptr_t>(src_row_step)) % alignof(T) == 0) {
-#if DMLOPS_X86
-    if (avx512_vbmi_enabled()) return copy_even_rows_vbmi(dst, dst_row_step, src, src_row_step, n, rows, sizeof(T));
-#endif
-    return IsaKernel<&copy_even_rows<T>>::run(dst, dst_row_step, src, src_row_step, n, rows);
-  }
+       static_cast<std::uintptr_t>(dst_row_step) | static_cast<std::uintptr_t>(src_row_step)) % alignof(T) == 0)
+    return copy_even_aligned_rows<T>(dst, dst_row_step, src, src_row_step, n, rows);
   for (std::int64_t r = 0; r < rows; ++r) copy_row<T>(dst + r * dst_row_step, dst_step, src + r * src_row_step, src_step, n);
 }
 
