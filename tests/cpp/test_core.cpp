@@ -1206,6 +1206,29 @@ TEST_F(ParallelFor, OthersTakeOverTheShareOfADescheduledThread) {
   EXPECT_EQ(chunks_by_thread[straggler], 1);
 }
 
+TEST_F(ParallelFor, OthersTakeOverRangesPastTheFirst64Threads) {
+  // Thieves visit only the ranges whose bit says they have chunks left, 64 threads to a word:
+  // with 70 threads, the front chunk of thread 66's range (in the second word) stalls, and
+  // every other chunk must have run before that stall ends, its range's rest included.
+  constexpr int kThreads = 70, kStalled = 66, kChunks = kParallelChunksPerThread * kThreads;
+  set_num_threads(kThreads);
+  std::vector<std::atomic<int>> hits(kChunks);
+  std::atomic<int> finished{0}, finished_during_stall{-1};
+  parallel_for(0, kChunks, 1, [&](std::int64_t begin, std::int64_t end) {
+    ASSERT_EQ(end, begin + 1);
+    ++hits[static_cast<std::size_t>(begin)];
+    if (begin == kParallelChunksPerThread * kStalled) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      finished_during_stall = finished.load();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ++finished;
+  });
+  for (int c = 0; c < kChunks; ++c) ASSERT_EQ(hits[static_cast<std::size_t>(c)].load(), 1) << "chunk " << c;
+  EXPECT_EQ(finished_during_stall.load(), kChunks - 1);
+}
+
 TEST_F(ParallelFor, EachThreadStartsOnARangeOfItsOwn) {
   // 4 threads, 16 chunks: thread t's range is chunks 4t..4t+3, and the first chunk each thread
   // runs is the front of its own (chunks take 25 ms, far longer than waking a worker, so no

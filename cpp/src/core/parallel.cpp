@@ -107,11 +107,15 @@ class ThreadPool {
     caller_cpu_.store(crowded(helpers) ? -1 : platform::current_cpu(), std::memory_order_relaxed);
     error_ = nullptr;
     const int threads = helpers + 1;
+    for (int i = 0; i * 64 < threads; ++i) {  // a bit per thread, set: every range has chunks
+      const int bits = std::min(64, threads - i * 64);
+      open_[i].store(bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1, std::memory_order_relaxed);
+    }
     for (int t = 0; t < threads; ++t) {
       const std::int64_t front = std::int64_t{chunks} * t / threads, back = std::int64_t{chunks} * (t + 1) / threads;
       ranges_[t].front.store(front, std::memory_order_relaxed);
       ranges_[t].back.store(back, std::memory_order_relaxed);
-      // Publishes the fields above to every thread that claims a chunk of this job.
+      // Publishes the fields above and `open_` to every thread that claims a chunk of this job.
       ranges_[t].left.store(range_word(job_, back - front), std::memory_order_release);
     }
     wake_children(0, job_);
@@ -171,15 +175,16 @@ class ThreadPool {
       if (caller_cpu >= 0 && platform::current_cpu() == caller_cpu) platform::move_off_cpu(caller_cpu);
       run_chunks(job, index + 1);
       // With a CPU each, a worker that runs out of chunks waits for the last ones of its job
-      // (not of a later job that does not ask it: the caller's range names the job running)
-      // before its poll starts, so that it polls kSpinTime past the end of the call's work, not
+      // (or of a later job that does not ask it) before its poll starts, so that it polls kSpinTime past the end of the call's work, not
       // of its own share. Otherwise, at 16 threads, the workers that finished first (a third
       // sooner than the last) blocked during the call's last chunk and its return to Python, and
       // the next call's first step had to wake them (16-core Xeon: its padding step's last chunk
       // started 20-110 us late, where a chunk took 3-30 us).
+      // It polls its own wake-up word and `finished_`, which the job writes once: polling the
+      // words every chunk claim or count writes (the caller's range, the count of chunks done)
+      // made each such write wait for 15 copies to be dropped (a step cost 1.2 us more).
       if (!crowded_job) {
-        while (!asked() && job_of(ranges_[0].left.load(std::memory_order_acquire)) == seen && !all_done())
-          platform::cpu_relax();
+        while (!asked() && !finished(seen)) platform::cpu_relax();
       }
     }
   }
@@ -189,32 +194,54 @@ class ThreadPool {
   void run_chunks(std::uint32_t job, int self) {
     t_inside_chunk = true;
     const int threads = helpers_.load(std::memory_order_relaxed) + 1;
-    std::uint32_t ran = 0;
-    for (int k = 0; k < threads; ++k) {
-      ChunkRange& range = ranges_[(self + k) % threads];
-      std::uint64_t left = range.left.load(std::memory_order_acquire);
-      for (;;) {
-        if (job_of(left) != job || chunks_left(left) == 0) break;
-        if (!range.left.compare_exchange_weak(left, left - 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
-        // The chunk is ours, so its job is not finished and the fields below are still its own.
-        const std::int64_t chunk = k == 0 ? range.front.fetch_add(1, std::memory_order_relaxed)
-                                          : range.back.fetch_sub(1, std::memory_order_relaxed) - 1;
-        run_chunk(chunk);
-        ++ran;
-        left = range.left.load(std::memory_order_acquire);
-      }
+    std::uint32_t ran = run_range(job, self, true);
+    // Only the ranges that had chunks left: reading every other range's word (each a line
+    // that its owner writes) cost a thread about a microsecond at 16 threads. A range whose
+    // bit is clear is empty; one whose bit is set may be empty by now, and is read to see.
+    std::uint64_t open[kOpenWords];
+    for (int i = 0; i * 64 < threads; ++i) open[i] = open_[i].load(std::memory_order_acquire);
+    for (int k = 1; k < threads; ++k) {
+      const int t = (self + k) % threads;
+      if (open[t / 64] >> (t % 64) & 1) ran += run_range(job, t, false);
     }
     t_inside_chunk = false;
     // Counted once per thread, not per chunk: at 16 threads, chunks ending together queued on
     // this cache line. A thread reports once it finds nothing left to claim, so the count is
     // complete as soon as the last chunk has run.
-    if (ran != 0 && done_.fetch_add(ran, std::memory_order_acq_rel) + ran == static_cast<std::uint32_t>(chunks_.load(std::memory_order_relaxed)))
+    if (ran != 0 && done_.fetch_add(ran, std::memory_order_acq_rel) + ran == static_cast<std::uint32_t>(chunks_.load(std::memory_order_relaxed))) {
+      // `finished_` only moves forward: the last thread of the previous job may store after
+      // this job's (its caller saw the count complete first, and went on).
+      std::uint32_t last = finished_.load(std::memory_order_relaxed);
+      while (static_cast<std::int32_t>(job - last) > 0 &&
+             !finished_.compare_exchange_weak(last, job, std::memory_order_release, std::memory_order_relaxed)) {
+      }
       platform::wake_one(done_);
+    }
   }
 
-  // Every chunk of the current job has run (or been skipped).
-  bool all_done() const {
-    return done_.load(std::memory_order_acquire) == static_cast<std::uint32_t>(chunks_.load(std::memory_order_relaxed));
+  // Claims and runs the chunks of `job` left in thread t's range: its owner from the front,
+  // others from the back. Whoever claims the last one clears the range's bit in `open_`.
+  std::uint32_t run_range(std::uint32_t job, int t, bool own) {
+    ChunkRange& range = ranges_[t];
+    std::uint32_t ran = 0;
+    std::uint64_t left = range.left.load(std::memory_order_acquire);
+    for (;;) {
+      if (job_of(left) != job || chunks_left(left) == 0) break;
+      if (!range.left.compare_exchange_weak(left, left - 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      // The chunk is ours, so its job is not finished and the fields below are still its own.
+      if (chunks_left(left) == 1) open_[t / 64].fetch_and(~(std::uint64_t{1} << (t % 64)), std::memory_order_relaxed);
+      const std::int64_t chunk = own ? range.front.fetch_add(1, std::memory_order_relaxed)
+                                     : range.back.fetch_sub(1, std::memory_order_relaxed) - 1;
+      run_chunk(chunk);
+      ++ran;
+      left = range.left.load(std::memory_order_acquire);
+    }
+    return ran;
+  }
+
+  // Whether every chunk of `job` has run (or been skipped): `finished_` is job or a later one.
+  bool finished(std::uint32_t job) const {
+    return static_cast<std::int32_t>(finished_.load(std::memory_order_acquire) - job) >= 0;
   }
 
   void run_chunk(std::int64_t chunk) {
@@ -249,6 +276,12 @@ class ThreadPool {
   std::atomic<int> caller_cpu_{-1};  // where the caller runs; -1: unknown, or more threads than CPUs
   std::atomic<bool> failed_{false};
   alignas(64) std::atomic<std::uint32_t> done_{0};
+  // The ranges with chunks left, a bit per thread of the current job.
+  static constexpr int kOpenWords = kMaxThreads / 64;
+  static_assert(kMaxThreads % 64 == 0);
+  alignas(64) std::atomic<std::uint64_t> open_[kOpenWords] = {};
+  // The id of the last job whose chunks have all run; written once per job.
+  alignas(64) std::atomic<std::uint32_t> finished_{0};
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };
