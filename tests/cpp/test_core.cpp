@@ -1207,9 +1207,10 @@ TEST_F(ParallelFor, OthersTakeOverTheShareOfADescheduledThread) {
 }
 
 TEST_F(ParallelFor, OthersTakeOverRangesPastTheFirst64Threads) {
-  // Thieves visit only the ranges whose bit says they have chunks left, 64 threads to a word:
-  // with 70 threads, the front chunk of thread 66's range (in the second word) stalls, and
-  // every other chunk must have run before that stall ends, its range's rest included.
+  // Thieves visit only the ranges whose flag says they have chunks left, 64 flags to a cache
+  // line: with 70 threads, the front chunk of thread 66's range (its flag on the second line)
+  // stalls, and every other chunk must have run before that stall ends, its range's rest
+  // included.
   constexpr int kThreads = 70, kStalled = 66, kChunks = kParallelChunksPerThread * kThreads;
   set_num_threads(kThreads);
   std::vector<std::atomic<int>> hits(kChunks);

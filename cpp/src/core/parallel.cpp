@@ -107,10 +107,7 @@ class ThreadPool {
     caller_cpu_.store(crowded(helpers) ? -1 : platform::current_cpu(), std::memory_order_relaxed);
     error_ = nullptr;
     const int threads = helpers + 1;
-    for (int i = 0; i * 64 < threads; ++i) {  // a bit per thread, set: every range has chunks
-      const int bits = std::min(64, threads - i * 64);
-      open_[i].store(bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1, std::memory_order_relaxed);
-    }
+    for (int t = 0; t < threads; ++t) open_[t].store(1, std::memory_order_relaxed);  // every range has chunks
     for (int t = 0; t < threads; ++t) {
       const std::int64_t front = std::int64_t{chunks} * t / threads, back = std::int64_t{chunks} * (t + 1) / threads;
       ranges_[t].front.store(front, std::memory_order_relaxed);
@@ -197,12 +194,10 @@ class ThreadPool {
     std::uint32_t ran = run_range(job, self, true);
     // Only the ranges that had chunks left: reading every other range's word (each a line
     // that its owner writes) cost a thread about a microsecond at 16 threads. A range whose
-    // bit is clear is empty; one whose bit is set may be empty by now, and is read to see.
-    std::uint64_t open[kOpenWords];
-    for (int i = 0; i * 64 < threads; ++i) open[i] = open_[i].load(std::memory_order_acquire);
+    // flag is clear is empty; one whose flag is set may be empty by now, and is read to see.
     for (int k = 1; k < threads; ++k) {
       const int t = (self + k) % threads;
-      if (open[t / 64] >> (t % 64) & 1) ran += run_range(job, t, false);
+      if (open_[t].load(std::memory_order_relaxed) != 0) ran += run_range(job, t, false);
     }
     t_inside_chunk = false;
     // Counted once per thread, not per chunk: at 16 threads, chunks ending together queued on
@@ -220,7 +215,7 @@ class ThreadPool {
   }
 
   // Claims and runs the chunks of `job` left in thread t's range: its owner from the front,
-  // others from the back. Whoever claims the last one clears the range's bit in `open_`.
+  // others from the back. Whoever claims the last one clears the range's flag in `open_`.
   std::uint32_t run_range(std::uint32_t job, int t, bool own) {
     ChunkRange& range = ranges_[t];
     std::uint32_t ran = 0;
@@ -229,7 +224,9 @@ class ThreadPool {
       if (job_of(left) != job || chunks_left(left) == 0) break;
       if (!range.left.compare_exchange_weak(left, left - 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
       // The chunk is ours, so its job is not finished and the fields below are still its own.
-      if (chunks_left(left) == 1) open_[t / 64].fetch_and(~(std::uint64_t{1} << (t % 64)), std::memory_order_relaxed);
+      // A plain store, not a read-modify-write of the shared line: with a chunk per thread
+      // every thread clears its flag as it starts, and would wait its turn for the line.
+      if (chunks_left(left) == 1) open_[t].store(0, std::memory_order_relaxed);
       const std::int64_t chunk = own ? range.front.fetch_add(1, std::memory_order_relaxed)
                                      : range.back.fetch_sub(1, std::memory_order_relaxed) - 1;
       run_chunk(chunk);
@@ -276,10 +273,9 @@ class ThreadPool {
   std::atomic<int> caller_cpu_{-1};  // where the caller runs; -1: unknown, or more threads than CPUs
   std::atomic<bool> failed_{false};
   alignas(64) std::atomic<std::uint32_t> done_{0};
-  // The ranges with chunks left, a bit per thread of the current job.
-  static constexpr int kOpenWords = kMaxThreads / 64;
-  static_assert(kMaxThreads % 64 == 0);
-  alignas(64) std::atomic<std::uint64_t> open_[kOpenWords] = {};
+  // Per thread of the current job: whether its range may have chunks left (0: it has none).
+  // Written only by the caller, before the job, and by whoever claims the range's last chunk.
+  alignas(64) std::atomic<std::uint8_t> open_[kMaxThreads] = {};
   // The id of the last job whose chunks have all run; written once per job.
   alignas(64) std::atomic<std::uint32_t> finished_{0};
   std::mutex error_mutex_;
