@@ -9,6 +9,7 @@
 #include "dmlops/core/filter.hpp"
 #include "dmlops/core/gather.hpp"
 #include "dmlops/core/plan.hpp"
+#include "dmlops/core/recent.hpp"
 
 namespace dmlops {
 namespace {
@@ -207,28 +208,23 @@ constexpr std::int64_t kMaxCachedPositions = std::int64_t{1} << 16;
 
 std::shared_ptr<const Tables> tables_for(std::vector<Axis> axes, InterpolationMode mode, Rounding rounding,
                                          bool antialiased, const std::vector<std::int64_t>& pass_order = {}) {
-  struct Entry {
+  struct Key {
     std::vector<Axis> axes;
     InterpolationMode mode;
     Rounding rounding;
     bool antialiased;
     std::vector<std::int64_t> pass_order;
-    std::shared_ptr<const Tables> tables;
   };
-  constexpr std::size_t kEntries = 4;
-  thread_local std::array<Entry, kEntries> cache;
-  thread_local std::size_t next = 0;  // the entry replaced next (the oldest)
-  for (const Entry& e : cache) {
-    if (e.tables && e.mode == mode && e.rounding == rounding && e.antialiased == antialiased && e.axes == axes &&
-        e.pass_order == pass_order)
-      return e.tables;
-  }
+  thread_local RecentValues<Key, Tables> recent;
+  if (auto tables = recent.find([&](const Key& k) {
+        return k.mode == mode && k.rounding == rounding && k.antialiased == antialiased && k.axes == axes &&
+               k.pass_order == pass_order;
+      }))
+    return tables;
   auto tables = std::make_shared<const Tables>(axes, mode, rounding, antialiased, pass_order);
   std::int64_t positions = 0;
   for (const Axis& a : axes) positions += a.out;
-  if (positions > kMaxCachedPositions) return tables;
-  cache[next] = Entry{std::move(axes), mode, rounding, antialiased, pass_order, tables};
-  next = (next + 1) % kEntries;
+  if (positions <= kMaxCachedPositions) recent.keep(Key{std::move(axes), mode, rounding, antialiased, pass_order}, tables);
   return tables;
 }
 

@@ -351,6 +351,37 @@ def test_thread_counts_give_identical_results(threads):
                      pad_reference(long, (70_000,), (3,), "symmetric"))
 
 
+def test_gather_plans_reused_only_for_the_same_shapes_strides_maps_and_threads():
+    """A call reuses the gather plan of an earlier call on its thread only when the shapes,
+    strides, element size, maps and thread count are all the same: settings that differ in one
+    each (more than the four plans kept), round after round in changing orders, each against
+    the reference."""
+    rng = np.random.default_rng(7)
+    x64 = rng.random((2, 3, 6, 20))
+    x32 = x64.astype(np.float32)
+    x32_columns = np.asfortranarray(x32)  # the same shape and values, other strides
+    wide = np.empty((2, 3, 9, 46), np.float32)
+    settings = [
+        (x32, (0, 0, 1, 2), (0, 0, 2, 1), "reflection", None),
+        (x32, (0, 0, 1, 2), (0, 0, 2, 1), "symmetric", None),   # other maps
+        (x32, (0, 0, 2, 1), (0, 0, 1, 2), "reflection", None),  # other maps, the same output shape
+        (x64, (0, 0, 1, 2), (0, 0, 2, 1), "reflection", None),  # 8-byte elements
+        (x32_columns, (0, 0, 1, 2), (0, 0, 2, 1), "reflection", None),  # input strides
+        (x32, (0, 0, 1, 2), (0, 0, 2, 1), "reflection", wide[:, :, :, ::2]),  # output strides
+    ]
+    for order in ([0, 1, 2, 3, 4, 5], [5, 4, 3, 2, 1, 0], [0, 4, 0, 5, 1, 3, 2, 2]):
+        for i in order:
+            x, start, end, mode, out = settings[i]
+            y = dmlops.pad(x, start, end, mode=mode, out=out)
+            assert_same_bits(y, pad_reference(x, start, end, mode))
+    # The thread count sets whether long rows are split into column blocks.
+    desc = dmlops.PaddingDesc(dmlops.TensorDesc("float32", (1, 1, 2, 40000)), start_padding=(0, 0, 1, 1),
+                              end_padding=(0, 0, 1, 1))
+    for threads in (1, 2, 1, 2):
+        with dmlops.threads(threads):
+            assert ("column_blocks" in desc.plan().tiles) == (threads == 2)
+
+
 def test_concurrent_python_threads():
     rng = np.random.default_rng(3)
     inputs = [random_array(rng, (40, 50, 60), "int32") for _ in range(6)]

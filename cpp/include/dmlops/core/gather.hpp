@@ -29,6 +29,7 @@ namespace dmlops {
 // the fill value when src < 0.
 struct MapRun {
   std::int64_t length, src, step;
+  friend bool operator==(const MapRun&, const MapRun&) = default;
 };
 
 // The map of one axis, as runs in output order. Built element by element with push() (which
@@ -47,6 +48,7 @@ class AxisMap {
   std::int64_t size() const { return size_; }  // output positions (0 for the identity)
   const std::vector<MapRun>& runs() const { return runs_; }
   std::vector<std::int64_t> indices() const;  // one entry per output position, -1 for fill
+  friend bool operator==(const AxisMap&, const AxisMap&) = default;
 
  private:
   std::vector<MapRun> runs_;
