@@ -789,6 +789,43 @@ def test_direct_layers(case, mode):
     assert_close(results[0], x, w, b, ("leaky_relu", {"alpha": 0.01}), **kw)
 
 
+# (x shape, filter shape, keywords): on several threads each task pads the input rows of its band
+# itself; bands of part of a row, of one row and of several, rows wholly in the padding (start
+# padding past the kernel), vertical strides and dilations, groups, batches, float16.
+OWN_ROWS_CASES = [
+    ((1, 5, 9, 7), (32, 5, 3, 3), dict(start_padding=1, end_padding=1)),
+    ((2, 4, 11, 6), (20, 4, 3, 2), dict(strides=(3, 1), start_padding=(4, 0), end_padding=(5, 1))),
+    ((1, 6, 13, 9), (34, 3, 2, 3), dict(dilations=(3, 1), strides=(2, 2), start_padding=(2, 1), group_count=2)),
+    ((1, 3, 4, 40), (16, 3, 5, 1), dict(start_padding=(6, 0), end_padding=(2, 0), mode="convolution")),
+    ((3, 8, 6, 6), (32, 8, 1, 3), dict(end_padding=(0, 2))),
+]
+
+
+@pytest.mark.parametrize("case", OWN_ROWS_CASES, ids=lambda c: "x".join(map(str, c[0])) + "_" + "x".join(map(str, c[1])))
+@pytest.mark.parametrize("dtype", FLOATS[:2])
+def test_direct_tasks_pad_their_own_rows(case, dtype):
+    """Each task pads the rows its band reads (plan: padded_per_pass) on 2 to 17 threads, in
+    layers of one or two channel blocks; the same bits as one thread, where the planes are padded
+    up front, and the reference."""
+    x_shape, w_shape, kw = case
+    rng = np.random.default_rng(list(x_shape) + list(w_shape))
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    desc = dmlops.ConvolutionDesc(dmlops.TensorDesc(dtype, x_shape), dmlops.TensorDesc(dtype, w_shape), **kw)
+    results = {}
+    for threads in (1, 2, 3, 5, 8, 17):
+        with dmlops.threads(threads):
+            plan = desc.plan(algorithm="direct")
+            own_rows = threads > 1 and plan.tasks > 1 and plan.tiles["channel_blocks"] <= 2
+            assert plan.tiles["padded_per_pass"] == own_rows, threads
+            results[threads] = desc(x, w, algorithm="direct")
+    assert own_rows or plan.tiles["channel_blocks"] > 2  # on 17 threads every case has several tasks
+    assert_close(results[1], x, w, **{name: getattr(desc, name) for name in (
+        "strides", "dilations", "start_padding", "end_padding", "group_count", "mode")})
+    for threads, y in results.items():
+        np.testing.assert_array_equal(y, results[1], err_msg=f"{threads} threads")
+
+
 @pytest.mark.parametrize("groups", [1, 3])
 @pytest.mark.parametrize("per_group", [16, 17, 31, 32, 48, 64, 80, 100])
 def test_direct_every_output_width(per_group, groups):

@@ -401,12 +401,13 @@ struct PaddedPlane {
   // is split straight from the input. Several channels at once suit inputs
   // whose channels are closer in memory than their columns (channels-last): each input row is
   // then read once, a cache line of channels at a time, instead of once per channel.
+  // Rows [r0, r1) only (default: all), row r at dst + (r - r0) * row_len.
   template <class T, class Acc>
   void fill(const Geometry& g, const std::byte* src, std::int64_t channel_step, std::int64_t channels,
-            const Dims& in_strides, Acc* dst, Acc* lines) const {
+            const Dims& in_strides, Acc* dst, Acc* lines, std::int64_t r0 = 0, std::int64_t r1 = -1) const {
     const std::int64_t width = row_stop - row_first, step = in_strides[last];
-    for_each_row(g, in_strides, 0, rows, [&](std::int64_t r, bool inside, std::int64_t offset) {
-      Acc* dst_row = dst + r * row_len;
+    for_each_row(g, in_strides, r0, r1 < 0 ? rows : r1, [&](std::int64_t r, bool inside, std::int64_t offset) {
+      Acc* dst_row = dst + (r - r0) * row_len;
       if (!inside) {
         for (std::int64_t c = 0; c < channels; ++c) std::fill_n(dst_row + c * size, row_len, Acc(0));
         return;
@@ -549,10 +550,10 @@ class PaddedInput {
   // Elements between neighbouring padded positions of a plane.
   std::int64_t position_step() const { return interleaved_ ? in_channels_ : 1; }
 
- private:
   static bool channels_last(const Geometry& g, const TensorView& in) {
     return std::abs(in.byte_strides[1]) < std::abs(in.byte_strides[1 + g.D]);
   }
+  // The input planes are their own padded planes: no copy is needed.
   static bool reads_in_place(const Geometry& g, const PaddedPlane& pad, const TensorView& in) {
     const Dims in_strides = spatial(in.byte_strides);
     bool direct = std::is_same_v<T, Acc> && pad.phases == 1 && pad.padded == g.in_spatial && pad.size == g.in_spatial.product() &&
@@ -565,6 +566,7 @@ class PaddedInput {
     return direct;
   }
 
+ private:
   const TensorView& in_;
   std::int64_t in_channels_, size_;
   bool direct_, interleaved_;

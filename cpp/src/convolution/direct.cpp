@@ -165,6 +165,30 @@ struct FilterBlocks {
   }
 };
 
+// Whether each task pads the input rows it reads, pass by pass, into its own L1-sized buffer,
+// instead of all threads padding every plane in a step before the tasks (`copy_needed`: the
+// input planes are not their own padded planes, and are NCHW). Planes made up front are written
+// by one core and read by the others (every task reads every channel of its band), so at 16
+// threads that step took 11-30 us for stride-1 layers and 29-70 us for stride-2 layers on the
+// 16-core Xeon, where a copy of its bytes takes a few; a task's own rows stay in its caches, and
+// it reads the input that every call shares. The price: a band's rows are padded once per
+// channel block, and their halo rows once per band, so only layers of one or two blocks per
+// group (16-core Xeon, 16 threads, paired: 3x3 128@28 0.84x the time, s2 128@56 0.83x, float16
+// 64@56 0.86x, 64@56 0.95x; at 4 threads 0.95-1.04x; with up to four blocks 3x3 256@14 ran 1.13x
+// the time on 2 threads of a 2-core Xeon, and with every block count 1x1 s2 512>1024@28 1.8x).
+// On one thread the planes are made once. Two spatial axes (bands of whole rows of one plane).
+constexpr std::int64_t kMaxBlocksPaddingInTasks = 2;
+
+bool pads_in_tasks(const Geometry& g, const Blocking& b, bool copy_needed) {
+  return copy_needed && g.D == 2 && num_threads() > 1 && b.tasks > 1 && b.block_count <= kMaxBlocksPaddingInTasks;
+}
+
+// Padded rows that output rows [first, first + count) of a 2-D layer read.
+std::int64_t padded_rows(const Geometry& g, const PaddedPlane& pad, std::int64_t first, std::int64_t count) {
+  const std::int64_t r0 = first * g.strides[0];
+  return std::min((count - 1) * g.strides[0] + (g.kernel[0] - 1) * g.dilations[0] + 1, pad.rows - r0);
+}
+
 template <class T>
 void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   using Acc = float;
@@ -181,11 +205,20 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   if (!prepacked) filter_blocks.emplace(desc, g, walker, v.filter, L);
   const Taps tap(walker, v.filter);  // for the padded planes: tap.index only
   const PaddedPlane pad(g, tap, false);
-  const PaddedInput<T> input(g, pad, v.in, true);
-  const std::int64_t step = input.position_step();
+  // The padded planes: made up front, in a parallel step of their own, or by each task, pass by
+  // pass, for the rows of its band (pads_in_tasks).
+  const bool in_tasks = pads_in_tasks(g, blocking, !PaddedInput<T>::reads_in_place(g, pad, v.in) &&
+                                                       !PaddedInput<T>::channels_last(g, v.in));
+  std::optional<PaddedInput<T>> input;
+  if (!in_tasks) input.emplace(g, pad, v.in, true);
+  const std::int64_t step = in_tasks ? 1 : input->position_step();
   std::vector<std::int64_t> tap_offsets(pad.tap_offset);
   for (std::int64_t& offset : tap_offsets) offset *= step;
   const auto band_start = [&](std::int64_t b) { return positions * b / bands; };
+  // A task's padded rows: those of its band's output rows, at most band_rows of each plane.
+  const std::int64_t band_rows = in_tasks ? padded_rows(g, pad, 0, std::min(ceil_div(band_max - 1, pad.out_width) + 1, g.out_spatial[0])) : 0;
+  const Dims in_strides = spatial(v.in.byte_strides);
+  const auto* in_base = static_cast<const std::byte*>(v.in.data);
 
   // Unless pack_in_pass, every block's filter once, up front, by all threads, and shared.
   const bool pack_in_pass = blocking.pack_in_pass && !prepacked;
@@ -200,6 +233,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const Scratch<Acc> sums(band_max * max_width), staging(direct_out ? 0 : L * band_max);
     const Scratch<Acc> pass_filter(pack_in_pass ? channel_pass * taps * max_width : 0);
+    const Scratch<Acc> pass_input(channel_pass * band_rows * pad.row_len);
     std::vector<Acc> bias(static_cast<std::size_t>(max_width));
     std::vector<const Acc*> planes(static_cast<std::size_t>(channel_pass));
     std::vector<std::int64_t> offsets(static_cast<std::size_t>(band_max));
@@ -209,11 +243,25 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       const std::int64_t n = task / (block_count * bands * g.groups);
       const std::int64_t width = block.vectors * L, used = std::min(width, M - block.first);
       const std::int64_t p0 = band_start(b), count = band_start(b + 1) - p0;
+      // The padded rows [r0, r1) this band reads (all rows when the planes are made up front).
+      const std::int64_t first_row = p0 / out_width, last_row = (p0 + count - 1) / out_width;
+      const std::int64_t r0 = in_tasks ? first_row * g.strides[0] : 0;
+      const std::int64_t r1 = in_tasks ? r0 + padded_rows(g, pad, first_row, last_row - first_row + 1) : 0;
       for (std::int64_t p = 0; p < count; ++p)  // where each output's window starts in the padded planes
-        offsets[p] = (pad.row_base[(p0 + p) / out_width] + (p0 + p) % out_width * pad.column_step) * step;
+        offsets[p] = (pad.row_base[(p0 + p) / out_width] - r0 * pad.row_len + (p0 + p) % out_width * pad.column_step) * step;
       for (std::int64_t c0 = 0; c0 < g.in_per_group; c0 += channel_pass) {
         const std::int64_t channels = std::min(channel_pass, g.in_per_group - c0);
-        for (std::int64_t c = 0; c < channels; ++c) planes[c] = input.plane(n, grp * g.in_per_group + c0 + c);
+        for (std::int64_t c = 0; c < channels; ++c) {
+          const std::int64_t channel = grp * g.in_per_group + c0 + c;
+          if (!in_tasks) {
+            planes[c] = input->plane(n, channel);
+            continue;
+          }
+          Acc* own = pass_input.get() + c * band_rows * pad.row_len;
+          pad.fill<T, Acc>(g, in_base + n * v.in.byte_strides[0] + channel * v.in.byte_strides[1], v.in.byte_strides[1], 1,
+                           in_strides, own, nullptr, r0, r1);
+          planes[c] = own;
+        }
         const Acc* filter = packed + (grp * padded_M + block.first) * K + c0 * taps * width;
         if (pack_in_pass) {
           filter_blocks->pack(grp, block, c0 * taps, channels * taps, pass_filter.get());
@@ -262,13 +310,19 @@ Verdict applies(const Geometry& g, const Cpu& cpu) {
 
 void describe(const Geometry& g, ConvolutionPlan& plan) {
   const Blocking b(g);
+  // As run() decides for a contiguous NCHW input: it is read in place when it needs no padding.
+  bool copy_needed = g.dtype != DataType::Float32;
+  for (int a = 0; a < g.D; ++a)
+    copy_needed = copy_needed || g.start[a] != 0 ||
+                  (g.out_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1 != g.in_spatial[a];
   plan.tiles = {{"lanes", b.L},
                 {"vectors", b.most},
                 {"channel_blocks", b.block_count},
                 {"bands", b.bands},
                 {"band", b.band_max},
                 {"channel_pass", b.channel_pass},
-                {"packed_per_pass", b.pack_in_pass ? 1 : 0}};
+                {"packed_per_pass", b.pack_in_pass ? 1 : 0},
+                {"padded_per_pass", pads_in_tasks(g, b, copy_needed) ? 1 : 0}};
   plan.tasks = b.tasks;
 }
 
