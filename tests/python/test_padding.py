@@ -380,6 +380,14 @@ def test_gather_plans_reused_only_for_the_same_shapes_strides_maps_and_threads()
     for threads in (1, 2, 1, 2):
         with dmlops.threads(threads):
             assert ("column_blocks" in desc.plan().tiles) == (threads == 2)
+    # A plan of more than 2^16 positions is not kept: plan() and the call still use it whole
+    # (under the sanitizers, a plan freed too early is an error).
+    x = np.arange(3 * 70000, dtype=np.float32).reshape(1, 1, 3, 70000)
+    long_desc = dmlops.PaddingDesc(dmlops.TensorDesc("float32", x.shape), start_padding=(0, 0, 1, 1),
+                                   end_padding=(0, 0, 1, 1), padding_mode="reflection")
+    for _ in range(2):
+        assert long_desc.plan().tiles["row"] == 70002
+        assert_same_bits(long_desc(x), pad_reference(x, (0, 0, 1, 1), (0, 0, 1, 1), "reflection"))
 
 
 def test_concurrent_python_threads():

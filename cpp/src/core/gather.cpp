@@ -718,7 +718,8 @@ std::shared_ptr<const Plan> plan_for(const TensorView& in, const TensorView& out
 }  // namespace
 
 KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps) {
-  const Plan& plan = *plan_for(in, out, maps);
+  const std::shared_ptr<const Plan> shared = plan_for(in, out, maps);  // held: a plan too large to keep dies with it
+  const Plan& plan = *shared;
   KernelPlan k = KernelPlan::of(
       plan.all_fill ? "fill" : plan.any_pinned ? "gather" : "copy",
       plan.all_fill     ? "a size-1 output axis lies in the padding: every element is the fill value"

@@ -172,14 +172,15 @@ class ThreadPool {
       if (caller_cpu >= 0 && platform::current_cpu() == caller_cpu) platform::move_off_cpu(caller_cpu);
       run_chunks(job, index + 1);
       // With a CPU each, a worker that runs out of chunks waits for the last ones of its job
-      // (or of a later job that does not ask it) before its poll starts, so that it polls kSpinTime past the end of the call's work, not
-      // of its own share. Otherwise, at 16 threads, the workers that finished first (a third
-      // sooner than the last) blocked during the call's last chunk and its return to Python, and
-      // the next call's first step had to wake them (16-core Xeon: its padding step's last chunk
-      // started 20-110 us late, where a chunk took 3-30 us).
-      // It polls its own wake-up word and `finished_`, which the job writes once: polling the
-      // words every chunk claim or count writes (the caller's range, the count of chunks done)
-      // made each such write wait for 15 copies to be dropped (a step cost 1.2 us more).
+      // (or of a later job that does not ask it) before its poll starts, so that it polls
+      // kSpinTime past the end of the call's work, not of its own share. Otherwise, at 16
+      // threads, the workers that finished first (a third sooner than the last) blocked during
+      // the call's last chunk and its return to Python, and the next call's first step had to
+      // wake them (16-core Xeon: its padding step's last chunk started 20-110 us late, where a
+      // chunk took 3-30 us). It polls its own wake-up word and `finished_`, which the job
+      // writes once: polling words that every chunk claim or report writes (the caller's
+      // range, the count of chunks done) made each such write wait for 15 copies to be
+      // dropped (16-core Xeon: a step cost 1.2 us more).
       if (!crowded_job) {
         while (!asked() && !finished(seen)) platform::cpu_relax();
       }
@@ -192,9 +193,9 @@ class ThreadPool {
     t_inside_chunk = true;
     const int threads = helpers_.load(std::memory_order_relaxed) + 1;
     std::uint32_t ran = run_range(job, self, true);
-    // Only the ranges that had chunks left: reading every other range's word (each a line
-    // that its owner writes) cost a thread about a microsecond at 16 threads. A range whose
-    // flag is clear is empty; one whose flag is set may be empty by now, and is read to see.
+    // Only the ranges that may have chunks left: reading every other range's word (each a
+    // line its owner writes) cost a step 0.5-1.7 us at 16 threads on the 16-core Xeon. A range
+    // whose flag is clear is empty; one whose flag is set may be empty by now, and is read.
     for (int k = 1; k < threads; ++k) {
       const int t = (self + k) % threads;
       if (open_[t].load(std::memory_order_relaxed) != 0) ran += run_range(job, t, false);
