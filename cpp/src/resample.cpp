@@ -201,11 +201,7 @@ struct Tables {
 // axes and options: a loop over frames of one shape builds them once. Built per call, they are
 // serial work as long as the data movement itself at many threads: a uint8 upsampling of
 // 360x640 by 3 spent 20 us of a 2-core Xeon's time on its index maps (1080 + 1920 coordinates
-// turned into runs), where 16 threads of a 16-core Xeon moved its 6 MB in 87 us. Tables of more
-// than kMaxCachedPositions output positions (summed over the axes) are not kept: they can take
-// megabytes, and the data they move costs far more than building them.
-constexpr std::int64_t kMaxCachedPositions = std::int64_t{1} << 16;
-
+// turned into runs), where 16 threads of a 16-core Xeon moved its 6 MB in 87 us.
 std::shared_ptr<const Tables> tables_for(std::vector<Axis> axes, InterpolationMode mode, Rounding rounding,
                                          bool antialiased, const std::vector<std::int64_t>& pass_order = {}) {
   struct Key {
@@ -216,16 +212,15 @@ std::shared_ptr<const Tables> tables_for(std::vector<Axis> axes, InterpolationMo
     std::vector<std::int64_t> pass_order;
   };
   thread_local RecentValues<Key, Tables> recent;
-  if (auto tables = recent.find([&](const Key& k) {
-        return k.mode == mode && k.rounding == rounding && k.antialiased == antialiased && k.axes == axes &&
-               k.pass_order == pass_order;
-      }))
-    return tables;
-  auto tables = std::make_shared<const Tables>(axes, mode, rounding, antialiased, pass_order);
   std::int64_t positions = 0;
   for (const Axis& a : axes) positions += a.out;
-  if (positions <= kMaxCachedPositions) recent.keep(Key{std::move(axes), mode, rounding, antialiased, pass_order}, tables);
-  return tables;
+  return recent.get(
+      [&](const Key& k) {
+        return k.mode == mode && k.rounding == rounding && k.antialiased == antialiased && k.axes == axes &&
+               k.pass_order == pass_order;
+      },
+      [&] { return std::make_shared<const Tables>(axes, mode, rounding, antialiased, pass_order); }, positions,
+      [&] { return Key{std::move(axes), mode, rounding, antialiased, pass_order}; });
 }
 
 // Logs the call's plan when DMLOPS_VERBOSE asks, then runs it.

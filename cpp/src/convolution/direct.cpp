@@ -18,6 +18,7 @@
 #include "common.hpp"
 #include "dmlops/core/direct.hpp"
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/plan.hpp"
 
 namespace dmlops::conv {
 namespace {
@@ -166,8 +167,8 @@ struct FilterBlocks {
 };
 
 // Whether each task pads the input rows it reads, pass by pass, into its own L1-sized buffer,
-// instead of all threads padding every plane in a step before the tasks (`copy_needed`: the
-// input planes are not their own padded planes, and are NCHW). Planes made up front are written
+// instead of all threads padding every plane in a step before the tasks (when the input `in`
+// needs padded planes at all: they are not its own planes, and it is NCHW). Planes made up front are written
 // by one core and read by the others (every task reads every channel of its band), so at 16
 // threads that step took 11-30 us for stride-1 layers and 29-70 us for stride-2 layers on the
 // 16-core Xeon, where a copy of its bytes takes a few; a task's own rows stay in its caches, and
@@ -179,8 +180,10 @@ struct FilterBlocks {
 // On one thread the planes are made once. Two spatial axes (bands of whole rows of one plane).
 constexpr std::int64_t kMaxBlocksPaddingInTasks = 2;
 
-bool pads_in_tasks(const Geometry& g, const Blocking& b, bool copy_needed) {
-  return copy_needed && g.D == 2 && num_threads() > 1 && b.tasks > 1 && b.block_count <= kMaxBlocksPaddingInTasks;
+template <class T>
+bool pads_in_tasks(const Geometry& g, const Blocking& b, const PaddedPlane& pad, const TensorView& in) {
+  return g.D == 2 && num_threads() > 1 && b.tasks > 1 && b.block_count <= kMaxBlocksPaddingInTasks &&
+         !PaddedInput<T>::reads_in_place(g, pad, in) && !PaddedInput<T>::channels_last(g, in);
 }
 
 // Padded rows that output rows [first, first + count) of a 2-D layer read.
@@ -207,8 +210,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const PaddedPlane pad(g, tap, false);
   // The padded planes: made up front, in a parallel step of their own, or by each task, pass by
   // pass, for the rows of its band (pads_in_tasks).
-  const bool in_tasks = pads_in_tasks(g, blocking, !PaddedInput<T>::reads_in_place(g, pad, v.in) &&
-                                                       !PaddedInput<T>::channels_last(g, v.in));
+  const bool in_tasks = pads_in_tasks<T>(g, blocking, pad, v.in);
   std::optional<PaddedInput<T>> input;
   if (!in_tasks) input.emplace(g, pad, v.in, true);
   const std::int64_t step = in_tasks ? 1 : input->position_step();
@@ -310,11 +312,18 @@ Verdict applies(const Geometry& g, const Cpu& cpu) {
 
 void describe(const Geometry& g, ConvolutionPlan& plan) {
   const Blocking b(g);
-  // As run() decides for a contiguous NCHW input: it is read in place when it needs no padding.
-  bool copy_needed = g.dtype != DataType::Float32;
-  for (int a = 0; a < g.D; ++a)
-    copy_needed = copy_needed || g.start[a] != 0 ||
-                  (g.out_spatial[a] - 1) * g.strides[a] + (g.kernel[a] - 1) * g.dilations[a] + 1 != g.in_spatial[a];
+  // As run() decides for contiguous tensors.
+  bool in_tasks = false;
+  visit_float(g.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<typename AccumulatorOf<T>::type, float>) {
+      Dims in_sizes{g.batch, g.in_channels}, filter_sizes{g.out_channels, g.in_per_group};
+      for (int a = 0; a < g.D; ++a) in_sizes.push_back(g.in_spatial[a]), filter_sizes.push_back(g.kernel[a]);
+      const TensorView in = unbound_view(TensorDesc{g.dtype, in_sizes, std::nullopt});
+      const PaddedPlane pad(g, Taps(forward_walker(g), unbound_view(TensorDesc{g.dtype, filter_sizes, std::nullopt})), false);
+      in_tasks = pads_in_tasks<T>(g, b, pad, in);
+    }
+  });
   plan.tiles = {{"lanes", b.L},
                 {"vectors", b.most},
                 {"channel_blocks", b.block_count},
@@ -322,7 +331,7 @@ void describe(const Geometry& g, ConvolutionPlan& plan) {
                 {"band", b.band_max},
                 {"channel_pass", b.channel_pass},
                 {"packed_per_pass", b.pack_in_pass ? 1 : 0},
-                {"padded_per_pass", pads_in_tasks(g, b, copy_needed) ? 1 : 0}};
+                {"padded_per_pass", in_tasks ? 1 : 0}};
   plan.tasks = b.tasks;
 }
 

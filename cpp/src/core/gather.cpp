@@ -687,32 +687,27 @@ Plan make_plan(const TensorView& in, const TensorView& out, const std::vector<Ax
 // make_plan's plan, taken from this thread's last few calls when one had the same shapes,
 // strides, element size, maps and thread count: building it walks every map (a 360x640 uint8
 // upsampling by 3 spent 9 us of a 2-core Xeon's time on it, where 16 threads of a 16-core Xeon
-// moved its 6 MB in 50 us). Plans of maps longer than kMaxCachedPositions output positions
-// (summed over the axes) are not kept: they can take megabytes.
-constexpr std::int64_t kMaxCachedPositions = std::int64_t{1} << 16;
-
+// moved its 6 MB in 50 us).
 std::shared_ptr<const Plan> plan_for(const TensorView& in, const TensorView& out, const std::vector<AxisMap>& maps) {
   struct Key {
     Dims in_sizes, in_strides, out_sizes, out_strides;
-    std::size_t element;
+    std::size_t in_element, out_element;
     std::vector<AxisMap> maps;
     int threads;
   };
   thread_local RecentValues<Key, Plan> recent;
-  const std::size_t element = element_size(out.dtype);
+  const std::size_t in_element = element_size(in.dtype), out_element = element_size(out.dtype);
   const int threads = num_threads();
-  if (auto plan = recent.find([&](const Key& k) {
-        return k.threads == threads && k.element == element && element_size(in.dtype) == element &&
-               k.in_sizes == in.sizes && k.out_sizes == out.sizes && k.in_strides == in.byte_strides &&
-               k.out_strides == out.byte_strides && k.maps == maps;
-      }))
-    return plan;
-  auto plan = std::make_shared<const Plan>(make_plan(in, out, maps));
   std::int64_t positions = 0;
   for (const AxisMap& map : maps) positions += map.size();
-  if (positions <= kMaxCachedPositions)
-    recent.keep(Key{in.sizes, in.byte_strides, out.sizes, out.byte_strides, element, maps, threads}, plan);
-  return plan;
+  return recent.get(
+      [&](const Key& k) {
+        return k.threads == threads && k.in_element == in_element && k.out_element == out_element &&
+               k.in_sizes == in.sizes && k.out_sizes == out.sizes && k.in_strides == in.byte_strides &&
+               k.out_strides == out.byte_strides && k.maps == maps;
+      },
+      [&] { return std::make_shared<const Plan>(make_plan(in, out, maps)); }, positions,
+      [&] { return Key{in.sizes, in.byte_strides, out.sizes, out.byte_strides, in_element, out_element, maps, threads}; });
 }
 
 }  // namespace
