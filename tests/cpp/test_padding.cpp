@@ -455,6 +455,31 @@ TEST_P(PaddingModeTest, LargeTensorSplitAcrossThreads) {
   }
 }
 
+TEST_P(PaddingModeTest, RowsOfACopyAndAFewElements) {
+  // Rows of one contiguous copy and at most 16 other elements are written one by one (plan():
+  // border_elements): a 5-D activation padded by one, 16 and 17 elements (the limit), only outer
+  // axes padded, on 1 to 7 threads (tasks that start inside a plane), misaligned, into strided
+  // and backwards outputs.
+  struct Case {
+    Dims sizes, start, end;
+  };
+  const Case cases[] = {{{2, 3, 5, 9, 20}, {0, 0, 1, 1, 1}, {0, 0, 1, 1, 1}},
+                        {{3, 6, 33}, {1, 2, 8}, {0, 3, 8}},
+                        {{3, 6, 33}, {1, 2, 9}, {0, 3, 8}},
+                        {{4, 5, 7}, {2, 3, 0}, {1, 0, 0}}};
+  for (const Case& c : cases) {
+    for (DataType dtype : {DataType::Float32, DataType::UInt8, DataType::Float64}) {
+      for (int threads : {1, 2, 3, 7}) {
+        PaddingTester().sizes(c.sizes).start(c.start).end(c.end).mode(GetParam()).dtype(dtype).threads(threads).Test();
+      }
+      PaddingTester().sizes(c.sizes).start(c.start).end(c.end).mode(GetParam()).dtype(dtype).misaligned().Test();
+      Dims steps = Dims::filled(c.sizes.size(), 1);
+      steps[steps.size() - 2] = 2;
+      PaddingTester().sizes(c.sizes).start(c.start).end(c.end).mode(GetParam()).dtype(dtype).output_steps(steps).output_negate(1u).Test();
+    }
+  }
+}
+
 TEST_P(PaddingModeTest, LongRowsSplitIntoColumnBlocks) {
   // A single 4 MB (or 1 MB) row: too few rows to share out, so the kernel splits the row
   // itself into column blocks, which a thread may start in the middle of a run.
@@ -959,6 +984,7 @@ TEST(PaddingPlan, TheGatherPathFollowsThePadding) {
   EXPECT_EQ(tiles.at("row"), 12);
   EXPECT_EQ(tiles.at("copy_runs"), 1);
   EXPECT_EQ(tiles.at("gather_runs"), 2);
+  EXPECT_EQ(tiles.at("border_elements"), 4);  // rows of one copy and a few elements: one by one
 
   // Borders of 20 reflect as mirrored copies.
   desc.input = TensorDesc{DataType::Float32, {2, 40}, std::nullopt};
@@ -968,6 +994,7 @@ TEST(PaddingPlan, TheGatherPathFollowsThePadding) {
   EXPECT_EQ(tiles.at("mirror_runs"), 2);
   EXPECT_EQ(tiles.at("copy_runs"), 1);
   EXPECT_EQ(tiles.count("gather_runs"), 0u);
+  EXPECT_EQ(tiles.count("border_elements"), 0u);
 
   // Nothing padded: one strided copy, the axes merged into one row.
   desc.start_padding = {0, 0};

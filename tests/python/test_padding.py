@@ -351,6 +351,46 @@ def test_thread_counts_give_identical_results(threads):
                      pad_reference(long, (70_000,), (3,), "symmetric"))
 
 
+# (shape, start, end, {mode: plan().tiles["border_elements"]}): the rows of one contiguous copy
+# and at most 16 other elements (fills, edges, mirrored or wrapped elements: runs shorter than 8);
+# None, rows of another form.
+BORDER_CASES = [
+    ((2, 3, 5, 9, 20), (0, 0, 1, 1, 1), (0, 0, 1, 1, 1), dict.fromkeys(MODES, 2)),  # a 5-D activation padded by one
+    ((3, 6, 33), (1, 2, 8), (0, 3, 8), {"constant": 16, "edge": 16}),  # mirrors and wraps of 8: copy runs
+    ((3, 6, 33), (1, 2, 9), (0, 3, 8), {}),                            # 17 elements
+    ((4, 5, 7), (2, 3, 0), (1, 0, 0), dict.fromkeys(MODES, 0)),        # only outer axes padded
+    ((2, 1, 3), (1, 0, 2), (0, 1, 1), {}),                             # a copy of 3 elements: gathered
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "float16", "float64"])
+def test_rows_of_a_copy_and_a_few_elements(mode, dtype):
+    """Rows of one contiguous copy and a few other elements are written one by one (plan():
+    border_elements), without the row batches or copies of equal rows: every mode, a fill plane
+    and fill rows, thread counts, strided inputs and outputs, all against the reference."""
+    rng = np.random.default_rng(11)
+    for shape, start, end, elements in BORDER_CASES:
+        x = random_array(rng, shape, dtype)
+        expected = pad_reference(x, start, end, mode)
+        desc = dmlops.PaddingDesc(dmlops.TensorDesc(dtype, shape), start_padding=start, end_padding=end,
+                                  padding_mode=mode)
+        assert desc.plan().tiles.get("border_elements") == elements.get(mode), shape
+        wide = np.zeros(expected.shape[:-1] + (2 * expected.shape[-1],), expected.dtype)
+        for threads in (1, 2, 3, 7):
+            with dmlops.threads(threads):
+                assert_same_bits(dmlops.pad(x, start, end, mode=mode), expected)
+                out = wide[..., ::2]
+                dmlops.pad(x, start, end, mode=mode, out=out)
+                assert_same_bits(out, expected)
+                assert_same_bits(dmlops.pad(np.flip(x.copy(), -1)[..., ::-1], start, end, mode=mode), expected)
+        strided = np.repeat(x, 2, axis=-1)[..., ::2]  # input rows of stride 2: no copy run
+        assert "border_elements" not in dmlops.PaddingDesc(dmlops.TensorDesc(dtype, shape, [b // x.itemsize for b in strided.strides]),
+                                                           start_padding=start, end_padding=end,
+                                                           padding_mode=mode).plan().tiles
+        assert_same_bits(dmlops.pad(strided, start, end, mode=mode), expected)
+
+
 def test_gather_plans_reused_only_for_the_same_shapes_strides_maps_and_threads():
     """A call reuses the gather plan of an earlier call on its thread only when the shapes,
     strides, element size, maps and thread count are all the same: settings that differ in one
