@@ -167,7 +167,9 @@ bool unit_strides(const BlockWalker& walker) {
 KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker) {
   KernelPlan k = KernelPlan::of(
       "rows",
-      std::string("each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled") +
+      std::string(walker.rank() == 2
+                      ? "each output row (n, c, tap) is its tap's box of blocks inside the input, copied at once, and zero fills around it"
+                      : "each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled") +
           (unit_strides(walker) ? "; stride 1: a run is one copy"
            : walker.axis(walker.rank() - 1).stride == 2 && avx512_vbmi_enabled()
                ? "; stride-2 runs as one byte permute per 64 output bytes (avx512 vbmi)"
@@ -332,6 +334,12 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
     const int last = walker.rank() - 1;
     const bool stride2_rows = walker.axis(last).stride * position_strides[last] == 2 * std::int64_t{sizeof(T)} &&
                               col_step == std::int64_t{sizeof(T)};
+    // Two spatial axes: a tap's blocks that read inside the input are a box (valid_outputs on
+    // each axis), so its row is fills around one 2-D copy, without the walk's calls per run
+    // (2-core Xeon, paired, 7 rounds: a float16 stride-2 3x3 unfold 0.70x the time at 1 thread in
+    // L2, 0.84x at 2 threads, 0.84-0.87x for 1x64x112x112; stride 1 within noise).
+    const bool planar = walker.rank() == 2;
+    const std::int64_t width = walker.blocks()[planar ? 1 : 0];
     parallel_for(0, rows * pieces, grain, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t task = begin; task < end; ++task) {
         const std::int64_t row = task / pieces, piece = task % pieces;
@@ -343,7 +351,40 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
         const auto fill = [&](std::int64_t col, std::int64_t count) {
           fill_row<T>(dst + col * col_step, col_step, T{0}, count);
         };
-        if (stride2_rows) {
+        if (planar) {
+          const Dims tap = walker.tap(k);
+          const WindowAxis &rows_axis = walker.axis(0), &columns_axis = walker.axis(1);
+          const auto [valid0, valid1] = rows_axis.valid_outputs(tap[0]);
+          const std::int64_t r0 = std::clamp(valid0, first0, last0), r1 = std::clamp(valid1, r0, last0);
+          const auto [c0, c1] = columns_axis.valid_outputs(tap[1]);
+          if (r0 == r1 || c0 == c1) {
+            fill(first0 * width, (last0 - first0) * width);
+            continue;
+          }
+          if (first0 < r0) fill(first0 * width, (r0 - first0) * width);
+          const std::int64_t i0 = r0 * rows_axis.stride + tap[0] * rows_axis.dilation - rows_axis.start;
+          const std::int64_t i1 = c0 * columns_axis.stride + tap[1] * columns_axis.dilation - columns_axis.start;
+          const std::int64_t src_row_step = rows_axis.stride * position_strides[0];
+          const std::int64_t src_step = columns_axis.stride * position_strides[1], n = c1 - c0;
+          std::byte* first = dst + (r0 * width + c0) * col_step;
+          const std::byte* from = src + i0 * position_strides[0] + i1 * position_strides[1];
+          if (n == width && src_row_step == n * src_step) {  // whole rows, back to back on both sides: one run
+            copy_row<T>(first, col_step, from, src_step, n * (r1 - r0));
+          } else if (stride2_rows) {  // copy_rows takes such rows together (copy_even_aligned_rows)
+            for (std::int64_t b = r0; b < r1 && (c0 > 0 || c1 < width); ++b) {
+              fill(b * width, c0);
+              fill(b * width + c1, width - c1);
+            }
+            copy_rows<T>(first, width * col_step, col_step, from, src_row_step, src_step, n, r1 - r0);
+          } else {  // row by row, in memory order (the fills first made a 1x64x56x56 unfold 5% slower)
+            for (std::int64_t b = r0; b < r1; ++b, first += width * col_step, from += src_row_step) {
+              if (c0 > 0) fill(b * width, c0);
+              copy_row<T>(first, col_step, from, src_step, n);
+              if (c1 < width) fill(b * width + c1, width - c1);
+            }
+          }
+          if (r1 < last0) fill(r1 * width, (last0 - r1) * width);
+        } else if (stride2_rows) {
           RunBlocks<T> runs(dst, col_step, src);
           walker.walk(walker.tap(k), first0, last0, position_strides, /*base_offset=*/0, fill,
                       [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {

@@ -568,6 +568,37 @@ TEST(UnfoldFold, WorkSplitAcrossThreads) {
   }
 }
 
+TEST(Unfold, TwoAxesAsFillsAroundOneCopy) {
+  // Two spatial axes: each output row is its tap's box of valid blocks copied at once, fills
+  // around it. Stride 2 along the last axis (copied rows together), stride 1 (row by row, or one
+  // run of whole rows), taps whose box is empty in a piece of the rows (paddings wider than the
+  // window), dilations, pieces split across 1 to 5 threads.
+  struct Case {
+    Dims sizes, window, strides, dilations, start, end;
+  };
+  const Case cases[] = {{{1, 2, 61, 112}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+                        {{1, 1, 300, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+                        {{1, 1, 300, 20}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+                        {{2, 1, 40, 9}, {2, 2}, {3, 2}, {2, 1}, {5, 3}, {4, 6}},
+                        {{1, 1, 200, 33}, {3, 2}, {2, 2}, {1, 2}, {0, 1}, {2, 0}}};
+  for (const Case& c : cases) {
+    for (DataType dtype : {DataType::Float16, DataType::Float32, DataType::UInt8}) {
+      for (int threads : {1, 2, 5}) {
+        WindowTester()
+            .sizes(c.sizes)
+            .window(c.window)
+            .strides(c.strides)
+            .dilations(c.dilations)
+            .start(c.start)
+            .end(c.end)
+            .dtype(dtype)
+            .threads(threads)
+            .Test();
+      }
+    }
+  }
+}
+
 TEST(Unfold, NanPayloadsAreCopiedBitExactly) {
   WindowTester()
       .sizes({1, 2, 3, 7})
