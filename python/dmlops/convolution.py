@@ -253,7 +253,9 @@ class ConvolutionDesc(Descriptor):
         (``algorithm`` forces one) and, for the ``gemm`` and ``direct`` algorithms, the filter is
         packed once into their layout instead of on every call. It pays for many calls with the
         same filter where packing is a visible share of a call: small inputs against large
-        filters (a 3x3 512-channel layer at 7x7, a batch of one)."""
+        filters (a 3x3 512-channel layer at 7x7, a batch of one), and most layers on many threads
+        (on a 16-core Xeon at 16 threads ResNet-50's 3x3 and 1x1 layers took 0.79-0.93x the time
+        prepared)."""
         filter, bias = self._filter_and_bias(filter, bias, "prepare")
         filter = np.array(filter, order="C", copy=True)
         bias = None if bias is None else np.array(bias, order="C", copy=True)
