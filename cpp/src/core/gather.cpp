@@ -238,7 +238,7 @@ struct Plan {
   // Per index of the row dimension: how many rows back the nearest earlier row of the same plane
   // reads the same input row (0: none); empty unless copying pays (see equal_rows_back).
   std::vector<std::int64_t> rows_back;
-    // A row of one contiguous copy and at most kMaxBorderElements other elements (a padding of a
+  // A row of one contiguous copy and at most kMaxBorderElements other elements (a padding of a
   // few elements each side): run_border_rows writes such rows without the per-run work and the
   // row batches. border_copy: the copy run's index, or -1.
   std::int64_t border_copy = -1;
