@@ -430,7 +430,8 @@ class RowBatch {
 // a 5-D activation's 64-element rows padded by one, in L2 (a 16-core machine's share of one on
 // each of 16 threads): on a 2-core Xeon, 1 thread, paired, edge, constant and reflection padding
 // of 1,188 such rows took 0.70x, 0.63x and 0.60x the time so; larger pads 0.88x (2x8x16x64x64
-// edge) and 0.95x (1x64x256x256 reflection by 2).
+// edge) and 0.95x (1x64x256x256 reflection by 2). 16-core Xeon, 16 threads: 2x8x16x64x64 edge
+// and constant 0.76-0.84x and 0.70-0.76x, 1x64x256x256 by 2 0.89-0.94x.
 template <class T>
 void run_border_rows(const Plan& plan, std::byte* out_base, const std::byte* in_base, T fill_value,
                      std::int64_t row_begin, std::int64_t row_end) {
