@@ -363,8 +363,7 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
             continue;
           }
           if (first0 < r0) fill(first0 * width, (r0 - first0) * width);
-          const std::int64_t i0 = r0 * rows_axis.stride + tap[0] * rows_axis.dilation - rows_axis.start;
-          const std::int64_t i1 = c0 * columns_axis.stride + tap[1] * columns_axis.dilation - columns_axis.start;
+          const std::int64_t i0 = rows_axis.input_index(r0, tap[0]), i1 = columns_axis.input_index(c0, tap[1]);
           const std::int64_t src_row_step = rows_axis.stride * position_strides[0];
           const std::int64_t src_step = columns_axis.stride * position_strides[1], n = c1 - c0;
           std::byte* first = dst + (r0 * width + c0) * col_step;

@@ -168,8 +168,8 @@ struct FilterBlocks {
 
 // Whether each task pads the input rows it reads, pass by pass, into its own L1-sized buffer,
 // instead of all threads padding every plane in a step before the tasks (when the input `in`
-// needs padded planes at all: they are not its own planes, and it is NCHW). Planes made up front are written
-// by one core and read by the others (every task reads every channel of its band), so at 16
+// needs padded planes at all: they are not its own planes, and it is NCHW). Planes made up
+// front are written by one core and read by the others (every task reads every channel of its band), so at 16
 // threads that step took 11-30 us for stride-1 layers and 29-70 us for stride-2 layers on the
 // 16-core Xeon, where a copy of its bytes takes a few; a task's own rows stay in its caches, and
 // it reads the input that every call shares. The price: a band's rows are padded once per

@@ -424,6 +424,37 @@ class RowBatch {
   std::array<const std::byte*, kCapacity> ins_{};
 };
 
+// The row dimension (the last outer one), which the row loops walk themselves, and the prefetch
+// of the input row two rows ahead. A padded row starts by reading its input row's ends (the
+// borders), before the hardware prefetcher has seen that row coming: loading the input row two
+// rows ahead made the 1 KiB rows of a 256x256 plane padded by 2 (reflection, wrap) 20-30%
+// faster. Short rows gain nothing (many share a page, which the prefetcher follows); long ones
+// get their first 4 KiB.
+struct RowAxis {
+  std::int64_t rows = 1, out_stride = 0, in_stride = 0;  // a single row without one
+  const std::int64_t* offsets = nullptr;                   // the map's input offsets; nullptr: strided
+  std::int64_t prefetch_bytes = 0;
+
+  RowAxis(const Plan& plan, std::int64_t element) {
+    const int d = plan.outer_rank - 1;
+    if (d >= 0) {
+      rows = plan.outer_sizes[d], out_stride = plan.out_stride[d], in_stride = plan.in_stride[d];
+      if (!plan.in_offsets[d].empty()) offsets = plan.in_offsets[d].data();
+    }
+    const std::int64_t in_row_bytes = plan.inner_in_size * element;
+    if (plan.column_blocks == 1 && plan.inner_in_stride == element && in_row_bytes >= kPrefetchRowBytes)
+      prefetch_bytes = std::min<std::int64_t>(4 * kPrefetchRowBytes, in_row_bytes);
+  }
+  std::int64_t in_offset(std::int64_t o) const { return offsets ? offsets[o] : o * in_stride; }
+  // Row o of a plane whose input starts at `in` is being written: the input row of o + 2.
+  void prefetch_ahead(const std::byte* in, std::int64_t o) const {
+    if (prefetch_bytes == 0 || o + 2 >= rows) return;
+    const std::int64_t ahead = in_offset(o + 2);
+    if (ahead == kFillOffset) return;
+    for (std::int64_t b = 0; b < prefetch_bytes; b += kCacheLine) DMLOPS_PREFETCH(in + ahead + b);
+  }
+};
+
 // Rows [row_begin, row_end) of Plan::border's form, one at a time: a copy and a few elements,
 // with none of run_rows' batching and equal-row bookkeeping (a row that equals an earlier one
 // is gathered again, which costs no more than copying it). The bookkeeping was half the time of
@@ -436,38 +467,27 @@ template <class T>
 void run_border_rows(const Plan& plan, std::byte* out_base, const std::byte* in_base, T fill_value,
                      std::int64_t row_begin, std::int64_t row_end) {
   constexpr auto size = static_cast<std::int64_t>(sizeof(T));
-  const int row_dim = plan.outer_rank - 1;  // -1: a single row
-  const std::int64_t rows_per_plane = row_dim >= 0 ? plan.outer_sizes[row_dim] : 1;
-  const std::int64_t row_out_stride = row_dim >= 0 ? plan.out_stride[row_dim] : 0;
-  const std::int64_t row_in_stride = row_dim >= 0 ? plan.in_stride[row_dim] : 0;
-  const std::int64_t* row_offsets = row_dim >= 0 && !plan.in_offsets[row_dim].empty() ? plan.in_offsets[row_dim].data() : nullptr;
+  const RowAxis axis(plan, size);
   const Run& copy = plan.runs[static_cast<std::size_t>(plan.border_copy)];
   const std::int64_t out_at = copy.out_begin * size, in_at = copy.src * size;
   const auto bytes = static_cast<std::size_t>(copy.length * size);
-  const std::int64_t in_row_bytes = plan.inner_in_size * size;
-  const std::int64_t prefetch_bytes = in_row_bytes >= kPrefetchRowBytes ? std::min<std::int64_t>(4 * kPrefetchRowBytes, in_row_bytes) : 0;
-  std::int64_t row = row_begin, o = row_begin % rows_per_plane;
-  PlaneCursor plane(plan, out_base, in_base, row_begin / rows_per_plane);
+  std::int64_t row = row_begin, o = row_begin % axis.rows;
+  PlaneCursor plane(plan, out_base, in_base, row_begin / axis.rows);
   for (;;) {
-    const std::int64_t o_end = std::min(rows_per_plane, o + (row_end - row));
+    const std::int64_t o_end = std::min(axis.rows, o + (row_end - row));
     std::byte* out = plane.out();
     const std::byte* in = plane.in();
     const bool fill = plane.fill();
     row += o_end - o;
     for (; o < o_end; ++o) {
-      std::byte* dst = out + o * row_out_stride;
-      const std::int64_t in_offset = row_offsets ? row_offsets[o] : o * row_in_stride;
+      std::byte* dst = out + o * axis.out_stride;
+      const std::int64_t in_offset = axis.in_offset(o);
       if (fill || in_offset == kFillOffset) {
         fill_row<T>(dst, size, fill_value, plan.inner_size);
         continue;
       }
       const std::byte* src = in + in_offset;
-      if (prefetch_bytes > 0 && o + 2 < rows_per_plane) {  // as in run_rows
-        const std::int64_t ahead = row_offsets ? row_offsets[o + 2] : (o + 2) * row_in_stride;
-        if (ahead != kFillOffset) {
-          for (std::int64_t b = 0; b < prefetch_bytes; b += kCacheLine) DMLOPS_PREFETCH(in + ahead + b);
-        }
-      }
+      axis.prefetch_ahead(in, o);
       copy_bytes(dst + out_at, src + in_at, bytes);
       for (const auto& [element_out, element_in] : plan.border) {
         const T value = element_in == kFillOffset ? fill_value : load<T>(src + element_in);
@@ -491,22 +511,9 @@ void run_rows(const Plan& plan, std::byte* out_base, const std::byte* in_base, T
               std::int64_t task_end) {
   if (plan.border_rows()) return run_border_rows<T>(plan, out_base, in_base, fill_value, task_begin, task_end);
   const std::int64_t blocks = plan.column_blocks, first_row = task_begin / blocks;
-  const int row_dim = plan.outer_rank - 1;  // -1: a single row
-  const std::int64_t rows_per_plane = row_dim >= 0 ? plan.outer_sizes[row_dim] : 1;
-  const std::int64_t row_out_stride = row_dim >= 0 ? plan.out_stride[row_dim] : 0;
-  const std::int64_t row_in_stride = row_dim >= 0 ? plan.in_stride[row_dim] : 0;
-  static const std::vector<std::int64_t> kIdentity;
-  const std::vector<std::int64_t>& row_offsets = row_dim >= 0 ? plan.in_offsets[row_dim] : kIdentity;
+  const RowAxis axis(plan, static_cast<std::int64_t>(sizeof(T)));
+  const std::int64_t rows_per_plane = axis.rows, row_out_stride = axis.out_stride;
   const std::int64_t step = plan.inner_out_stride;
-  // A padded row starts by reading its input row's ends (the borders), before the hardware
-  // prefetcher has seen that row coming: loading the input row two rows ahead made the 1 KiB
-  // rows of a 256x256 plane padded by 2 (reflection, wrap) 20-30% faster. Short rows gain
-  // nothing (many share a page, which the prefetcher follows); long ones get their first 4 KiB.
-  const std::int64_t in_row_bytes = plan.inner_in_size * static_cast<std::int64_t>(sizeof(T));
-  const std::int64_t prefetch_bytes =
-      blocks == 1 && plan.inner_in_stride == static_cast<std::int64_t>(sizeof(T)) && in_row_bytes >= kPrefetchRowBytes
-          ? std::min<std::int64_t>(4 * kPrefetchRowBytes, in_row_bytes)
-          : 0;
 
   PlaneCursor plane(plan, out_base, in_base, first_row / rows_per_plane);
   std::pair<std::int64_t, std::int64_t> plane_repeats = plane.same_as_earlier();
@@ -522,14 +529,9 @@ void run_rows(const Plan& plan, std::byte* out_base, const std::byte* in_base, T
       plane.next();
       plane_repeats = plane.same_as_earlier();
     }
-    const std::int64_t in_offset = row_offsets.empty() ? o * row_in_stride : row_offsets[o];
+    const std::int64_t in_offset = axis.in_offset(o);
     std::byte* out = plane.out() + o * row_out_stride;
-    if (prefetch_bytes > 0 && o + 2 < rows_per_plane && !plane.fill()) {
-      const std::int64_t ahead = row_offsets.empty() ? (o + 2) * row_in_stride : row_offsets[o + 2];
-      if (ahead != kFillOffset) {
-        for (std::int64_t b = 0; b < prefetch_bytes; b += kCacheLine) DMLOPS_PREFETCH(plane.in() + ahead + b);
-      }
-    }
+    if (!plane.fill()) axis.prefetch_ahead(plane.in(), o);
     if (blocks > 1) {
       c0 = block * plan.columns_per_block;
       c1 = std::min(plan.inner_size, c0 + plan.columns_per_block);
@@ -545,7 +547,7 @@ void run_rows(const Plan& plan, std::byte* out_base, const std::byte* in_base, T
     std::int64_t back = 0;
     if (blocks == 1) {
       const std::int64_t rows_back = plan.rows_back.empty() ? 0 : plan.rows_back[o];
-      if (o > 0 && !row_offsets.empty() && row_offsets[o - 1] == in_offset && row > first_row) back = row_out_stride;
+      if (o > 0 && axis.offsets && axis.offsets[o - 1] == in_offset && row > first_row) back = row_out_stride;
       else if (rows_back > 0 && rows_back <= row - first_row) back = rows_back * row_out_stride;
       else if (plane_repeats.first > 0 && plane_repeats.first <= row - first_row) back = plane_repeats.second;
     }
