@@ -2606,19 +2606,23 @@ TEST(Lanes, WindowSumMatchesPlainLoops) {
 
 // A direct_window_product call over random data: `channels` sources at distinct, unaligned,
 // overlapping places of one buffer (as a padded plane's channels and rows are), `taps` tap
-// offsets and n window offsets scattered and not increasing (as rows of a tile can be), a
-// random filter of width = vectors * L.
+// offsets and n window offsets, a random filter of width = vectors * L. The offsets are
+// scattered and not increasing (as rows of a tile can be), or with `row` > 0 rows of `row`
+// positions `step` elements apart, each row 5 elements past the last one's end (a padded
+// plane's output rows, which tiles of 12 positions are cut at to be row tiles).
 struct DirectCase {
   std::int64_t channels, taps, vectors, width;
   std::vector<float> storage, filter;
   std::vector<const float*> sources;
   std::vector<std::int64_t> tap_offsets, offsets;
 
-  DirectCase(std::int64_t channels_, std::int64_t taps_, std::int64_t vectors_, std::int64_t n, std::mt19937& rng)
+  DirectCase(std::int64_t channels_, std::int64_t taps_, std::int64_t vectors_, std::int64_t n, std::mt19937& rng,
+             std::int64_t row = 0, std::int64_t step = 1)
       : channels(channels_), taps(taps_), vectors(vectors_), width(vectors_ * simd_lanes<float>()) {
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
     for (std::int64_t t = 0; t < taps; ++t) tap_offsets.push_back(t * 7 % 31 + t / 3);
-    for (std::int64_t p = 0; p < std::max<std::int64_t>(n, 1); ++p) offsets.push_back(p * 11 % (2 * n + 1));
+    for (std::int64_t p = 0; p < std::max<std::int64_t>(n, 1); ++p)
+      offsets.push_back(row > 0 ? p / row * (row * step + 5) + p % row * step : p * 11 % (2 * n + 1));
     const std::int64_t reach = *std::max_element(tap_offsets.begin(), tap_offsets.end()) +
                                *std::max_element(offsets.begin(), offsets.end()) + 1;
     storage.resize(static_cast<std::size_t>(channels * 13 + 1 + reach));
@@ -2693,15 +2697,16 @@ TEST(Direct, WindowProductMatchesDoubleSums) {
 // GEMM's chain), a rounded product then a rounded sum on the portable kernel. Hence also
 // splitting the channels into passes (the later ones accumulating, as the direct convolution algorithm does when
 // a layer's filter outgrows L1) changes no bit.
-TEST(Direct, WindowProductIsOneChainPerOutput) {
+// Positions in rows (row > 0, `step` apart) take the row tiles, others the general ones.
+void expect_one_chain_per_output(std::int64_t row, std::int64_t step) {
   std::mt19937 rng(43);
   const bool fused = avx2_fma_enabled();
   const std::vector<std::int64_t> vector_counts = {1, 2, direct_vectors()};
   for (const std::int64_t vectors : vector_counts) {
     for (const std::int64_t channels : {1, 5, 16}) {
       for (const std::int64_t taps : {1, 9}) {
-        for (const std::int64_t n : {1, 6, 7, 12, 13, 25}) {
-          const DirectCase dc(channels, taps, vectors, n, rng);
+        for (const std::int64_t n : {1, 6, 7, 12, 13, 25, 49}) {
+          const DirectCase dc(channels, taps, vectors, n, rng, row, step);
           const std::int64_t width = dc.width;
           std::vector<float> whole(static_cast<std::size_t>(n * width)), passes(whole.size());
           direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), dc.offsets.data(), n, vectors, dc.filter.data(),
@@ -2729,15 +2734,25 @@ TEST(Direct, WindowProductIsOneChainPerOutput) {
               const std::size_t at = static_cast<std::size_t>(p * width + o);
               ASSERT_EQ(bits_of(whole[at]), bits_of(chain))
                   << "fused " << fused << " vectors " << vectors << " channels " << channels << " taps " << taps
-                  << " n " << n << " at " << p << ", " << o << ": " << whole[at] << " vs " << chain;
+                  << " n " << n << " row " << row << " step " << step << " at " << p << ", " << o << ": " << whole[at]
+                  << " vs " << chain;
               ASSERT_EQ(bits_of(passes[at]), bits_of(chain))
                   << "in passes: vectors " << vectors << " channels " << channels << " taps " << taps << " n " << n
-                  << " at " << p << ", " << o;
+                  << " row " << row << " step " << step << " at " << p << ", " << o;
             }
           }
         }
       }
     }
+  }
+}
+
+TEST(Direct, WindowProductIsOneChainPerOutput) { expect_one_chain_per_output(0, 1); }
+
+// Rows of 7, 13, 14 and 30 positions, 1 or 2 elements apart (stride-1 and stride-2 layers).
+TEST(Direct, RowTilesAreOneChainPerOutput) {
+  for (const std::int64_t row : {7, 13, 14, 30}) {
+    for (const std::int64_t step : {1, 2}) expect_one_chain_per_output(row, step);
   }
 }
 
