@@ -2749,9 +2749,10 @@ void expect_one_chain_per_output(std::int64_t row, std::int64_t step) {
 
 TEST(Direct, WindowProductIsOneChainPerOutput) { expect_one_chain_per_output(0, 1); }
 
-// Rows of 7, 13, 14 and 30 positions, 1 or 2 elements apart (stride-1 and stride-2 layers).
+// Rows of 3 to 30 positions, 1 or 2 elements apart (stride-1 and stride-2 layers): rows of 6 or
+// more cut tiles of 12 into row tiles, shorter ones are spanned by general tiles.
 TEST(Direct, RowTilesAreOneChainPerOutput) {
-  for (const std::int64_t row : {7, 13, 14, 30}) {
+  for (const std::int64_t row : {3, 5, 6, 7, 13, 14, 30}) {
     for (const std::int64_t step : {1, 2}) expect_one_chain_per_output(row, step);
   }
 }

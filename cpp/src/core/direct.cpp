@@ -1,5 +1,7 @@
 #include "dmlops/core/direct.hpp"
 
+#include <algorithm>
+
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/platform.hpp"
 #include "dmlops/core/simd.hpp"
@@ -112,9 +114,9 @@ DMLOPS_UNROLL(4)
   // tile holds a pointer per position: 12 of them and the loop's own do not fit the 16 general
   // registers, and the 12 x 2 tile spilled them (~60% of the FMA peak on an Intel Xeon, where
   // 6 x 4 reached 76%). Used for the tiles of 12 positions only (positions_of): on the 16-core
-  // Xeon, paired, the layers that take 2-vector blocks ran 0.80-0.95x the time at 8 and 16
-  // threads (3x3 256@14 0.80x at 16), 0.89-1.01x at 4; on Zen 4, where one FMA per cycle leaves
-  // the addressing idle time, 0.97-1.01x. Same FMA chain per output.
+  // Xeon, paired, the layers that take 2-vector blocks ran 0.87-0.99x the time at 8 and 16
+  // threads (3x3 256@14 0.80-0.95x at 16 in three calls), 0.89-1.01x at 4; on Zen 4, where one
+  // FMA per cycle leaves the addressing idle time, 0.97-1.01x. Same FMA chain per output.
   template <int kVectors, int kCount, int kStep>
   DMLOPS_ALWAYS_INLINE static void row_tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                             const std::int64_t* tap_offsets, std::int64_t first, const Acc* filter,
@@ -189,22 +191,34 @@ DMLOPS_UNROLL(16)
     }
   }
 
+  // The end of the row (positions `step` elements apart) that position p < n is in.
+  static std::int64_t row_end(const std::int64_t* offsets, std::int64_t n, std::int64_t step, std::int64_t p) {
+    std::int64_t end = p + 1;
+    while (end < n && offsets[end] - offsets[end - 1] == step) ++end;
+    return end;
+  }
+
   // n positions in tiles. Tiles of 12 positions, more than the general tile has registers for
-  // their pointers, are cut at the ends of rows (positions 1 or 2 elements apart), so that they
-  // are row tiles (a 14-wide row: 7 + 7); tiles of 6 may span rows and take the general tile
-  // (6 x 4 row tiles for those that lay in one row made 3x3 512@7 3-11% slower on Zen 4, in two
-  // paired runs).
+  // their pointers, are cut at the ends of rows (positions 1 or 2 elements apart) when rows hold
+  // half a tile or more, so that they are row tiles (a 14-wide row: 7 + 7); shorter rows, and
+  // tiles of 6, may span rows and take the general tile (6 x 4 row tiles for those that lay in
+  // one row made 3x3 512@7 3-11% slower on Zen 4, in two paired runs).
   template <int kVectors>
   DMLOPS_ALWAYS_INLINE static void positions_of(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                                   const std::int64_t* tap_offsets, const std::int64_t* offsets,
                                                   std::int64_t n, const Acc* filter, bool accumulate, Acc* out,
                                                   std::int64_t plane_stride) {
+    constexpr int P = positions(kVectors);
     const std::int64_t step = n > 1 ? offsets[1] - offsets[0] : 0;
-    if (positions(kVectors) <= 6 || (step != 1 && step != 2))
+    bool cut = P > 6 && (step == 1 || step == 2);
+    if (cut) {  // the row length, from the first whole row (the band may start inside one)
+      const std::int64_t first = row_end(offsets, n, step, 0);
+      cut = first == n || std::max(first, row_end(offsets, n, step, first) - first) >= P / 2;
+    }
+    if (!cut)
       return even_tiles<kVectors>(0, n, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride);
     for (std::int64_t p = 0; p < n;) {
-      std::int64_t end = p + 1;
-      while (end < n && offsets[end] - offsets[end - 1] == step) ++end;
+      const std::int64_t end = row_end(offsets, n, step, p);
       even_tiles<kVectors>(p, end - p, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride);
       p = end;
     }
