@@ -9,9 +9,12 @@
 //   add(a, b)               a + b per lane
 //   transpose8(src, ss, dst, ds)   dst[j * ds + i] = src[i * ss + j] for i, j < 8 (an 8 x 8 block)
 // The AVX2 and AVX-512 members carry their target attribute: they inline into SimdKernel's
-// variant for that ISA (and only there may they run). Include this header only in sources that
-// instantiate SimdKernel: it brings in <immintrin.h> on x86. Elsewhere only the portable type
-// exists (compilers vectorise its loops for the baseline ISA, NEON on Arm64).
+// variant for that ISA (and only there may they run). A lambda inside a kernel does not inherit
+// that target: one that holds V values calls the members out of line with the baseline ABI and
+// computes garbage (GCC's -Wpsabi note, which this project silences, is the only sign), so
+// kernels hand V values to static members, never to lambdas. Include this header only in
+// sources that instantiate SimdKernel: it brings in <immintrin.h> on x86. Elsewhere only the
+// portable type exists (compilers vectorise its loops for the baseline ISA, NEON on Arm64).
 #pragma once
 
 #include <cstdint>
