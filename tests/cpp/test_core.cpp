@@ -2261,6 +2261,36 @@ TEST(Rows, RepeatElementsEveryLengthWidthAndCount) {
   check_repeats<std::uint64_t>();
 }
 
+// add_row (col2im's accumulation): steps 1 (the AVX2 loop where the CPU has it; CTest runs this
+// again with DMLOPS_DISABLE_AVX2=1), 2 and 3, every length to 70, against a plain loop bit for
+// bit, unsigned sums wrapping; the entries between and past the targets keep their values.
+template <class Acc>
+void check_add_row() {
+  for (const std::int64_t step : {1, 2, 3}) {
+    for (std::int64_t n = 0; n <= 70; ++n) {
+      std::vector<Acc> src(static_cast<std::size_t>(n)), dst(static_cast<std::size_t>(n * step + 8)), expected;
+      constexpr bool real = std::is_floating_point_v<Acc>;
+      for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<Acc>(real ? 0.37 * double(i) - 9.1 : double(i * 37 + 200));
+      for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = static_cast<Acc>(real ? 1.0 / double(i + 3) : double(i * 91 + 100));
+      expected = dst;
+      for (std::int64_t j = 0; j < n; ++j) {
+        const auto at = static_cast<std::size_t>(j * step);
+        expected[at] = static_cast<Acc>(expected[at] + src[static_cast<std::size_t>(j)]);
+      }
+      add_row<Acc>(dst.data(), step, src.data(), n);
+      ASSERT_EQ(std::memcmp(dst.data(), expected.data(), dst.size() * sizeof(Acc)), 0) << "step " << step << ", n " << n;
+    }
+  }
+}
+
+TEST(Rows, AddRowEveryStepAndLength) {
+  check_add_row<float>();
+  check_add_row<double>();
+  check_add_row<std::uint8_t>();
+  check_add_row<std::uint32_t>();
+  check_add_row<std::uint64_t>();
+}
+
 // copy_bytes: every length through the short moves, the vector loop and its tails, at every
 // alignment of source and destination, and one copy long enough to take the memcpy path;
 // the bytes around the destination stay untouched.

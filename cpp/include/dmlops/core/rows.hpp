@@ -158,6 +158,13 @@ void repeat_contiguous(std::byte* dst, const std::byte* src, std::int64_t n, std
   for (std::int64_t i = 0; i < n; ++i) fill_row<T>(dst + i * k * e, e, load<T>(src + i * e), k);
 }
 
+// dst[j] += src[j] for j < n, vectorised by the compiler (IsaKernel: AVX2 where the CPU has it;
+// the sums are the same bits on either).
+template <class Acc>
+DMLOPS_ALWAYS_INLINE inline void add_contiguous(Acc* dst, const Acc* src, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j) dst[j] = static_cast<Acc>(dst[j] + src[j]);
+}
+
 // dst[j * step] += src[j] for j < n: the accumulation of col2im (fold, transposed convolution).
 // Unsigned sums wrap. A float row with step 2 goes eight sums per AVX2 step, which reads and
 // writes back the odd entries up to dst[2n - 1] unchanged: dst must extend that far (one entry
@@ -169,10 +176,7 @@ void add_row(Acc* dst, std::int64_t step, const Acc* src, std::int64_t n) {
     if (step == 2 && avx2_enabled()) return add_to_even_avx2(src, n, dst);
   }
 #endif
-  if (step == 1) {
-    for (std::int64_t j = 0; j < n; ++j) dst[j] = static_cast<Acc>(dst[j] + src[j]);  // vectorised
-    return;
-  }
+  if (step == 1) return IsaKernel<&add_contiguous<Acc>>::run(dst, src, n);
   for (std::int64_t j = 0; j < n; ++j) dst[j * step] = static_cast<Acc>(dst[j * step] + src[j]);
 }
 
