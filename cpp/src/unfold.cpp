@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -197,11 +198,16 @@ FoldTasks fold_tasks(const TensorView& in, const TensorView& out, std::size_t ac
   return {planes, slab_rows, slabs, tasks, std::max<std::int64_t>(1, kBytesPerTask / bytes_per_task)};
 }
 
-KernelPlan describe(const FoldTasks& t) {
+// in_place: the slabs are the output's own (fold_in_place).
+KernelPlan describe(const FoldTasks& t, bool in_place) {
   KernelPlan k = KernelPlan::of(
-      "slabs", "each task sums every tap into an accumulator for a slab of one output plane, taps in increasing order",
+      "slabs",
+      std::string("each task sums every tap into a slab of one output plane, taps in increasing order, ") +
+          (in_place ? "in the output itself (packed planes, unit step along the last axis)"
+                    : "in an accumulator, then stores it (float16, a strided output or a step of 2 or more)"),
       kernel_isa(KernelKind::Avx2), t.tasks);
-  k.tiles = {{"planes", t.planes}, {"slabs", t.slabs}, {"slab_rows", t.slab_rows}, {"grain", t.grain}};
+  k.tiles = {{"planes", t.planes}, {"slabs", t.slabs}, {"slab_rows", t.slab_rows}, {"in_place", in_place ? 1 : 0},
+             {"grain", t.grain}};
   return k;
 }
 
@@ -451,18 +457,18 @@ void execute(const FoldDesc& desc, const TensorView& in, const TensorView& out) 
   const auto* src_base = static_cast<const std::byte*>(in.data);
   auto* dst_base = static_cast<std::byte*>(out.data);
   const FoldTasks t = fold_tasks(in, out, fold_acc_bytes(in.dtype));
-  if (verbose()) log_plan(call_text("Fold", in, desc.window_sizes), describe(t));
 
   visit_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = typename Sum<T>::type;
     const std::int64_t slab_rows = t.slab_rows, slabs = t.slabs, tasks = t.tasks, grain = t.grain;
+    const bool in_place = fold_in_place<T, Acc>(walker, out);
+    if (verbose()) log_plan(call_text("Fold", in, desc.window_sizes), describe(t, in_place));
 
     Dims slab_sizes = slab_sizes_full;
     slab_sizes[0] = slab_rows;
     const Dims sum_strides = packed_strides(slab_sizes);  // positions in the accumulator
     const Dims out_strides = spatial_sizes(out.byte_strides);
-    const bool in_place = fold_in_place<T, Acc>(walker, out);
 
     parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
       std::vector<Acc> scratch(in_place ? 0 : static_cast<std::size_t>(slab_rows * per_row0 + 1));  // + 1: add_row's slack
@@ -499,9 +505,16 @@ void execute(const FoldDesc& desc, const TensorView& in, const TensorView& out) 
   });
 }
 
+// As execute() decides for a packed output.
 KernelPlan plan(const FoldDesc& desc) {
   infer_output(desc);
-  return describe(fold_tasks(unbound_view(desc.input), unbound_view(desc.output), fold_acc_bytes(desc.input.dtype)));
+  const TensorView in = unbound_view(desc.input), out = unbound_view(desc.output);
+  const BlockWalker walker = window_geometry("Fold", spatial_sizes(out.sizes), desc);
+  const bool in_place = visit_dtype(in.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return fold_in_place<T, typename Sum<T>::type>(walker, out);
+  });
+  return describe(fold_tasks(in, out, fold_acc_bytes(in.dtype)), in_place);
 }
 
 }  // namespace dmlops

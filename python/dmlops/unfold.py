@@ -221,8 +221,10 @@ class FoldDesc(_WindowDescriptor):
 
     def plan(self) -> Plan:
         """How a call computes (a :class:`dmlops.Plan`): ``slabs``, each task summing every tap
-        into a slab of one output plane (``slab_rows`` rows, sized to stay in L2). The same code
-        sets up the calls, so the plan is what they do.
+        into a slab of one output plane (``slab_rows`` rows, sized to stay in L2), in the output
+        itself (``in_place`` 1: packed planes, not float16, a unit step along the last axis) or
+        in an accumulator that is then stored. The same code sets up the calls, so the plan is
+        what they do (for a packed output; a strided ``out=`` takes the accumulator).
 
         Returns
         -------

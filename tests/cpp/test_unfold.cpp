@@ -933,6 +933,13 @@ TEST(UnfoldPlan, RowsAndSlabsFollowTheThreads) {
     EXPECT_EQ(p.algorithm, "slabs");
     EXPECT_EQ(testing::tiles_of(p).at("slab_rows"), 3);  // 8 rows cut for 4 tasks per thread over 3 planes
     EXPECT_EQ(p.tasks, 9);
+    EXPECT_EQ(testing::tiles_of(p).at("in_place"), 1);  // packed float32 planes, stride 1
+    FoldDesc strided = fold, half = fold;
+    strided.strides = {2, 2};
+    strided.input.sizes = {1, 27, 9};
+    half.input.dtype = half.output.dtype = DataType::Float16;
+    EXPECT_EQ(testing::tiles_of(plan(strided)).at("in_place"), 0);  // add_row's stride-2 slack
+    EXPECT_EQ(testing::tiles_of(plan(half)).at("in_place"), 0);     // sums in float, stored rounded
   }
   ThreadCountGuard guard(1);
   UnfoldDesc one_row{TensorDesc{DataType::Float32, {1, 1, 64, 4096}, std::nullopt}, std::nullopt, {1, 1}, {1, 1},
