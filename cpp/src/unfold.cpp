@@ -73,8 +73,6 @@ struct Sum<T> {
   using type = std::make_unsigned_t<T>;  // wraps like numpy, without signed-overflow UB
 };
 
-bool aligned(const void* p, std::size_t alignment) { return reinterpret_cast<std::uintptr_t>(p) % alignment == 0; }
-
 // Columns [0, n) of an input row starting at `src` (byte step `step`) as Acc values: the row
 // itself when it already is a contiguous, aligned array of Acc bits (float, double, integers
 // read as their unsigned twin), else converted into `staging`.
@@ -425,7 +423,7 @@ KernelPlan plan(const UnfoldDesc& desc) {
 // and there is nothing to store.
 
 // Whether fold accumulates straight into the output: Acc is T's own bits (every dtype but
-// float16), the output's planes are packed and aligned to Acc, and the window steps by one
+// float16), the output's planes are contiguous Acc (planes_contiguous), and the window steps by one
 // along the last axis (add_row's stride-2 loop writes back one entry past its last target,
 // which in the output may belong to another task's slab). The staging and the copy out were a
 // twentieth of a 2-D fold's time at 1 thread on Zen 4.
@@ -434,13 +432,7 @@ bool fold_in_place(const BlockWalker& walker, const TensorView& out) {
   if constexpr (std::is_same_v<T, Half> || sizeof(T) != sizeof(Acc)) {
     return false;
   } else {
-    const Dims spatial = spatial_sizes(out.sizes), packed = packed_strides(spatial), strides = spatial_sizes(out.byte_strides);
-    for (int d = 0; d < spatial.size(); ++d) {
-      if (spatial[d] > 1 && strides[d] != packed[d] * static_cast<std::int64_t>(sizeof(T))) return false;
-    }
-    const auto alignment = static_cast<std::int64_t>(alignof(Acc));
-    return walker.axis(walker.rank() - 1).stride == 1 && aligned(out.data, alignof(Acc)) &&
-           out.byte_strides[0] % alignment == 0 && out.byte_strides[1] % alignment == 0;
+    return walker.axis(walker.rank() - 1).stride == 1 && planes_contiguous<Acc>(out);
   }
 }
 

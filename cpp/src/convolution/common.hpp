@@ -44,7 +44,6 @@ Acc load_value(const std::byte* p) {
   }
 }
 
-inline bool aligned(const void* p, std::size_t alignment) { return reinterpret_cast<std::uintptr_t>(p) % alignment == 0; }
 
 template <class T, class Acc>
 void load_run(const std::byte* src, std::int64_t step, std::int64_t n, Acc* dst) {
@@ -129,28 +128,6 @@ void finish_row(Acc* row, std::int64_t count, Acc bias, const std::optional<Fuse
   for_each_run(out_spatial, out_strides, p0, count, [&](std::int64_t offset, std::int64_t first, std::int64_t n) {
     store_run<T, Acc>(row + first, n, plane + offset, out_strides[out_strides.size() - 1]);
   });
-}
-
-// A tensor of Acc whose strides are whole elements: read and written in place.
-template <class Acc>
-bool elements_of(const TensorView& t) {
-  bool ok = aligned(t.data, alignof(Acc));
-  for (std::int64_t s : t.byte_strides) ok = ok && s % std::int64_t{sizeof(Acc)} == 0;
-  return ok;
-}
-
-// An output of Acc whose every channel's plane is one contiguous run (position p at element p),
-// the planes apart: a GEMM can write its rows there, as C with ldc = the channel stride.
-template <class T, class Acc>
-bool planes_contiguous(const TensorView& out) {
-  if (!std::is_same_v<T, Acc> || !elements_of<Acc>(out)) return false;
-  std::int64_t expected = sizeof(Acc), plane = 1;
-  for (int a = out.sizes.size(); a-- > 2;) {
-    if (out.sizes[a] != 1 && out.byte_strides[a] != expected) return false;
-    expected *= out.sizes[a], plane *= out.sizes[a];
-  }
-  const std::int64_t channel = out.byte_strides[1];
-  return out.sizes[1] == 1 || channel >= plane * std::int64_t{sizeof(Acc)} || -channel >= plane * std::int64_t{sizeof(Acc)};
 }
 
 // Stores results interleaved by output channel: channel o < used of positions [p0, p0 + count)

@@ -142,7 +142,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const auto block_start = [&](std::int64_t b) { return std::min(positions, NR * (position_panels * b / blocks)); };
 
   const Dims out_strides = spatial(v.out.byte_strides);
-  const bool in_place = K <= kInPlaceDepth && (M % kGemmRows == 0 || M >= kInPlaceRows) && planes_contiguous<T, Acc>(v.out);
+  const bool in_place = K <= kInPlaceDepth && (M % kGemmRows == 0 || M >= kInPlaceRows) && std::is_same_v<T, Acc> && planes_contiguous<Acc>(v.out);
   auto* out_base = static_cast<std::byte*>(v.out.data);
 
   const PaddedPlane pad(g, tap, true);

@@ -143,12 +143,13 @@ DMLOPS_UNROLL(4)
     store_sums<kVectors, kCount>(acc, out);
   }
 
-  // The tile of `count` (<= kCount) positions.
+  // The tile of `count` (<= kCount) positions; row_step 1 or 2: they lie in one row, that many
+  // elements apart (positions_of), else 0.
   template <int kVectors, int kCount>
   DMLOPS_ALWAYS_INLINE static void tile_of(std::int64_t count, std::int64_t channels, std::int64_t taps,
                                              const Acc* const* planes, const std::int64_t* tap_offsets,
                                              const std::int64_t* offsets, const Acc* filter, bool accumulate, Acc* out,
-                                             std::int64_t plane_stride) {
+                                             std::int64_t plane_stride, std::int64_t row_step) {
     if (count == kCount) {
       // plane_stride: the planes are evenly spaced and the layer pointwise (see run()).
       bool consecutive = plane_stride != 0;
@@ -158,20 +159,16 @@ DMLOPS_UNROLL(16)
         return pointwise_tile<kVectors, kCount>(channels, planes[0] + tap_offsets[0] + offsets[0], plane_stride, filter,
                                                 accumulate, out);
       if constexpr (kCount > 1 && positions(kVectors) > 6) {  // see row_tile
-        const std::int64_t step = offsets[1] - offsets[0];
-        bool in_row = step == 1 || step == 2;
-DMLOPS_UNROLL(16)
-        for (int j = 2; j < kCount; ++j) in_row = in_row && offsets[j] == offsets[0] + j * step;
-        if (in_row && step == 1)
+        if (row_step == 1)
           return row_tile<kVectors, kCount, 1>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate, out);
-        if (in_row)
+        if (row_step == 2)
           return row_tile<kVectors, kCount, 2>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate, out);
       }
       return tile<kVectors, kCount>(channels, taps, planes, tap_offsets, offsets, filter, accumulate, out);
     }
     if constexpr (kCount > 1)
       tile_of<kVectors, kCount - 1>(count, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out,
-                                    plane_stride);
+                                    plane_stride, row_step);
   }
 
   // Positions [p, p + m) in tiles of near-equal sizes (20 is 5 + 5 + 5 + 5 with 6, not 6 + 6 + 6 + 2).
@@ -180,13 +177,13 @@ DMLOPS_UNROLL(16)
   DMLOPS_ALWAYS_INLINE static void even_tiles(std::int64_t p, std::int64_t m, std::int64_t channels, std::int64_t taps,
                                                 const Acc* const* planes, const std::int64_t* tap_offsets,
                                                 const std::int64_t* offsets, const Acc* filter, bool accumulate, Acc* out,
-                                                std::int64_t plane_stride) {
+                                                std::int64_t plane_stride, std::int64_t row_step) {
     constexpr int P = positions(kVectors);
     const std::int64_t tiles = (m + P - 1) / P, small = m / tiles, larger = m % tiles;
     for (std::int64_t i = 0; i < tiles; ++i) {
       const std::int64_t count = small + (i < larger ? 1 : 0);
       tile_of<kVectors, P>(count, channels, taps, planes, tap_offsets, offsets + p, filter, accumulate,
-                           out + p * kVectors * L, plane_stride);
+                           out + p * kVectors * L, plane_stride, row_step);
       p += count;
     }
   }
@@ -216,10 +213,11 @@ DMLOPS_UNROLL(16)
       cut = first == n || std::max(first, row_end(offsets, n, step, first) - first) >= P / 2;
     }
     if (!cut)
-      return even_tiles<kVectors>(0, n, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride);
+      return even_tiles<kVectors>(0, n, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride, 0);
     for (std::int64_t p = 0; p < n;) {
       const std::int64_t end = row_end(offsets, n, step, p);
-      even_tiles<kVectors>(p, end - p, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride);
+      even_tiles<kVectors>(p, end - p, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride,
+                           step);
       p = end;
     }
   }

@@ -38,8 +38,6 @@ constexpr std::int64_t kChunk = 512;                // elements per inner loop (
 template <class T>
 using AccOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-bool aligned(const void* p, std::size_t alignment) { return reinterpret_cast<std::uintptr_t>(p) % alignment == 0; }
-
 template <class Src, class Acc>
 Acc to_acc(const std::byte* p) {
   Src v;

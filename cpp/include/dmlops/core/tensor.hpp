@@ -72,4 +72,28 @@ void check_view_matches(const TensorView& view, const TensorDesc& desc, const ch
 void check_output_view(const TensorView& out, const TensorDesc& desc, const char* what,
                        std::initializer_list<const TensorView*> inputs);
 
+inline bool aligned(const void* p, std::size_t alignment) { return reinterpret_cast<std::uintptr_t>(p) % alignment == 0; }
+
+// A view of Acc values whose strides are whole elements: a kernel may read or write it as Acc*.
+template <class Acc>
+bool elements_of(const TensorView& t) {
+  bool ok = aligned(t.data, alignof(Acc));
+  for (std::int64_t s : t.byte_strides) ok = ok && s % std::int64_t{sizeof(Acc)} == 0;
+  return ok;
+}
+
+// A view (N, C, spatial...) of Acc whose every channel's plane is one contiguous run (position p
+// at element p), the planes apart: a kernel may sum or write a plane in place as Acc*.
+template <class Acc>
+bool planes_contiguous(const TensorView& t) {
+  if (!elements_of<Acc>(t)) return false;
+  std::int64_t expected = sizeof(Acc), plane = 1;
+  for (int a = t.sizes.size(); a-- > 2;) {
+    if (t.sizes[a] != 1 && t.byte_strides[a] != expected) return false;
+    expected *= t.sizes[a], plane *= t.sizes[a];
+  }
+  const std::int64_t channel = t.byte_strides[1];
+  return t.sizes[1] == 1 || channel >= plane * std::int64_t{sizeof(Acc)} || -channel >= plane * std::int64_t{sizeof(Acc)};
+}
+
 }  // namespace dmlops
