@@ -163,10 +163,20 @@ bool unit_strides(const BlockWalker& walker) {
   return true;
 }
 
-KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker) {
+// Whether unfold writes its output through StreamedRow: larger than the last-level cache
+// (stream_output), with contiguous rows of aligned elements.
+bool unfold_streams(const TensorView& out) {
+  const auto elem = static_cast<std::int64_t>(element_size(out.dtype));
+  return out.byte_strides[2] == elem && aligned(out.data, static_cast<std::size_t>(elem)) &&
+         stream_output(out.element_count() * elem);
+}
+
+KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool streamed) {
   KernelPlan k = KernelPlan::of(
       "rows",
-      std::string(walker.rank() == 2
+      std::string(streamed ? "each output row (n, c, tap) walks its tap over the blocks into a buffer in L1, streamed out "
+                             "(non-temporal stores) 8 KiB at a time: the output is larger than the last-level cache"
+                  : walker.rank() == 2
                       ? "each output row (n, c, tap) is its tap's box of blocks inside the input, copied at once, and zero fills around it"
                       : "each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled") +
           (unit_strides(walker) ? "; stride 1: a run is one copy"
@@ -174,7 +184,8 @@ KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker) {
                ? "; stride-2 runs as one byte permute per 64 output bytes (avx512 vbmi)"
                : "; strided runs element by element"),
       kernel_isa(KernelKind::Avx2), t.rows * t.pieces);
-  k.tiles = {{"rows", t.rows}, {"pieces", t.pieces}, {"blocks0_per_piece", t.blocks0_per_piece}, {"grain", t.grain}};
+  k.tiles = {{"rows", t.rows}, {"pieces", t.pieces}, {"blocks0_per_piece", t.blocks0_per_piece}, {"grain", t.grain},
+             {"streamed", streamed ? 1 : 0}};
   return k;
 }
 
@@ -310,6 +321,49 @@ class RunBlocks {
   std::int64_t col_ = 0, offset_ = 0, step_ = 0, count_ = 0, rows_ = 0, col_delta_ = 0, offset_delta_ = 0;
 };
 
+// An output row written through a buffer in L1 and streamed out a chunk at a time
+// (stream_bytes), for outputs larger than the last-level cache (stream_output) with contiguous
+// rows: their runs (30 elements in a 3x3x3 unfold) are too short to stream one by one, and
+// ordinary stores read each line of the output before writing it. Runs and fills arrive in
+// column order, back to back, as BlockWalker::walk hands them out.
+template <class T>
+class StreamedRow {
+ public:
+  static constexpr std::int64_t kChunk = 8192 / sizeof(T);  // elements: the buffer stays in L1
+  static constexpr auto kSize = static_cast<std::int64_t>(sizeof(T));
+
+  StreamedRow(std::byte* dst, T* buffer) : dst_(dst), buffer_(buffer) {
+    // The first chunk ends at a cache line of the output, so that every later one starts at one.
+    limit_ = kChunk - static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(dst) % 64) / kSize;
+  }
+  void copy(const std::byte* src, std::int64_t step, std::int64_t count) {
+    while (count > 0) {
+      const std::int64_t take = std::min(count, limit_ - used_);
+      copy_row<T>(reinterpret_cast<std::byte*>(buffer_ + used_), kSize, src, step, take);
+      used_ += take, src += take * step, count -= take;
+      if (used_ == limit_) flush();
+    }
+  }
+  void fill(std::int64_t count) {
+    while (count > 0) {
+      const std::int64_t take = std::min(count, limit_ - used_);
+      std::fill_n(buffer_ + used_, take, T{0});
+      used_ += take, count -= take;
+      if (used_ == limit_) flush();
+    }
+  }
+  void flush() {
+    stream_bytes(dst_, reinterpret_cast<const std::byte*>(buffer_), static_cast<std::size_t>(used_ * kSize));
+    dst_ += used_ * kSize;
+    used_ = 0, limit_ = kChunk;
+  }
+
+ private:
+  std::byte* dst_;
+  T* buffer_;
+  std::int64_t used_ = 0, limit_ = kChunk;
+};
+
 }  // namespace
 
 void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out) {
@@ -322,7 +376,8 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
   const std::int64_t taps = walker.tap_count();
   const std::int64_t rows_per_batch = in.sizes[1] * taps;
   const UnfoldTasks t = unfold_tasks(walker, in.sizes[0] * rows_per_batch, element_size(in.dtype));
-  if (verbose()) log_plan(call_text("Unfold", in, desc.window_sizes), describe(t, walker));
+  const bool streamed = unfold_streams(out);
+  if (verbose()) log_plan(call_text("Unfold", in, desc.window_sizes), describe(t, walker, streamed));
   const std::int64_t rows = t.rows, pieces = t.pieces, blocks0 = walker.blocks()[0],
                      blocks0_per_piece = t.blocks0_per_piece, grain = t.grain;
 
@@ -343,9 +398,10 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
     // (2-core Xeon, paired, 7 rounds: a float16 stride-2 3x3 unfold 0.70x the time at 1 thread in
     // L2, 0.84x at 2 threads, 0.84-0.87x for 1x64x112x112; 16-core Xeon, 16 threads: 0.90x;
     // stride 1 within noise on both).
-    const bool planar = walker.rank() == 2;
+    const bool planar = walker.rank() == 2 && !streamed;
     const std::int64_t width = walker.blocks()[planar ? 1 : 0];
     parallel_for(0, rows * pieces, grain, [&](std::int64_t begin, std::int64_t end) {
+      std::vector<T> buffer(streamed ? StreamedRow<T>::kChunk : 0);
       for (std::int64_t task = begin; task < end; ++task) {
         const std::int64_t row = task / pieces, piece = task % pieces;
         const std::int64_t n = row / rows_per_batch, row_in_batch = row % rows_per_batch;
@@ -356,7 +412,14 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
         const auto fill = [&](std::int64_t col, std::int64_t count) {
           fill_row<T>(dst + col * col_step, col_step, T{0}, count);
         };
-        if (planar) {
+        if (streamed) {
+          StreamedRow<T> row(dst + first0 * walker.block_stride(0) * col_step, buffer.data());
+          walker.walk(
+              walker.tap(k), first0, last0, position_strides, /*base_offset=*/0,
+              [&](std::int64_t, std::int64_t count) { row.fill(count); },
+              [&](std::int64_t, std::int64_t offset, std::int64_t step, std::int64_t count) { row.copy(src + offset, step, count); });
+          row.flush();
+        } else if (planar) {
           const Dims tap = walker.tap(k);
           const WindowAxis &rows_axis = walker.axis(0), &columns_axis = walker.axis(1);
           const auto [valid0, valid1] = rows_axis.valid_outputs(tap[0]);
@@ -402,16 +465,17 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
                       });
         }
       }
+      if (streamed) stream_fence();
     });
   });
 }
 
+// As execute() decides for a packed output.
 KernelPlan plan(const UnfoldDesc& desc) {
-  infer_output(desc);
-  const TensorView in = unbound_view(desc.input);
+  const TensorView in = unbound_view(desc.input), out = unbound_view(infer_output(desc));
   const BlockWalker walker = window_geometry("Unfold", spatial_sizes(in.sizes), desc);
   return describe(unfold_tasks(walker, in.sizes[0] * in.sizes[1] * walker.tap_count(), element_size(in.dtype)),
-                  walker);
+                  walker, unfold_streams(out));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -159,7 +159,10 @@ class UnfoldDesc(_WindowDescriptor):
     def plan(self) -> Plan:
         """How a call computes (a :class:`dmlops.Plan`): ``rows``, each output row (n, c, tap)
         copied run by run, with the pieces a row is cut into when rows are too few for the
-        threads. The same code sets up the calls, so the plan is what they do.
+        threads; ``streamed`` 1 when the output is larger than the last-level cache, whose rows
+        then go through a buffer in L1 and out with non-temporal stores (a cache line of the
+        output is never read before it is written). The same code sets up the calls, so the
+        plan is what they do (for a packed output).
 
         Returns
         -------

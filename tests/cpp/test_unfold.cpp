@@ -28,6 +28,7 @@
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/half.hpp"
 #include "dmlops/core/parallel.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/ops/unfold.hpp"
 #include "test_support.hpp"
@@ -595,6 +596,35 @@ TEST(Unfold, TwoAxesAsFillsAroundOneCopy) {
             .threads(threads)
             .Test();
       }
+    }
+  }
+}
+
+// Outputs larger than the last-level cache go out through a buffer in L1 and streaming stores
+// (CTest runs this again with a 1 MiB L3 set by DMLOPS_CACHE_SIZES, where these take that path):
+// the plan says which, and the results match the reference either way, on 1 and 3 threads, and
+// from buffers one byte off their elements' alignment (not streamed).
+TEST(Unfold, OutputsLargerThanTheCacheAreStreamed) {
+  struct Case {
+    Dims sizes, window, strides, dilations, start, end;
+    DataType dtype;
+  };
+  const Case cases[] = {
+      {{2, 3, 20, 21, 22}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 0, 2}, {0, 1, 1}, DataType::Float32},
+      {{1, 16, 140, 150}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, DataType::Float16},
+      {{2, 5, 40000}, {5}, {1}, {2}, {3}, {1}, DataType::UInt8},
+  };
+  for (const Case& c : cases) {
+    const UnfoldDesc desc{TensorDesc{c.dtype, c.sizes, std::nullopt}, std::nullopt, c.window, c.strides, c.dilations,
+                          c.start, c.end};
+    const TensorDesc out = infer_output(desc);
+    const std::int64_t bytes = out.sizes.product() * static_cast<std::int64_t>(element_size(c.dtype));
+    EXPECT_EQ(testing::tiles_of(plan(desc)).at("streamed"), bytes > platform::cache_sizes().l3 ? 1 : 0) << bytes;
+    for (int threads : {1, 3}) {
+      WindowTester tester;
+      tester.sizes(c.sizes).window(c.window).strides(c.strides).dilations(c.dilations).start(c.start).end(c.end);
+      tester.dtype(c.dtype).threads(threads).TestUnfold();
+      tester.misaligned().TestUnfold();
     }
   }
 }

@@ -49,7 +49,7 @@ CASES = {
     "lp_p3": (lambda: dmlops.LpPooling1Desc(TensorDesc("float16", (1, 3, 8, 8)), window_size=(3, 3), strides=(2, 2), p=3),
               "sum_powers", {"rows": 9, "blocks": 1, "block": 3, "span": 7, "outer_taps": 3}, 9),
     "unfold": (lambda: dmlops.UnfoldDesc(f32(1, 3, 8, 8), window_sizes=(3, 3)),
-               "rows", {"rows": 27, "pieces": 1, "blocks0_per_piece": 6}, 27),
+               "rows", {"rows": 27, "pieces": 1, "blocks0_per_piece": 6, "streamed": 0}, 27),
     "fold": (lambda: dmlops.FoldDesc(f32(1, 27, 36), f32(1, 3, 8, 8), window_sizes=(3, 3)),
              "slabs", {"planes": 3, "slabs": 3, "slab_rows": 3, "in_place": 1}, 9),
 }

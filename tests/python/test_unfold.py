@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import doctest
+import os
 import pickle
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -299,6 +302,53 @@ def test_fold_drops_padding_and_leaves_uncovered_zero():
     y = dmlops.fold(cols, (9,), (2,), strides=(3,), start_padding=(1,), end_padding=(1,))
     # blocks start at -1, 2, 5, 8: tap 0 reads -1 (padding), 2, 5, 8; tap 1 reads 0, 3, 6, 9 (padding)
     np.testing.assert_array_equal(y[0, 0], [5, 0, 2, 6, 0, 3, 7, 0, 4])
+
+
+# Outputs larger than the last-level cache go through a buffer in L1 and out with streaming
+# stores; a 1 MiB "L3" makes these small ones take that path: 1-D, 2-D and 3-D windows with
+# padding, strides and dilations, 1- to 8-byte elements, outputs that start at every alignment,
+# a strided `out` (not streamed), thread counts that cut rows into pieces.
+STREAMING_CHECK = """
+import sys
+import numpy as np, dmlops
+from dmlops import _core
+sys.path.insert(0, sys.argv[1])
+from reference import unfold_reference
+assert _core.cache_sizes()["l3"] == 1 << 20
+rng = np.random.default_rng(7)
+cases = [((2, 3, 20, 21, 22), "float32", (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 0, 2), (0, 1, 1)),
+         ((1, 16, 140, 150), "float16", (3, 3), (2, 2), (1, 1), (1, 1), (1, 1)),
+         ((2, 5, 40000), "uint8", (5,), (1,), (2,), (3,), (1,)),
+         ((1, 8, 200, 100), "float64", (2, 2), (1, 3), (1, 1), (0, 2), (1, 0))]
+for shape, dtype, window, strides, dilations, start, end in cases:
+    x = rng.integers(0, 200, shape).astype(dtype)
+    kwargs = dict(strides=strides, dilations=dilations, start_padding=start, end_padding=end)
+    expected = unfold_reference(x, window, strides, dilations, start, end)
+    assert expected.nbytes > 1 << 20
+    desc = dmlops.UnfoldDesc(dmlops.TensorDesc(dtype, shape), window_sizes=window, **kwargs)
+    assert desc.plan().tiles["streamed"] == 1
+    for threads in (1, 2, 5):
+        with dmlops.threads(threads):
+            assert np.array_equal(dmlops.unfold(x, window, **kwargs).view(np.uint8), expected.view(np.uint8))
+            for offset in (1, 3, 8):  # elements of the output view past a 64-byte boundary
+                buffer = np.full(expected.size + 16, 7, dtype)
+                out = buffer[offset:offset + expected.size].reshape(expected.shape)
+                dmlops.unfold(x, window, out=out, **kwargs)
+                assert np.array_equal(out.view(np.uint8), expected.view(np.uint8))
+                assert (buffer[:offset] == 7).all() and (buffer[offset + expected.size:] == 7).all()
+            strided = np.zeros(expected.shape[:2] + (2 * expected.shape[2],), dtype)[..., ::2]
+            dmlops.unfold(x, window, out=strided, **kwargs)
+            assert np.array_equal(np.ascontiguousarray(strided).view(np.uint8), expected.view(np.uint8))
+print("ok")
+"""
+
+
+def test_outputs_larger_than_the_cache_stream_bit_exactly():
+    result = subprocess.run([sys.executable, "-c", STREAMING_CHECK, os.path.dirname(os.path.abspath(__file__))],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "DMLOPS_CACHE_SIZES": "32K,256K,1M"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
 
 
 def test_nan_payloads_and_negative_zero_unfold_bit_exactly():
