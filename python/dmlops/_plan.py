@@ -38,7 +38,8 @@ class Plan:
         gather's ``rows``, ``row`` and the run counts of a row (``copy_runs``, ``mirror_runs``,
         ``gather_runs``, ...), ``row_copies`` where whole rows repeat; the filter's pass order
         (``pass1``, ``pass2``: axes) and tile blocks; Lp pooling's ``block`` and ``span``; unfold's
-        ``streamed``; fold's ``slab_rows`` and ``in_place``; and the ``grain`` (tasks per chunk of the parallel loop)
+        ``streamed``; fold's ``slab_rows``, ``in_place`` and
+        ``prefetched``; and the ``grain`` (tasks per chunk of the parallel loop)
         where one is used.
     tasks : int
         Tasks of its main parallel loop (``backward_phases``: its phases, run one after the

@@ -226,7 +226,8 @@ class FoldDesc(_WindowDescriptor):
         """How a call computes (a :class:`dmlops.Plan`): ``slabs``, each task summing every tap
         into a slab of one output plane (``slab_rows`` rows, sized to stay in L2), in the output
         itself (``in_place`` 1: packed planes, not float16, a unit step along the last axis) or
-        in an accumulator that is then stored. The same code sets up the calls, so the plan is
+        in an accumulator that is then stored; ``prefetched`` 1 when the columns are larger than
+        the last-level cache (and not float16): each run's are asked for 8 KiB ahead. The same code sets up the calls, so the plan is
         what they do (for a packed output; a strided ``out=`` takes the accumulator).
 
         Returns

@@ -600,11 +600,12 @@ TEST(Unfold, TwoAxesAsFillsAroundOneCopy) {
   }
 }
 
-// Outputs larger than the last-level cache go out through a buffer in L1 and streaming stores
-// (CTest runs this again with a 1 MiB L3 set by DMLOPS_CACHE_SIZES, where these take that path):
-// the plan says which, and the results match the reference either way, on 1 and 3 threads, and
-// from buffers one byte off their elements' alignment (not streamed).
-TEST(Unfold, OutputsLargerThanTheCacheAreStreamed) {
+// Unfold outputs larger than the last-level cache go out through a buffer in L1 and streaming
+// stores, and fold prefetches columns that large (CTest runs this again with a 1 MiB L3 set by
+// DMLOPS_CACHE_SIZES, where these take those paths): the plan says which, and the results
+// match the reference either way, on 1 and 3 threads, and from buffers one byte off their
+// elements' alignment (not streamed).
+TEST(UnfoldFold, LargerThanTheCache) {
   struct Case {
     Dims sizes, window, strides, dilations, start, end;
     DataType dtype;
@@ -619,12 +620,15 @@ TEST(Unfold, OutputsLargerThanTheCacheAreStreamed) {
                           c.start, c.end};
     const TensorDesc out = infer_output(desc);
     const std::int64_t bytes = out.sizes.product() * static_cast<std::int64_t>(element_size(c.dtype));
-    EXPECT_EQ(testing::tiles_of(plan(desc)).at("streamed"), bytes > platform::cache_sizes().l3 ? 1 : 0) << bytes;
+    const bool past = bytes > platform::cache_sizes().l3;
+    EXPECT_EQ(testing::tiles_of(plan(desc)).at("streamed"), past ? 1 : 0) << bytes;
+    const FoldDesc fold{out, desc.input, c.window, c.strides, c.dilations, c.start, c.end};
+    EXPECT_EQ(testing::tiles_of(plan(fold)).at("prefetched"), past && c.dtype != DataType::Float16 ? 1 : 0) << bytes;
     for (int threads : {1, 3}) {
       WindowTester tester;
       tester.sizes(c.sizes).window(c.window).strides(c.strides).dilations(c.dilations).start(c.start).end(c.end);
-      tester.dtype(c.dtype).threads(threads).TestUnfold();
-      tester.misaligned().TestUnfold();
+      tester.dtype(c.dtype).threads(threads).Test();
+      tester.misaligned().Test();
     }
   }
 }

@@ -51,7 +51,7 @@ CASES = {
     "unfold": (lambda: dmlops.UnfoldDesc(f32(1, 3, 8, 8), window_sizes=(3, 3)),
                "rows", {"rows": 27, "pieces": 1, "blocks0_per_piece": 6, "streamed": 0}, 27),
     "fold": (lambda: dmlops.FoldDesc(f32(1, 27, 36), f32(1, 3, 8, 8), window_sizes=(3, 3)),
-             "slabs", {"planes": 3, "slabs": 3, "slab_rows": 3, "in_place": 1}, 9),
+             "slabs", {"planes": 3, "slabs": 3, "slab_rows": 3, "in_place": 1, "prefetched": 0}, 9),
 }
 
 

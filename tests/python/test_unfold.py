@@ -305,15 +305,16 @@ def test_fold_drops_padding_and_leaves_uncovered_zero():
 
 
 # Outputs larger than the last-level cache go through a buffer in L1 and out with streaming
-# stores; a 1 MiB "L3" makes these small ones take that path: 1-D, 2-D and 3-D windows with
-# padding, strides and dilations, 1- to 8-byte elements, outputs that start at every alignment,
-# a strided `out` (not streamed), thread counts that cut rows into pieces.
+# stores, and fold prefetches inputs that large; a 1 MiB "L3" makes these small ones take those
+# paths: 1-D, 2-D and 3-D windows with padding, strides and dilations, 1- to 8-byte elements,
+# outputs that start at every alignment, a strided `out` (not streamed), thread counts that cut
+# rows into pieces.
 STREAMING_CHECK = """
 import sys
 import numpy as np, dmlops
 from dmlops import _core
 sys.path.insert(0, sys.argv[1])
-from reference import unfold_reference
+from reference import fold_reference, unfold_reference
 assert _core.cache_sizes()["l3"] == 1 << 20
 rng = np.random.default_rng(7)
 cases = [((2, 3, 20, 21, 22), "float32", (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 0, 2), (0, 1, 1)),
@@ -339,6 +340,13 @@ for shape, dtype, window, strides, dilations, start, end in cases:
             strided = np.zeros(expected.shape[:2] + (2 * expected.shape[2],), dtype)[..., ::2]
             dmlops.unfold(x, window, out=strided, **kwargs)
             assert np.array_equal(np.ascontiguousarray(strided).view(np.uint8), expected.view(np.uint8))
+            # fold reads such inputs from memory, prefetched ahead: the same sums
+            fold_desc = dmlops.FoldDesc(dmlops.TensorDesc(dtype, expected.shape), dmlops.TensorDesc(dtype, shape),
+                                        window_sizes=window, **kwargs)
+            assert fold_desc.plan().tiles["prefetched"] == (dtype != "float16")
+            folded = dmlops.fold(expected, shape[2:], window, **kwargs)
+            assert np.array_equal(folded.view(np.uint8), fold_reference(expected, shape[2:], window, strides, dilations,
+                                                                        start, end).view(np.uint8))
 print("ok")
 """
 
