@@ -455,6 +455,21 @@ TEST_P(PaddingModeTest, LargeTensorSplitAcrossThreads) {
   }
 }
 
+// Pads wider than the input make most rows copies of rows already written, several at a time
+// where they repeat at one distance (a reflection's period): planes cut between threads at odd
+// rows (the rows before a cut are another thread's), 1- and 4-byte elements, and a strided
+// output whose rows are not back to back.
+TEST_P(PaddingModeTest, WidePadsCopyEarlierRows) {
+  for (int threads : {1, 2, 3, 7}) {
+    for (DataType dtype : {DataType::Float32, DataType::UInt8}) {
+      PaddingTester().sizes({5, 7, 9}).start({0, 23, 20}).end({0, 17, 26}).mode(GetParam()).dtype(dtype).threads(threads).Test();
+      PaddingTester().sizes({3, 4, 3, 11}).start({0, 1, 30, 9}).end({1, 0, 9, 30}).mode(GetParam()).dtype(dtype).threads(threads).Test();
+    }
+    PaddingTester().sizes({5, 7, 9}).start({0, 23, 20}).end({0, 17, 26}).mode(GetParam()).output_steps({1, 1, 2}).threads(threads).Test();
+    PaddingTester().sizes({5, 7, 9}).start({0, 23, 20}).end({0, 17, 26}).mode(GetParam()).output_steps({1, 2, 1}).threads(threads).Test();
+  }
+}
+
 TEST_P(PaddingModeTest, RowsOfACopyAndAFewElements) {
   // Rows of one contiguous copy and at most 16 other elements are written one by one (plan():
   // border_elements): a 5-D activation padded by one, 16 and 17 elements (the limit), only outer

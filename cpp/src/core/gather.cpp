@@ -235,9 +235,11 @@ struct Plan {
   // fold_repeated_rows).
   std::int64_t row_copies = 1, copy_stride = 0;
   bool stream = false;  // contiguous copy runs use streaming stores (stream_output)
-  // Per index of the row dimension: how many rows back the nearest earlier row of the same plane
-  // reads the same input row (0: none); empty unless copying pays (see equal_rows_back).
+  // Per index of the row dimension: how many rows back an earlier row of the same plane reads
+  // the same input row (0: none): the nearest, or as far back as for the row before when that
+  // works too; empty unless copying pays (see equal_rows_back).
   std::vector<std::int64_t> rows_back;
+  bool packed_rows = false;  // rows lie back to back, each written once (several copy as one)
   // A row of one contiguous copy and at most kMaxBorderElements other elements (a padding of a
   // few elements each side): run_border_rows writes such rows without the per-run work and the
   // row batches. border_copy: the copy run's index, or -1.
@@ -544,17 +546,28 @@ void run_rows(const Plan& plan, std::byte* out_base, const std::byte* in_base, T
     // A whole row equal to one this thread has written: the previous row of this plane, an
     // earlier one (Plan::rows_back), or the same row of an earlier plane (when at most
     // `row - first_row` rows back).
-    std::int64_t back = 0;
+    std::int64_t back = 0, rows = 1;
     if (blocks == 1) {
       const std::int64_t rows_back = plan.rows_back.empty() ? 0 : plan.rows_back[o];
-      if (o > 0 && axis.offsets && axis.offsets[o - 1] == in_offset && row > first_row) back = row_out_stride;
-      else if (rows_back > 0 && rows_back <= row - first_row) back = rows_back * row_out_stride;
-      else if (plane_repeats.first > 0 && plane_repeats.first <= row - first_row) back = plane_repeats.second;
+      if (o > 0 && axis.offsets && axis.offsets[o - 1] == in_offset && row > first_row) {
+        back = row_out_stride;
+      } else if (rows_back > 0 && rows_back <= row - first_row) {
+        back = rows_back * row_out_stride;
+        // The rows after it that copy from as far back, up to that distance (their sources are
+        // written by then), as one copy when the rows lie back to back.
+        if (plan.packed_rows) {
+          const std::int64_t most = std::min({rows_back, rows_per_plane - o, task_end - task});
+          while (rows < most && plan.rows_back[o + rows] == rows_back) ++rows;
+        }
+      } else if (plane_repeats.first > 0 && plane_repeats.first <= row - first_row) {
+        back = plane_repeats.second;
+      }
     }
     if (back > 0) {
       batch.flush();
-      copy_row<T>(out, step, out - back, step, plan.inner_size);
-      batch.copy_out(out);
+      copy_row<T>(out, step, out - back, step, rows * plan.inner_size);
+      if (rows == 1) batch.copy_out(out);
+      o += rows - 1, task += rows - 1;
       continue;
     }
     if (blocks > 1) {
@@ -607,6 +620,7 @@ constexpr std::size_t kRunsWorthACopy = 4;
 void equal_rows_back(Plan& plan) {
   const int d = plan.outer_rank - 1;
   if (d < 0 || plan.in_offsets[d].empty() || plan.runs.size() < kRunsWorthACopy) return;
+  plan.packed_rows = plan.row_copies == 1 && plan.inner_out_stride * plan.inner_size == plan.out_stride[d];
   const std::vector<std::int64_t>& offsets = plan.in_offsets[d];
   // Offsets are input index * in_stride (any index of a size-1 input axis is 0).
   const std::int64_t stride = plan.in_stride[d];
@@ -621,6 +635,13 @@ void equal_rows_back(Plan& plan) {
     if (offsets[o] == kFillOffset) continue;
     std::int64_t& seen = latest[static_cast<std::size_t>(index(offsets[o]))];
     if (seen >= 0) plan.rows_back[o] = static_cast<std::int64_t>(o) - seen;
+    // As far back as the row before when that row reads the same input too: runs of rows at
+    // one distance are one copy in run_rows (a reflection repeats with a period, 62 rows for 32;
+    // the nearest equal row is the mirror image, a different distance every row).
+    const std::int64_t previous = o > 0 ? plan.rows_back[o - 1] : 0;
+    if (seen >= 0 && previous > 0 && previous <= static_cast<std::int64_t>(o) &&
+        offsets[o - static_cast<std::size_t>(previous)] == offsets[o])
+      plan.rows_back[o] = previous;
     seen = static_cast<std::int64_t>(o);
   }
 }
