@@ -44,7 +44,6 @@ Acc load_value(const std::byte* p) {
   }
 }
 
-
 template <class T, class Acc>
 void load_run(const std::byte* src, std::int64_t step, std::int64_t n, Acc* dst) {
   if constexpr (std::is_same_v<T, Half>) {
