@@ -2741,16 +2741,11 @@ void expect_one_chain_per_output(std::int64_t row, std::int64_t step) {
           std::vector<float> whole(static_cast<std::size_t>(n * width)), passes(whole.size());
           direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), dc.offsets.data(), n, vectors, dc.filter.data(),
                                 false, whole.data());
-          // Passes of 1, 2, 3... channels: [0, 1), [1, 3), [3, 6)..., each fetching the next
-          // pass's sources into cache as the algorithm fetches its next filter rows (unaligned
-          // runs, a row per channel): the prefetches interleaved with the tiles change no bit.
+          // Passes of 1, 2, 3... channels: [0, 1), [1, 3), [3, 6)...
           for (std::int64_t c0 = 0, size = 1; c0 < channels; c0 += size, ++size) {
-            const std::int64_t count = std::min(size, channels - c0), next = std::min(c0 + count, channels - 1);
-            const std::int64_t apart = 13 * std::int64_t{sizeof(float)};  // DirectCase's channels
-            const RowPrefetch next_pass{dc.sources[static_cast<std::size_t>(next)], apart, std::min(size + 1, channels - next),
-                                        apart - 2};
+            const std::int64_t count = std::min(size, channels - c0);
             direct_window_product(count, taps, dc.sources.data() + c0, dc.tap_offsets.data(), dc.offsets.data(), n, vectors,
-                                  dc.filter.data() + c0 * taps * width, c0 > 0, passes.data(), next_pass);
+                                  dc.filter.data() + c0 * taps * width, c0 > 0, passes.data());
           }
           for (std::int64_t p = 0; p < n; ++p) {
             for (std::int64_t o = 0; o < width; ++o) {

@@ -1,7 +1,6 @@
 #include "dmlops/core/direct.hpp"
 
 #include <algorithm>
-#include <cstdint>
 
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/platform.hpp"
@@ -9,38 +8,6 @@
 
 namespace dmlops {
 namespace {
-
-// A RowPrefetch's cache lines, a share before each of about `steps` tiles; finish() asks for
-// what is left. (Addresses as integers: the lines around a run reach past its bytes.)
-class SpreadPrefetch {
- public:
-  static constexpr std::uintptr_t kLine = 64;
-  SpreadPrefetch(const RowPrefetch& p, std::int64_t steps) : rows_(p.first && p.bytes > 0 ? p.rows : 0), p_(p) {
-    if (rows_ <= 0) return;
-    start_row(reinterpret_cast<std::uintptr_t>(p.first));
-    const std::int64_t lines = rows_ * (p.bytes / static_cast<std::int64_t>(kLine) + 2);
-    share_ = (lines + steps - 1) / std::max<std::int64_t>(1, steps);
-  }
-  void step() { issue(share_); }
-  void finish() {
-    while (row_ < rows_) issue(share_);
-  }
-
- private:
-  void start_row(std::uintptr_t at) {
-    run_ = at, line_ = at / kLine * kLine, end_ = at + static_cast<std::uintptr_t>(p_.bytes);
-  }
-  void issue(std::int64_t count) {
-    for (; count > 0 && row_ < rows_; --count) {
-      DMLOPS_PREFETCH(reinterpret_cast<const void*>(line_));
-      line_ += kLine;
-      if (line_ >= end_ && ++row_ < rows_) start_row(run_ + static_cast<std::uintptr_t>(p_.stride));
-    }
-  }
-  std::int64_t rows_, row_ = 0, share_ = 1;
-  RowPrefetch p_;
-  std::uintptr_t run_ = 0, line_ = 0, end_ = 0;
-};
 
 template <class Isa>
 struct WindowProduct {
@@ -210,11 +177,10 @@ DMLOPS_UNROLL(16)
   DMLOPS_ALWAYS_INLINE static void even_tiles(std::int64_t p, std::int64_t m, std::int64_t channels, std::int64_t taps,
                                                 const Acc* const* planes, const std::int64_t* tap_offsets,
                                                 const std::int64_t* offsets, const Acc* filter, bool accumulate, Acc* out,
-                                                std::int64_t plane_stride, std::int64_t row_step, SpreadPrefetch& prefetch) {
+                                                std::int64_t plane_stride, std::int64_t row_step) {
     constexpr int P = positions(kVectors);
     const std::int64_t tiles = (m + P - 1) / P, small = m / tiles, larger = m % tiles;
     for (std::int64_t i = 0; i < tiles; ++i) {
-      prefetch.step();
       const std::int64_t count = small + (i < larger ? 1 : 0);
       tile_of<kVectors, P>(count, channels, taps, planes, tap_offsets, offsets + p, filter, accumulate,
                            out + p * kVectors * L, plane_stride, row_step);
@@ -238,33 +204,27 @@ DMLOPS_UNROLL(16)
   DMLOPS_ALWAYS_INLINE static void positions_of(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                                   const std::int64_t* tap_offsets, const std::int64_t* offsets,
                                                   std::int64_t n, const Acc* filter, bool accumulate, Acc* out,
-                                                  std::int64_t plane_stride, const RowPrefetch& rows) {
+                                                  std::int64_t plane_stride) {
     constexpr int P = positions(kVectors);
-    SpreadPrefetch prefetch(rows, (n + P - 1) / P);
     const std::int64_t step = n > 1 ? offsets[1] - offsets[0] : 0;
     bool cut = P > 6 && (step == 1 || step == 2);
     if (cut) {  // the row length, from the first whole row (the band may start inside one)
       const std::int64_t first = row_end(offsets, n, step, 0);
       cut = first == n || std::max(first, row_end(offsets, n, step, first) - first) >= P / 2;
     }
-    if (!cut) {
-      even_tiles<kVectors>(0, n, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride, 0,
-                           prefetch);
-    } else {
-      for (std::int64_t p = 0; p < n;) {
-        const std::int64_t end = row_end(offsets, n, step, p);
-        even_tiles<kVectors>(p, end - p, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride,
-                             step, prefetch);
-        p = end;
-      }
+    if (!cut)
+      return even_tiles<kVectors>(0, n, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride, 0);
+    for (std::int64_t p = 0; p < n;) {
+      const std::int64_t end = row_end(offsets, n, step, p);
+      even_tiles<kVectors>(p, end - p, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride,
+                           step);
+      p = end;
     }
-    prefetch.finish();
   }
 
   DMLOPS_ALWAYS_INLINE static void run(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                          const std::int64_t* tap_offsets, const std::int64_t* offsets, std::int64_t n,
-                                         std::int64_t vectors, const Acc* filter, bool accumulate, Acc* out,
-                                         const RowPrefetch& prefetch) {
+                                         std::int64_t vectors, const Acc* filter, bool accumulate, Acc* out) {
     if (n <= 0) return;
     // Pointwise (one tap) with evenly spaced planes: a tile of positions one element apart
     // takes pointwise_tile (0: it cannot).
@@ -274,11 +234,11 @@ DMLOPS_UNROLL(16)
     }
     if constexpr (kMaxVectors >= 4) {
       if (vectors == 4)
-        return positions_of<4>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride, prefetch);
+        return positions_of<4>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride);
     }
     if (vectors == 2)
-      return positions_of<2>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride, prefetch);
-    positions_of<1>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride, prefetch);
+      return positions_of<2>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride);
+    positions_of<1>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride);
   }
 };
 
@@ -307,10 +267,8 @@ std::int64_t direct_vectors() { return avx512_enabled() ? 4 : 2; }
 
 void direct_window_product(std::int64_t channels, std::int64_t taps, const float* const* planes,
                            const std::int64_t* tap_offsets, const std::int64_t* offsets, std::int64_t n,
-                           std::int64_t vectors, const float* filter, bool accumulate, float* out,
-                           const RowPrefetch& prefetch) {
-  SimdKernel<WindowProduct, float>::run(channels, taps, planes, tap_offsets, offsets, n, vectors, filter, accumulate, out,
-                                        prefetch);
+                           std::int64_t vectors, const float* filter, bool accumulate, float* out) {
+  SimdKernel<WindowProduct, float>::run(channels, taps, planes, tap_offsets, offsets, n, vectors, filter, accumulate, out);
 }
 
 void pack_direct_filter(const float* rows, std::int64_t ld, std::int64_t used, std::int64_t K, std::int64_t width,

@@ -29,19 +29,9 @@ namespace dmlops {
 // The most weight vectors per tap a tile holds with the ISA SimdKernel picks.
 std::int64_t direct_vectors();
 
-// Memory to bring into cache while a product runs (e.g. the filter rows its caller packs next):
-// `rows` runs of `bytes` bytes, the first at `first`, each `stride` bytes after the one before.
-// The product asks for a few of their cache lines before each tile, not all at once: a burst of
-// hundreds of prefetches fills the core's miss buffers and holds up the FMAs behind it.
-struct RowPrefetch {
-  const void* first = nullptr;
-  std::int64_t stride = 0, rows = 0, bytes = 0;
-};
-
 void direct_window_product(std::int64_t channels, std::int64_t taps, const float* const* planes,
                            const std::int64_t* tap_offsets, const std::int64_t* offsets, std::int64_t n,
-                           std::int64_t vectors, const float* filter, bool accumulate, float* out,
-                           const RowPrefetch& prefetch = {});
+                           std::int64_t vectors, const float* filter, bool accumulate, float* out);
 
 // The filter layout direct_window_product reads, from rows: dst[k * width + o] = rows[o * ld + k]
 // for k < K and o < used (output channel o's K weights are a contiguous row), 0 for o in
