@@ -957,5 +957,48 @@ TEST(ConvolutionAlgorithms, PreparedGivesExecutesBits) {
   }
 }
 
+// A filter that a direct task packs as it goes, packed_channels input channels at a time (whole
+// passes; more than one where one FMA per cycle lets L2 feed the tiles): input channels past two
+// chunks, with a partial last chunk and a partial last pass, against the reference on 1 and 2
+// threads, and the prepared call (its filter packed once, whole) giving the same bits.
+TEST(ConvolutionAlgorithms, DirectPacksItsFilterAChunkAtATime) {
+  const auto tiles_of = [](std::int64_t channels) {
+    ThreadCountGuard one(1);
+    const ConvolutionPlan plan = plan_convolution(layer(DataType::Float32, {1, channels, 5, 5}, {64, channels, 3, 3}, 1, 1, 1), "direct");
+    return std::map<std::string, std::int64_t>(plan.tiles.begin(), plan.tiles.end());
+  };
+  const auto wide = tiles_of(4096);
+  const std::int64_t chunk = wide.at("packed_channels"), pass = wide.at("channel_pass");
+  ASSERT_EQ(wide.at("packed_per_pass"), 1);
+  ASSERT_GE(chunk, pass);
+  ASSERT_EQ(chunk % pass, 0);
+  const std::int64_t channels = 2 * chunk + pass + 3;
+  EXPECT_EQ(tiles_of(channels).at("packed_channels"), chunk);
+  const Case c = algorithm_case("direct", {1, channels, 5, 5}, {64, channels, 3, 3}, ConvolutionDirection::Forward, 1,
+                                {1, 1}, {1, 1}, {1, 1}, {1, 1});
+  std::vector<std::vector<std::byte>> results;
+  for (int threads : {1, 2}) {
+    ThreadCountGuard guard(threads);
+    std::mt19937 rng(5);
+    results.push_back(run_case(c, DataType::Float32, rng, std::to_string(channels) + " channels on " + std::to_string(threads) + " threads"));
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(results.back(), results.front());
+  std::mt19937 rng(6);
+  Tensor x(DataType::Float32, c.x_sizes), w(DataType::Float32, c.w_sizes);
+  fill_random(x, rng);
+  fill_random(w, rng);
+  ConvolutionDesc d = c.desc;
+  d.input = x.desc();
+  d.filter = w.desc();
+  TensorView xv = x.view(), wv = w.view();
+  Tensor expected(DataType::Float32, infer_output(d).sizes), got(DataType::Float32, infer_output(d).sizes);
+  TensorView ev = expected.view(), gv = got.view();
+  ThreadCountGuard one(1);
+  execute(d, xv, wv, nullptr, ev, "direct");
+  PreparedConvolution(d, wv, nullptr, "direct")(xv, gv);
+  EXPECT_EQ(got.bytes, expected.bytes);
+}
+
 }  // namespace
 }  // namespace dmlops

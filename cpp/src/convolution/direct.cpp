@@ -36,6 +36,18 @@ std::int64_t direct_filter_bytes(bool pointwise) {
 }
 // A direct task's sums stay in L2: an eighth of it (128 KiB on Zen 4 and 5, where it was tuned).
 std::int64_t direct_band_bytes() { return platform::cache_sizes().l2 / 8; }
+// How much of a filter that a task packs itself (Blocking::pack_in_pass) it packs at a time, in
+// whole passes of pass_bytes. With one vector FMA per cycle, where L2 keeps up with the tiles,
+// a quarter of L2 (8 passes of 3x3 512@7 on Zen 4): each filter row is then read as one run of
+// the chunk's columns (4 KB there), which the hardware prefetcher follows, where a pass's pieces
+// (504 bytes, 18 KB apart) waited on L3 or memory line after line even with software
+// prefetches a pass ahead (Zen 4, paired, in two runs: 3x3 512@7 0.89-0.95x and s2 512@14
+// 0.89-0.96x the time so at 1 thread, 0.96x and 0.97x at 2; other layers within 2%). With two,
+// the tiles want their pass in L1, where packing puts it: chunks in L2 made those layers
+// 1.15-1.25x slower at 1 and 16 threads on the 16-core Xeon, so one pass.
+std::int64_t direct_pack_bytes(std::int64_t pass_bytes) {
+  return vector_fmas_per_cycle() == 1 ? std::max(pass_bytes, platform::cache_sizes().l2 / 4) : pass_bytes;
+}
 constexpr std::int64_t kDirectMinBand = 24;             // positions: four 6-position tiles
 constexpr std::int64_t kDirectSpareBand = 192;          // positions: 32 six-position tiles
 constexpr std::int64_t kDirectTasksPerThread = 4;
@@ -60,6 +72,7 @@ struct Blocking {
   std::int64_t block_count = 0, padded_M = 0;
   std::int64_t positions = 0, max_width = 0, per_band = 0, bands = 0, band_max = 0, channel_pass = 0;
   bool pack_in_pass = false;
+  std::int64_t pack_channels = 0;  // input channels per packed chunk, with pack_in_pass
   std::int64_t tasks = 0, grain = 0;
 
   explicit Blocking(const Geometry& g) {
@@ -102,9 +115,9 @@ struct Blocking {
     channel_pass = std::clamp<std::int64_t>(direct_filter_bytes(taps == 1) / (taps * max_width * std::int64_t{sizeof(Acc)}),
                                             1, g.in_per_group);
     // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7 on a few
-    // threads, whose filter is 9 MB) is packed by that task a pass at a time, just before the
-    // pass, into L1; so is one used by two tasks when the filter is larger than L2 (packed up
-    // front it would go out to L3 and come back twice, after a barrier: 3x3 512@7 and 1x1
+    // threads, whose filter is 9 MB) is packed by that task as it goes, pack_channels input
+    // channels (one pass or more) at a time; so is one used by two tasks when the filter is
+    // larger than L2 (packed up front it would go out to L3 and come back twice, after a barrier: 3x3 512@7 and 1x1
     // 2048>512@7 at 16 threads 10-14% faster so), and a pointwise layer's at any count of tasks:
     // on the 16-core Xeon, paired, 1x1 1024>256@14 ran 0.64x the time at 16 threads and 0.83x at
     // 8, 512>128@28 0.84x and 0.75x, 128>512@28 0.80x and 0.84x, batch-8 1024>256@14 0.89x and
@@ -114,6 +127,10 @@ struct Blocking {
     const std::int64_t readers = g.batch * bands;
     pack_in_pass = readers == 1 || taps == 1 ||
                    (readers == 2 && K * M * g.groups * std::int64_t{sizeof(Acc)} > platform::cache_sizes().l2);
+    if (pack_in_pass) {
+      const std::int64_t pass_bytes = channel_pass * taps * max_width * std::int64_t{sizeof(Acc)};
+      pack_channels = std::min(g.in_per_group, channel_pass * (direct_pack_bytes(pass_bytes) / pass_bytes));
+    }
     tasks = per_band * bands;
     grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * K * max_width * band_max));
   }
@@ -238,7 +255,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const std::int64_t tasks = blocking.tasks, grain = blocking.grain, out_width = pad.out_width;
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const Scratch<Acc> sums(band_max * max_width), staging(direct_out ? 0 : L * band_max);
-    const Scratch<Acc> pass_filter(pack_in_pass ? channel_pass * taps * max_width : 0);
+    const Scratch<Acc> chunk_filter(pack_in_pass ? blocking.pack_channels * taps * max_width : 0);
     const Scratch<Acc> pass_input(channel_pass * band_rows * pad.row_len);
     std::vector<Acc> bias(static_cast<std::size_t>(max_width));
     std::vector<const Acc*> planes(static_cast<std::size_t>(channel_pass));
@@ -270,10 +287,15 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         }
         const Acc* filter = packed + (grp * padded_M + block.first) * K + c0 * taps * width;
         if (pack_in_pass) {
-          filter_blocks->pack(grp, block, c0 * taps, channels * taps, pass_filter.get());
-          filter = pass_filter.get();
-          const std::int64_t next = (c0 + channels) * taps;
-          filter_blocks->prefetch(grp, block, next, std::min(K - next, channel_pass * taps));
+          // A chunk of passes (direct_pack_bytes) when it starts; a pass at a time fetches the
+          // next pass's rows meanwhile (a chunk's long runs the hardware prefetcher follows).
+          const std::int64_t chunk = blocking.pack_channels, chunk0 = c0 / chunk * chunk;
+          if (c0 == chunk0) {
+            const std::int64_t depth = std::min(chunk, g.in_per_group - c0) * taps, next = c0 * taps + depth;
+            filter_blocks->pack(grp, block, c0 * taps, depth, chunk_filter.get());
+            if (chunk == channel_pass) filter_blocks->prefetch(grp, block, next, std::min(K - next, chunk * taps));
+          }
+          filter = chunk_filter.get() + (c0 - chunk0) * taps * width;
         }
         direct_window_product(channels, taps, planes.data(), tap_offsets.data(), offsets.data(), count, block.vectors,
                               filter, c0 > 0, sums.get());
@@ -335,6 +357,7 @@ void describe(const Geometry& g, ConvolutionPlan& plan) {
                 {"band", b.band_max},
                 {"channel_pass", b.channel_pass},
                 {"packed_per_pass", b.pack_in_pass ? 1 : 0},
+                {"packed_channels", b.pack_channels},
                 {"padded_per_pass", in_tasks ? 1 : 0}};
   plan.tasks = b.tasks;
 }
