@@ -122,8 +122,9 @@ struct Blocking {
     // layer's at any count of tasks: on the 16-core Xeon, paired, 1x1 1024>256@14 ran 0.64x the
     // time at 16 threads and 0.83x at 8, 512>128@28 0.84x and 0.75x, 128>512@28 0.80x and
     // 0.84x, batch-8 1024>256@14 0.89x and 0.94x; no pointwise layer slower at 4 to 16 threads.
-    // (Window layers were not faster: at 8 threads 8-15% slower.) Else every block's once, up front, by all threads (group grp's
-    // block at packed + (grp * padded_M + first) * K), and shared.
+    // (Window layers were not faster: at 8 threads 8-15% slower.) Else every block's once, up
+    // front, by all threads (group grp's block at packed + (grp * padded_M + first) * K), and
+    // shared.
     const std::int64_t readers = g.batch * bands;
     pack_in_pass = readers == 1 || taps == 1 ||
                    (readers == 2 && K * M * g.groups * std::int64_t{sizeof(Acc)} > platform::cache_sizes().l2);
