@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <random>
 #include <set>
@@ -920,6 +921,28 @@ TEST(ConvolutionAlgorithms, ThePlanNamesTheAlgorithmItsTilesAndThreads) {
   EXPECT_EQ(phases.reason, "4 phases, each a forward layer; the first phase runs direct");
 }
 
+// A case prepared (its filter copied, and packed for gemm and direct) against execute() on the
+// same random input and filter, bit for bit, on each thread count.
+void expect_prepared_bits(const Case& c, DataType dtype, std::mt19937& rng, std::initializer_list<int> thread_counts) {
+  Tensor x(dtype, c.x_sizes), w(dtype, c.w_sizes);
+  fill_random(x, rng);
+  fill_random(w, rng);
+  ConvolutionDesc d = c.desc;
+  d.input = x.desc();
+  d.filter = w.desc();
+  TensorView xv = x.view(), wv = w.view();
+  const PreparedConvolution prepared(d, wv, nullptr, c.algorithm);
+  EXPECT_EQ(prepared.packed(), c.algorithm == "gemm" || c.algorithm == "direct") << c.algorithm;
+  for (int threads : thread_counts) {
+    ThreadCountGuard guard(threads);
+    Tensor expected(dtype, infer_output(d).sizes), got(dtype, infer_output(d).sizes);
+    TensorView ev = expected.view(), gv = got.view();
+    execute(d, xv, wv, nullptr, ev, c.algorithm);
+    prepared(xv, gv);
+    EXPECT_EQ(got.bytes, expected.bytes) << c.algorithm << " " << name(dtype) << " " << threads << " threads";
+  }
+}
+
 // A prepared convolution (filter packed once for gemm and direct) gives execute()'s bits, on
 // any thread count, for every algorithm.
 TEST(ConvolutionAlgorithms, PreparedGivesExecutesBits) {
@@ -935,25 +958,7 @@ TEST(ConvolutionAlgorithms, PreparedGivesExecutesBits) {
       algorithm_case("", {1, 8, 16, 16}, {8, 16, 4, 4}, B, 1, {2, 2}, {1, 1}, {1, 1}, {1, 1}),
   };
   for (const Case& c : cases) {
-    for (DataType dtype : {DataType::Float32, DataType::Float16}) {
-      Tensor x(dtype, c.x_sizes), w(dtype, c.w_sizes);
-      fill_random(x, rng);
-      fill_random(w, rng);
-      ConvolutionDesc d = c.desc;
-      d.input = x.desc();
-      d.filter = w.desc();
-      TensorView xv = x.view(), wv = w.view();
-      const PreparedConvolution prepared(d, wv, nullptr, c.algorithm);
-      EXPECT_EQ(prepared.packed(), c.algorithm == "gemm" || c.algorithm == "direct") << c.algorithm;
-      for (int threads : {1, 2, 7}) {
-        ThreadCountGuard guard(threads);
-        Tensor expected(dtype, infer_output(d).sizes), got(dtype, infer_output(d).sizes);
-        TensorView ev = expected.view(), gv = got.view();
-        execute(d, xv, wv, nullptr, ev, c.algorithm);
-        prepared(xv, gv);
-        EXPECT_EQ(got.bytes, expected.bytes) << c.algorithm << " " << name(dtype) << " " << threads << " threads";
-      }
-    }
+    for (DataType dtype : {DataType::Float32, DataType::Float16}) expect_prepared_bits(c, dtype, rng, {1, 2, 7});
   }
 }
 
@@ -985,19 +990,7 @@ TEST(ConvolutionAlgorithms, DirectPacksItsFilterAChunkAtATime) {
   }
   EXPECT_EQ(results.back(), results.front());
   std::mt19937 rng(6);
-  Tensor x(DataType::Float32, c.x_sizes), w(DataType::Float32, c.w_sizes);
-  fill_random(x, rng);
-  fill_random(w, rng);
-  ConvolutionDesc d = c.desc;
-  d.input = x.desc();
-  d.filter = w.desc();
-  TensorView xv = x.view(), wv = w.view();
-  Tensor expected(DataType::Float32, infer_output(d).sizes), got(DataType::Float32, infer_output(d).sizes);
-  TensorView ev = expected.view(), gv = got.view();
-  ThreadCountGuard one(1);
-  execute(d, xv, wv, nullptr, ev, "direct");
-  PreparedConvolution(d, wv, nullptr, "direct")(xv, gv);
-  EXPECT_EQ(got.bytes, expected.bytes);
+  expect_prepared_bits(c, DataType::Float32, rng, {1, 2});
 }
 
 }  // namespace
