@@ -36,17 +36,18 @@ std::int64_t direct_filter_bytes(bool pointwise) {
 }
 // A direct task's sums stay in L2: an eighth of it (128 KiB on Zen 4 and 5, where it was tuned).
 std::int64_t direct_band_bytes() { return platform::cache_sizes().l2 / 8; }
-// How much of a filter that a task packs itself (Blocking::pack_in_pass) it packs at a time, in
-// whole passes of pass_bytes. With one vector FMA per cycle, where L2 keeps up with the tiles,
-// a quarter of L2 (8 passes of 3x3 512@7 on Zen 4): each filter row is then read as one run of
+// How many passes (of pass_bytes of packed filter each) of a filter that a task packs itself
+// (Blocking::pack_in_pass) it packs at a time. With one vector FMA per cycle, where L2 keeps up
+// with the tiles, a quarter of L2 of them (8 passes of 3x3 512@7 on Zen 4): each filter row is then read as one run of
 // the chunk's columns (4 KB there), which the hardware prefetcher follows, where a pass's pieces
 // (504 bytes, 18 KB apart) waited on L3 or memory line after line even with software
 // prefetches a pass ahead (Zen 4, paired, in two runs: 3x3 512@7 0.89-0.95x and s2 512@14
 // 0.89-0.96x the time so at 1 thread, 0.96x and 0.97x at 2; other layers within 2%). With two,
 // the tiles want their pass in L1, where packing puts it: chunks in L2 made those layers
 // 1.15-1.25x slower at 1 and 16 threads on the 16-core Xeon, so one pass.
-std::int64_t direct_pack_bytes(std::int64_t pass_bytes) {
-  return vector_fmas_per_cycle() == 1 ? std::max(pass_bytes, platform::cache_sizes().l2 / 4) : pass_bytes;
+std::int64_t direct_pack_passes(std::int64_t pass_bytes) {
+  if (vector_fmas_per_cycle() != 1) return 1;
+  return std::max<std::int64_t>(1, platform::cache_sizes().l2 / 4 / pass_bytes);
 }
 constexpr std::int64_t kDirectMinBand = 24;             // positions: four 6-position tiles
 constexpr std::int64_t kDirectSpareBand = 192;          // positions: 32 six-position tiles
@@ -130,7 +131,7 @@ struct Blocking {
                    (readers == 2 && K * M * g.groups * std::int64_t{sizeof(Acc)} > platform::cache_sizes().l2);
     if (pack_in_pass) {
       const std::int64_t pass_bytes = channel_pass * taps * max_width * std::int64_t{sizeof(Acc)};
-      pack_channels = std::min(g.in_per_group, channel_pass * (direct_pack_bytes(pass_bytes) / pass_bytes));
+      pack_channels = std::min(g.in_per_group, channel_pass * direct_pack_passes(pass_bytes));
     }
     tasks = per_band * bands;
     grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * K * max_width * band_max));
@@ -288,7 +289,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         }
         const Acc* filter = packed + (grp * padded_M + block.first) * K + c0 * taps * width;
         if (pack_in_pass) {
-          // A chunk of passes (direct_pack_bytes) when it starts; a pass at a time fetches the
+          // A chunk of passes (direct_pack_passes) when it starts; a pass at a time fetches the
           // next pass's rows meanwhile (a chunk's long runs the hardware prefetcher follows).
           const std::int64_t chunk = blocking.pack_channels, chunk0 = c0 / chunk * chunk;
           if (c0 == chunk0) {
