@@ -458,12 +458,9 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
           const std::byte* from = src + i0 * position_strides[0] + i1 * position_strides[1];
           if (n == width && src_row_step == n * src_step) {  // whole rows, back to back on both sides: one run
             copy_row<T>(first, col_step, from, src_step, n * (r1 - r0));
-          } else if (stride2_rows) {  // copy_rows takes such rows together (copy_even_aligned_rows)
-            for (std::int64_t b = r0; b < r1 && (c0 > 0 || c1 < width); ++b) {
-              fill(b * width, c0);
-              fill(b * width + c1, width - c1);
-            }
-            copy_rows<T>(first, width * col_step, col_step, from, src_row_step, src_step, n, r1 - r0);
+          } else if (stride2_rows) {  // the rows together, each with its leading zeros (zeros_then_even_rows)
+            for (std::int64_t b = r0; b < r1 && c1 < width; ++b) fill(b * width + c1, width - c1);
+            zeros_then_even_rows<T>(first - c0 * col_step, width * col_step, c0, from, src_row_step, n, r1 - r0);
           } else {  // row by row, in memory order (the fills first made a 1x64x56x56 unfold 5% slower)
             for (std::int64_t b = r0; b < r1; ++b, first += width * col_step, from += src_row_step) {
               if (c0 > 0) fill(b * width, c0);

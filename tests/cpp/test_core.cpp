@@ -2232,6 +2232,52 @@ TEST(Rows, CopyEveryOtherElementEveryLength) {
   check_even_rows<std::uint64_t>();
 }
 
+// zeros_then_even_rows (a stride-2 window's rows after its leading padding): every count of
+// zeros the byte permute takes (up to 64 bytes) and beyond, every length through its first,
+// middle and last blocks, and no byte written past a row. The source rows lie between bytes
+// that are not zero, which any byte read outside a row (before its first element, where the
+// zeros would read, or past its last) would bring into the output.
+template <class T>
+void check_zeros_then_even_rows() {
+  constexpr auto e = static_cast<std::int64_t>(sizeof(T));
+  constexpr std::size_t kGuard = 64;
+  for (std::int64_t zeros = 0; zeros * e <= 80; zeros += zeros < 4 ? 1 : 3) {
+    for (std::int64_t n = 0; n <= 140; n += n < 70 ? 1 : 7) {
+      for (std::int64_t rows : {1, 3}) {
+        const std::int64_t src_step = (2 * n + 3) * e, dst_step = (zeros + n + 2) * e;
+        constexpr std::int64_t kMargin = 192;  // bytes before the first row and after the last
+        std::vector<std::byte> buffer(static_cast<std::size_t>((rows - 1) * src_step + 2 * n * e + 2 * kMargin), std::byte{0xa5});
+        std::byte* src = buffer.data() + kMargin;
+        for (std::int64_t r = 0; r < rows; ++r) {
+          for (std::int64_t i = 0; i < std::max<std::int64_t>(0, 2 * n - 1) * e; ++i)
+            src[r * src_step + i] = static_cast<std::byte>((r * src_step + i) * 37 % 255 + 1);  // never 0
+        }
+        std::vector<std::byte> dst(static_cast<std::size_t>((rows - 1) * dst_step + (zeros + n) * e) + kGuard, std::byte{0x5a});
+        zeros_then_even_rows<T>(dst.data(), dst_step, zeros, src, src_step, n, rows);
+        const std::vector<std::byte> zero(sizeof(T));
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::byte* row = dst.data() + r * dst_step;
+          for (std::int64_t i = 0; i < zeros; ++i)
+            ASSERT_EQ(std::memcmp(row + i * e, zero.data(), sizeof(T)), 0) << "zero " << i << " of " << zeros << ", n " << n << ", row " << r;
+          for (std::int64_t i = 0; i < n; ++i)
+            ASSERT_EQ(std::memcmp(row + (zeros + i) * e, src + r * src_step + 2 * i * e, sizeof(T)), 0)
+                << "element " << i << " of " << n << " after " << zeros << " zeros, row " << r << ", width " << sizeof(T);
+          const std::int64_t gap_end = r + 1 < rows ? (r + 1) * dst_step : static_cast<std::int64_t>(dst.size());
+          for (std::int64_t b = r * dst_step + (zeros + n) * e; b < gap_end; ++b)
+            ASSERT_EQ(dst[static_cast<std::size_t>(b)], std::byte{0x5a}) << "byte " << b << " past row " << r << ", n " << n << ", zeros " << zeros;
+        }
+      }
+    }
+  }
+}
+
+TEST(Rows, ZerosThenEveryOtherElementEveryLength) {
+  check_zeros_then_even_rows<std::uint8_t>();
+  check_zeros_then_even_rows<std::uint16_t>();
+  check_zeros_then_even_rows<std::uint32_t>();
+  check_zeros_then_even_rows<std::uint64_t>();
+}
+
 // repeat_contiguous (nearest upsampling by an integer factor): every element width and count,
 // every length through whole 64-byte blocks and the masked last one of the byte permute (where
 // the CPU has it; CTest runs this again with DMLOPS_DISABLE_AVX512=1), the compiled repeats of
