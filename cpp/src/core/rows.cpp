@@ -184,7 +184,7 @@ DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi") void repeat_vbmi(std::byte* dst, co
     _mm512_mask_storeu_epi8(dst + 64 * m, byte_mask(left * K - 64 * m), _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v));
 }
 
-// The masks of a block of copy_even_rows_vbmi: the bytes it loads of each 64-byte half of its
+// The masks of a block of zeros_then_even_rows_vbmi: the bytes it loads of each 64-byte half of its
 // input, and those it stores.
 struct EvenBlockMasks {
   __mmask64 a, b, store;
@@ -215,9 +215,41 @@ void repeat_elements_vbmi(std::byte* dst, const std::byte* src, std::int64_t n, 
 }
 
 DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi")
-void copy_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, std::int64_t zeros, const std::byte* src,
-                         std::int64_t src_row_step, std::int64_t n, std::int64_t rows, int size) {
-  if (n <= 0 && zeros <= 0) return;
+void copy_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
+                         std::int64_t n, std::int64_t rows, int size) {
+  if (n <= 0) return;
+  const __m512i index = _mm512_load_si512(shuffle_tables().even[size_index(size)]);
+  // The input ends with the last element read: its odd neighbour may lie past the row. The
+  // masks are the same for every row: made once (made per row, they cost a float16 stride-2
+  // unfold of 56-element rows 8% of its time).
+  const std::int64_t out_bytes = n * size, in_bytes = (2 * n - 1) * size;
+  if (out_bytes < 64) {
+    const __mmask64 in_a = byte_mask(in_bytes), in_b = in_bytes > 64 ? byte_mask(in_bytes - 64) : 0, out = byte_mask(out_bytes);
+    for (std::int64_t r = 0; r < rows; ++r, dst += dst_row_step, src += src_row_step) {
+      const __m512i a = _mm512_maskz_loadu_epi8(in_a, src), b = _mm512_maskz_loadu_epi8(in_b, src + 64);
+      _mm512_mask_storeu_epi8(dst, out, _mm512_permutex2var_epi8(a, index, b));
+    }
+    return;
+  }
+  // Whole blocks of 64 output bytes, then the row's last 64 bytes as one more block (it rewrites
+  // bytes the block before wrote, with the same values): no masked store. Every whole block
+  // but the last reads 128 input bytes inside the row (its offset is a multiple of the element
+  // size below `last`); the last one's second half ends at the row's last element.
+  const std::int64_t last = out_bytes - 64;
+  const __mmask64 last_b = byte_mask(in_bytes - 2 * last - 64);
+  for (std::int64_t r = 0; r < rows; ++r, dst += dst_row_step, src += src_row_step) {
+    for (std::int64_t o = 0; o < last; o += 64) {
+      const __m512i a = _mm512_loadu_si512(src + 2 * o), b = _mm512_loadu_si512(src + 2 * o + 64);
+      _mm512_storeu_si512(dst + o, _mm512_permutex2var_epi8(a, index, b));
+    }
+    const __m512i a = _mm512_loadu_si512(src + 2 * last), b = _mm512_maskz_loadu_epi8(last_b, src + 2 * last + 64);
+    _mm512_storeu_si512(dst + last, _mm512_permutex2var_epi8(a, index, b));
+  }
+}
+
+DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi")
+void zeros_then_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, std::int64_t zeros, const std::byte* src,
+                               std::int64_t src_row_step, std::int64_t n, std::int64_t rows, int size) {
   const __m512i index = _mm512_load_si512(shuffle_tables().even[size_index(size)]);
   // A row's output bytes [0, zero_bytes) are zeros, [zero_bytes, out_bytes) its elements. Output
   // byte j of the block at output offset o reads byte 2o + j / size * 2 * size + j % size of a
@@ -225,8 +257,7 @@ void copy_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, std::int64_t
   // [lead, in_end) are the row's: the input ends with the last element read (its odd neighbour
   // may lie past the row). Loads are masked to those bytes (masked-off bytes are never touched)
   // and load zeros elsewhere, so the zeros' bytes, which read before lead, come out zero. The
-  // masks are the same for every row: made once (made per row, they cost a float16 stride-2
-  // unfold of 56-element rows 8% of its time).
+  // masks are the same for every row: made once.
   const std::int64_t zero_bytes = zeros * size, out_bytes = zero_bytes + n * size, lead = 2 * zero_bytes;
   const std::int64_t in_end = lead + (n > 0 ? (2 * n - 1) * size : 0);
   // Bits [from, to) of 64, clamped.
@@ -241,26 +272,20 @@ void copy_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, std::int64_t
     for (std::int64_t r = 0; r < rows; ++r, dst += dst_row_step, src += src_row_step) even_block(dst, src - lead, index, only);
     return;
   }
-  // The row's first 64 bytes (its zeros, and where its elements start; without zeros, 128 input
-  // bytes inside the row, as out_bytes > 64 leaves at least 129), whole blocks of 64 output bytes
-  // whose 128 input bytes lie inside the row (2o >= 128 >= lead: zero_bytes <= 64), then the
-  // row's last 64 bytes as one more block (it rewrites bytes the blocks before wrote, with the
-  // same values).
+  // The row's first 64 bytes (its zeros, and where its elements start), whole blocks of 64
+  // output bytes whose 128 input bytes lie inside the row (2o >= 128 >= lead: zero_bytes <= 64),
+  // then the row's last 64 bytes as one more block (it rewrites bytes the blocks before wrote,
+  // with the same values).
   const std::int64_t last = out_bytes - 64;
   const EvenBlockMasks first = edge(0), end = edge(last);
   for (std::int64_t r = 0; r < rows; ++r, dst += dst_row_step, src += src_row_step) {
     const std::byte* virtual_row = src - lead;
-    if (zero_bytes > 0) {
-      even_block(dst, virtual_row, index, first);
-    } else {  // plain loads and store (masked ones made rows without zeros 4-6% slower on the 16-core Xeon)
-      _mm512_storeu_si512(dst, _mm512_permutex2var_epi8(_mm512_loadu_si512(src), index, _mm512_loadu_si512(src + 64)));
-    }
+    even_block(dst, virtual_row, index, first);
     for (std::int64_t o = 64; o < last; o += 64) {
       const __m512i a = _mm512_loadu_si512(virtual_row + 2 * o), b = _mm512_loadu_si512(virtual_row + 2 * o + 64);
       _mm512_storeu_si512(dst + o, _mm512_permutex2var_epi8(a, index, b));
     }
-    const __m512i a = _mm512_maskz_loadu_epi8(end.a, virtual_row + 2 * last), b = _mm512_maskz_loadu_epi8(end.b, virtual_row + 2 * last + 64);
-    _mm512_storeu_si512(dst + last, _mm512_permutex2var_epi8(a, index, b));  // it ends with the row: a whole store
+    even_block(dst + last, virtual_row + 2 * last, index, end);
   }
 }
 #endif

@@ -110,12 +110,16 @@ inline constexpr int kMaxRepeatVbmi = 8;
 //
 // n elements from src, each written k times in a row to dst (2 <= k <= kMaxRepeatVbmi).
 void repeat_elements_vbmi(std::byte* dst, const std::byte* src, std::int64_t n, int size, int k);
-// copy_even_rows after `zeros` zero elements: dst[i] = 0 for i < zeros, dst[zeros + i] = src[2i]
-// for i < n, over `rows` rows; zeros * size <= 64. A window's padding before its first input
-// element goes out in the row's first store: written apart, element by element, those zeros took
-// a sixth of a float16 stride-2 3x3 unfold's time (Zen 4, 1 thread).
-void copy_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, std::int64_t zeros, const std::byte* src,
-                         std::int64_t src_row_step, std::int64_t n, std::int64_t rows, int size);
+// copy_even_rows: dst[i] = src[2i] for i < n, over `rows` rows.
+void copy_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
+                         std::int64_t n, std::int64_t rows, int size);
+// The same after `zeros` zero elements: dst[i] = 0 for i < zeros, dst[zeros + i] = src[2i] for
+// i < n, over `rows` rows; 0 < zeros * size <= 64. A window's padding before its first input
+// element goes out in the row's first store: written apart, element by element, those zeros
+// took a sixth of a float16 stride-2 3x3 unfold's time (Zen 4, 1 thread). (Rows without zeros
+// keep copy_even_rows_vbmi's plain loads and stores.)
+void zeros_then_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, std::int64_t zeros, const std::byte* src,
+                               std::int64_t src_row_step, std::int64_t n, std::int64_t rows, int size);
 
 // dst[2j] += src[j] for j < n with AVX2 (add_row's stride-2 case).
 void add_to_even_avx2(const float* src, std::int64_t n, float* dst);
@@ -127,7 +131,7 @@ template <class T>
 DMLOPS_ALWAYS_INLINE inline void copy_even_aligned_rows(std::byte* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
                             std::int64_t n, std::int64_t rows) {
 #if DMLOPS_X86
-  if (avx512_vbmi_enabled()) return copy_even_rows_vbmi(dst, dst_row_step, 0, src, src_row_step, n, rows, sizeof(T));
+  if (avx512_vbmi_enabled()) return copy_even_rows_vbmi(dst, dst_row_step, src, src_row_step, n, rows, sizeof(T));
 #endif
   IsaKernel<&copy_even_rows<T>>::run(dst, dst_row_step, src, src_row_step, n, rows);
 }
@@ -222,10 +226,10 @@ void zeros_then_even_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_
                           std::int64_t src_row_step, std::int64_t n, std::int64_t rows) {
   constexpr auto size = static_cast<std::int64_t>(sizeof(T));
 #if DMLOPS_X86
-  if (avx512_vbmi_enabled() && zeros * size <= 64)
-    return copy_even_rows_vbmi(dst, dst_row_step, zeros, src, src_row_step, n, rows, static_cast<int>(size));
+  if (zeros > 0 && zeros * size <= 64 && avx512_vbmi_enabled())
+    return zeros_then_even_rows_vbmi(dst, dst_row_step, zeros, src, src_row_step, n, rows, static_cast<int>(size));
 #endif
-  for (std::int64_t r = 0; r < rows; ++r) fill_row<T>(dst + r * dst_row_step, size, T{0}, zeros);
+  for (std::int64_t r = 0; r < rows && zeros > 0; ++r) fill_row<T>(dst + r * dst_row_step, size, T{0}, zeros);
   copy_rows<T>(dst + zeros * size, dst_row_step, size, src, src_row_step, 2 * size, n, rows);
 }
 
