@@ -220,7 +220,7 @@ void copy_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_t dst_step,
 
 // copy_rows of stride-2 rows (dst[i] = src[2i], i < n) after `zeros` zero elements each: dst
 // points at a row's zeros, src at its first element read. With the byte permute the zeros go out
-// with the row's first store (copy_even_rows_vbmi); elsewhere they are filled first.
+// with the row's first store (zeros_then_even_rows_vbmi); elsewhere they are filled first.
 template <class T>
 void zeros_then_even_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_t zeros, const std::byte* src,
                           std::int64_t src_row_step, std::int64_t n, std::int64_t rows) {
