@@ -164,6 +164,10 @@ const ShuffleTables& shuffle_tables() {
 
 // The low `bytes` bits (bytes <= 64).
 std::uint64_t byte_mask(std::int64_t bytes) { return bytes >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bytes) - 1; }
+// Bits [from, to) (clamped to [0, 64)).
+std::uint64_t byte_range_mask(std::int64_t from, std::int64_t to) {
+  return byte_mask(std::clamp<std::int64_t>(to, 0, 64)) & ~byte_mask(std::clamp<std::int64_t>(from, 0, 64));
+}
 
 template <int K>
 DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi") void repeat_vbmi(std::byte* dst, const std::byte* src, std::int64_t bytes,
@@ -195,6 +199,16 @@ DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi")
 inline void even_block(std::byte* dst, const std::byte* src, __m512i index, const EvenBlockMasks& m) {
   const __m512i a = _mm512_maskz_loadu_epi8(m.a, src), b = _mm512_maskz_loadu_epi8(m.b, src + 64);
   _mm512_mask_storeu_epi8(dst, m.store, _mm512_permutex2var_epi8(a, index, b));
+}
+
+// The whole blocks of a stride-2 row whose output bytes [o0, o1) (steps of 64) read 128 input
+// bytes each inside the row: plain loads and stores.
+DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi")
+inline void even_whole_blocks(std::byte* dst, const std::byte* src, __m512i index, std::int64_t o0, std::int64_t o1) {
+  for (std::int64_t o = o0; o < o1; o += 64) {
+    const __m512i a = _mm512_loadu_si512(src + 2 * o), b = _mm512_loadu_si512(src + 2 * o + 64);
+    _mm512_storeu_si512(dst + o, _mm512_permutex2var_epi8(a, index, b));
+  }
 }
 
 }  // namespace
@@ -238,10 +252,7 @@ void copy_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, const std::b
   const std::int64_t last = out_bytes - 64;
   const __mmask64 last_b = byte_mask(in_bytes - 2 * last - 64);
   for (std::int64_t r = 0; r < rows; ++r, dst += dst_row_step, src += src_row_step) {
-    for (std::int64_t o = 0; o < last; o += 64) {
-      const __m512i a = _mm512_loadu_si512(src + 2 * o), b = _mm512_loadu_si512(src + 2 * o + 64);
-      _mm512_storeu_si512(dst + o, _mm512_permutex2var_epi8(a, index, b));
-    }
+    even_whole_blocks(dst, src, index, 0, last);
     const __m512i a = _mm512_loadu_si512(src + 2 * last), b = _mm512_maskz_loadu_epi8(last_b, src + 2 * last + 64);
     _mm512_storeu_si512(dst + last, _mm512_permutex2var_epi8(a, index, b));
   }
@@ -260,12 +271,9 @@ void zeros_then_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, std::i
   // masks are the same for every row: made once.
   const std::int64_t zero_bytes = zeros * size, out_bytes = zero_bytes + n * size, lead = 2 * zero_bytes;
   const std::int64_t in_end = lead + (n > 0 ? (2 * n - 1) * size : 0);
-  // Bits [from, to) of 64, clamped.
-  const auto bits = [](std::int64_t from, std::int64_t to) {
-    return byte_mask(std::clamp<std::int64_t>(to, 0, 64)) & ~byte_mask(std::clamp<std::int64_t>(from, 0, 64));
-  };
   const auto edge = [&](std::int64_t o) {
-    return EvenBlockMasks{bits(lead - 2 * o, in_end - 2 * o), bits(lead - 2 * o - 64, in_end - 2 * o - 64), bits(-o, out_bytes - o)};
+    return EvenBlockMasks{byte_range_mask(lead - 2 * o, in_end - 2 * o), byte_range_mask(lead - 2 * o - 64, in_end - 2 * o - 64),
+                          byte_range_mask(-o, out_bytes - o)};
   };
   if (out_bytes <= 64) {
     const EvenBlockMasks only = edge(0);
@@ -281,10 +289,7 @@ void zeros_then_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, std::i
   for (std::int64_t r = 0; r < rows; ++r, dst += dst_row_step, src += src_row_step) {
     const std::byte* virtual_row = src - lead;
     even_block(dst, virtual_row, index, first);
-    for (std::int64_t o = 64; o < last; o += 64) {
-      const __m512i a = _mm512_loadu_si512(virtual_row + 2 * o), b = _mm512_loadu_si512(virtual_row + 2 * o + 64);
-      _mm512_storeu_si512(dst + o, _mm512_permutex2var_epi8(a, index, b));
-    }
+    even_whole_blocks(dst, virtual_row, index, 64, last);
     even_block(dst + last, virtual_row + 2 * last, index, end);
   }
 }

@@ -229,7 +229,9 @@ void zeros_then_even_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_
   if (zeros > 0 && zeros * size <= 64 && avx512_vbmi_enabled())
     return zeros_then_even_rows_vbmi(dst, dst_row_step, zeros, src, src_row_step, n, rows, static_cast<int>(size));
 #endif
-  for (std::int64_t r = 0; r < rows && zeros > 0; ++r) fill_row<T>(dst + r * dst_row_step, size, T{0}, zeros);
+  if (zeros > 0) {
+    for (std::int64_t r = 0; r < rows; ++r) fill_row<T>(dst + r * dst_row_step, size, T{0}, zeros);
+  }
   copy_rows<T>(dst + zeros * size, dst_row_step, size, src, src_row_step, 2 * size, n, rows);
 }
 
