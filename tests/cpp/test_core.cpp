@@ -2385,6 +2385,41 @@ TEST(Rows, StreamBytesAroundTheThresholdAtEveryAlignment) {
   }
 }
 
+// LineStreamer: sequences of writes of 0 to 200 bytes that continue each other (so lines are
+// completed across writes), with gaps between some (a stretch ends: its waiting bytes go out
+// with ordinary stores), starting at every alignment within a line; after finish() every byte
+// written holds its source byte and every byte around or between the writes is untouched.
+TEST(Rows, LineStreamerWritesWholeLinesAcrossWritesAndGaps) {
+  std::vector<std::byte> src(4096), dst(8192 + 128);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 37 + 11);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> length(0, 200), gap(0, 3), chance(0, 2);
+  for (std::size_t start = 0; start < 64; ++start) {
+    for (int trial = 0; trial < 8; ++trial) {
+      std::fill(dst.begin(), dst.end(), std::byte{0x5a});
+      std::vector<bool> written(dst.size(), false);
+      std::vector<std::byte> expected(dst.size(), std::byte{0x5a});
+      {
+        LineStreamer streamer;
+        std::size_t at = 64 + start, from = 0;
+        while (true) {
+          const auto n = static_cast<std::size_t>(length(rng));
+          if (at + n > dst.size() - 64 || from + n > src.size()) break;
+          streamer.write(dst.data() + at, src.data() + from, n);
+          for (std::size_t i = 0; i < n; ++i) expected[at + i] = src[from + i], written[at + i] = true;
+          at += n, from += n;
+          if (chance(rng) == 0) at += static_cast<std::size_t>(gap(rng));  // a gap of 0 to 3 bytes
+          if (trial % 2 == 1 && chance(rng) == 0) streamer.finish();       // an explicit end
+        }
+        if (trial % 4 < 2) streamer.finish();  // else the destructor finishes
+      }
+      for (std::size_t i = 0; i < dst.size(); ++i)
+        ASSERT_EQ(dst[i], expected[i]) << "byte " << i << (written[i] ? " (written)" : " (untouched)") << ", start "
+                                       << start << ", trial " << trial;
+    }
+  }
+}
+
 // gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
 // sizes, M across row blocks of A), K from 1 up and across K blocks; B packed row by row; both
 // element types. The micro-kernel writes whole tiles, so C has round_up(M, kGemmRows) rows;

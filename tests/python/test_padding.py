@@ -331,6 +331,44 @@ print("ok")
 """
 
 
+# A padding whose output is too large for the caches and several times its input writes its rows
+# (and its rows and planes of the fill value) through a buffer in L1, streamed out whole lines at
+# a time (the plan says so); a padding by an edge's copies (rows that repeat) does not. A 256 KiB
+# "L3", `out` views at every alignment within a line, thread counts that cut the rows unevenly.
+STAGED_STREAMING_CHECK = """
+import numpy as np, dmlops
+from dmlops import _core
+rng = np.random.default_rng(6)
+x = rng.standard_normal((2, 3, 120, 100)).astype(np.float32)
+u8 = rng.integers(0, 256, (1, 4, 300, 257), dtype=np.uint8)
+cases = [(x, (0, 1, 40, 30), (0, 2, 41, 29), "constant", True), (x, (0, 0, 0, 90), (0, 0, 0, 95), "reflection", True),
+         (u8, (0, 0, 150, 61), (0, 0, 149, 3), "constant", True), (x, (0, 0, 60, 50), (0, 0, 60, 50), "edge", False)]
+np_modes = {"constant": "constant", "reflection": "reflect", "edge": "edge"}
+for threads in (1, 2, 3, 7):
+    with dmlops.threads(threads):
+        for v, start, end, mode, staged in cases:
+            expected = np.pad(v, tuple(zip(start, end)), mode=np_modes[mode])
+            desc = dmlops.PaddingDesc(dmlops.TensorDesc(v.dtype.name, v.shape), start_padding=start, end_padding=end,
+                                      padding_mode=mode, padding_value=0.0)
+            assert (desc.plan().tiles.get("streamed") == 1) == staged, (v.shape, start, end, mode, threads)
+            assert np.array_equal(dmlops.pad(v, start, end, mode=mode).view(np.uint8), expected.view(np.uint8))
+            for offset in (1, 24, 63):
+                buffer = np.zeros(expected.nbytes + 64, np.uint8)
+                out = buffer[offset:offset + expected.nbytes].view(v.dtype).reshape(expected.shape)
+                dmlops.pad(v, start, end, mode=mode, out=out)
+                assert np.array_equal(out.view(np.uint8), expected.view(np.uint8)), (offset, start, end, mode, threads)
+                assert not buffer[:offset].any() and not buffer[offset + expected.nbytes:].any()
+print("ok")
+"""
+
+
+def test_outputs_several_times_the_input_and_larger_than_the_cache_stream_their_rows():
+    result = subprocess.run([sys.executable, "-c", STAGED_STREAMING_CHECK], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "DMLOPS_CACHE_SIZES": "32K,128K,256K"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
 def test_outputs_larger_than_the_cache_stream_bit_exactly():
     result = subprocess.run([sys.executable, "-c", STREAMING_CHECK], capture_output=True, text=True, timeout=300,
                             env={**os.environ, "DMLOPS_CACHE_SIZES": "32K,256K,1M"})

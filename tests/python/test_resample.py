@@ -840,3 +840,52 @@ def test_linear_passes_in_a_given_order():
                          ((9, 1, 2), r"pass_order\[0\] is 9"), ((-1, 1, 2, 3), r"pass_order\[0\] is -1")]:
         with pytest.raises(ValueError, match=match):
             resample_in_order(x, scales, order, **kw)
+
+
+# Nearest upsampling whose output is too large for the caches (and several times its input)
+# writes its rows through a buffer in L1, streamed out whole lines at a time; a 256 KiB "L3" makes
+# these small ones take that path (the plan says so). Factors that repeat rows, columns or both,
+# rows that are not whole lines (uint8 by 3), `out` views at every alignment within a line (the
+# lines that start and end a task are written with ordinary stores), a strided `out` (not
+# streamed) and thread counts that cut the rows unevenly: every result bit for bit numpy's.
+STREAMING_CHECK = """
+import numpy as np, dmlops
+from dmlops import _core
+assert _core.cache_sizes()["l3"] == 1 << 18
+rng = np.random.default_rng(9)
+def nearest(x, sh, sw):
+    return np.repeat(np.repeat(x, sh, axis=2), sw, axis=3)
+cases = [(rng.standard_normal((2, 5, 96, 80)).astype(np.float32), (2, 2)),
+         (rng.standard_normal((1, 7, 64, 200)).astype(np.float32), (2, 1)),
+         (rng.standard_normal((1, 7, 64, 200)).astype(np.float32), (1, 2)),
+         (rng.integers(0, 256, (1, 3, 200, 170), dtype=np.uint8), (3, 3)),
+         (rng.standard_normal((3, 4, 70, 90)).astype(np.float16), (4, 2))]
+for threads in (1, 2, 3, 7):
+    with dmlops.threads(threads):
+        for x, (sh, sw) in cases:
+            expected = nearest(x, sh, sw)
+            desc = dmlops.Upsample2DDesc(dmlops.TensorDesc(x.dtype.name, x.shape), scale_size=(sh, sw))
+            assert desc.plan().tiles.get("streamed") == 1, (x.shape, sh, sw, threads)
+            assert np.array_equal(dmlops.upsample_2d(x, (sh, sw)).view(np.uint8), expected.view(np.uint8))
+            for offset in (1, 16, 40, 63):
+                buffer = np.zeros(expected.nbytes + 64, np.uint8)
+                out = buffer[offset:offset + expected.nbytes].view(x.dtype).reshape(expected.shape)
+                dmlops.upsample_2d(x, (sh, sw), out=out)
+                assert np.array_equal(out.view(np.uint8), expected.view(np.uint8)), (offset, x.shape, sh, sw, threads)
+                assert not buffer[:offset].any() and not buffer[offset + expected.nbytes:].any()
+            strided = np.zeros(expected.shape[:3] + (expected.shape[3] * 2,), x.dtype)[..., ::2]
+            dmlops.upsample_2d(x, (sh, sw), out=strided)
+            assert np.array_equal(strided.view(np.uint8) if strided.flags.c_contiguous else strided.copy().view(np.uint8),
+                                  expected.view(np.uint8))
+print("ok")
+"""
+
+
+def test_outputs_larger_than_the_cache_stream_bit_exactly():
+    import os
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, "-c", STREAMING_CHECK], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "DMLOPS_CACHE_SIZES": "32K,128K,256K"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

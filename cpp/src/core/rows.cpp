@@ -4,6 +4,7 @@
 
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/parallel.hpp"
 #include "dmlops/core/platform.hpp"
 
 #if DMLOPS_X86
@@ -83,6 +84,15 @@ bool stream_output(std::int64_t output_bytes) {
 #endif
 }
 
+bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes) {
+#if DMLOPS_X86
+  return output_bytes >= 2 * input_bytes && input_bytes + output_bytes > platform::cache_sizes().l3 / 2 * num_threads();
+#else
+  (void)input_bytes, (void)output_bytes;
+  return false;
+#endif
+}
+
 void stream_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
 #if DMLOPS_X86
   // Runs of kStreamMinBytes or more, and of those only the whole cache lines: streaming each
@@ -115,6 +125,61 @@ void stream_fence() {
 #if DMLOPS_X86
   _mm_sfence();
 #endif
+}
+
+#if DMLOPS_X86
+namespace {
+// One whole line, from anywhere to a line-aligned address, past the caches (SSE2: every
+// x86-64's baseline; a line is a line).
+void stream_line(std::byte* dst, const std::byte* src) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16));
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 32));
+  const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 48));
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dst), a);
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16), b);
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 32), c);
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 48), d);
+}
+}  // namespace
+#endif
+
+void LineStreamer::write(std::byte* dst, const std::byte* src, std::size_t n) {
+#if DMLOPS_X86
+  if (n == 0) return;
+  if (waiting_ > 0 && dst != line_ + waiting_) finish();
+  if (waiting_ == 0) {
+    // A new stretch: the part of its first line before dst is not ours; that line's own part
+    // goes out with ordinary stores.
+    const std::size_t head = reinterpret_cast<std::uintptr_t>(dst) & (kLine - 1);
+    if (head > 0) {
+      const std::size_t part = std::min(n, kLine - head);
+      copy_bytes(dst, src, part);
+      dst += part, src += part, n -= part;
+    }
+  } else {  // complete the waiting line
+    const std::size_t part = std::min(n, kLine - waiting_);
+    std::memcpy(pending_ + waiting_, src, part);
+    waiting_ += part, dst += part, src += part, n -= part;
+    if (waiting_ < kLine) return;
+    stream_line(line_, pending_);
+    waiting_ = 0, streamed_ = true;
+  }
+  for (; n >= kLine; dst += kLine, src += kLine, n -= kLine) stream_line(dst, src), streamed_ = true;
+  if (n > 0) {
+    std::memcpy(pending_, src, n);
+    line_ = dst, waiting_ = n;
+  }
+#else
+  copy_bytes(dst, src, n);
+#endif
+}
+
+void LineStreamer::finish() {
+  if (waiting_ > 0) copy_bytes(line_, pending_, waiting_);
+  waiting_ = 0;
+  if (streamed_) stream_fence();
+  streamed_ = false;
 }
 
 #if DMLOPS_X86

@@ -42,6 +42,7 @@
 
 #if defined(_MSC_VER) && !defined(__clang__)
 #define DMLOPS_ALWAYS_INLINE [[msvc::forceinline]]
+#define DMLOPS_NOINLINE [[msvc::noinline]]
 #define DMLOPS_FLATTEN [[msvc::flatten]]
 #define DMLOPS_UNROLL(n)
 #define DMLOPS_TARGET(isa)
@@ -53,6 +54,7 @@
 #endif
 #else  // GCC and Clang (MinGW included)
 #define DMLOPS_ALWAYS_INLINE [[gnu::always_inline]]
+#define DMLOPS_NOINLINE [[gnu::noinline]]
 #define DMLOPS_FLATTEN [[gnu::flatten]]
 #define DMLOPS_UNROLL(n) DMLOPS_PRAGMA(GCC unroll n)
 #if DMLOPS_X86
