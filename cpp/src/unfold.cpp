@@ -355,13 +355,6 @@ class StreamedRow {
     limit_ = kChunk - static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(dst) % 64) / kSize;
   }
   void copy(const std::byte* src, std::int64_t step, std::int64_t count) {
-    // Most runs are one copy into the chunk: straight to copy_bytes (3x3x3 over 1x16x32x32x32,
-    // 900 runs of 30 elements per row, 0.92x the time so on 1 thread of Zen 4, 0.94x on 2).
-    if (step == kSize && count < limit_ - used_) {
-      copy_bytes(reinterpret_cast<std::byte*>(buffer_ + used_), src, static_cast<std::size_t>(count * kSize));
-      used_ += count;
-      return;
-    }
     append(count, [&](T* to, std::int64_t take) {
       copy_row<T>(reinterpret_cast<std::byte*>(to), kSize, src, step, take);
       src += take * step;
