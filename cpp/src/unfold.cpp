@@ -182,7 +182,7 @@ KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool stream
   KernelPlan k = KernelPlan::of(
       "rows",
       std::string(streamed ? "each output row (n, c, tap) walks its tap over the blocks into a buffer in L1, streamed out "
-                             "(non-temporal stores) 8 KiB at a time: the output is larger than the last-level cache"
+                             "(non-temporal stores) 8 KiB at a time: the output is too large for the caches"
                   : walker.rank() == 2
                       ? "each output row (n, c, tap) is its tap's box of blocks inside the input, copied at once, and zero fills around it"
                       : "each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled") +
@@ -340,7 +340,7 @@ class RunBlocks {
 };
 
 // An output row written through a buffer in L1 and streamed out a chunk at a time
-// (stream_bytes), for outputs larger than the last-level cache (stream_output) with contiguous
+// (stream_bytes), for outputs too large for the caches (unfold_streams) with contiguous
 // rows: their runs (30 elements in a 3x3x3 unfold) are too short to stream one by one, and
 // ordinary stores read each line of the output before writing it. Runs and fills arrive in
 // column order, back to back, as BlockWalker::walk hands them out.

@@ -36,7 +36,8 @@ class Plan:
     tiles : dict of str to int
         The tiles and blocking, in a fixed order: the GEMM's ``MR``, ``NR``, ``K``; the
         gather's ``rows``, ``row`` and the run counts of a row (``copy_runs``, ``mirror_runs``,
-        ``gather_runs``, ...), ``row_copies`` where whole rows repeat; the filter's pass order
+        ``gather_runs``, ...), ``row_copies`` where whole rows repeat, ``streamed`` where its rows
+        go out through a buffer in L1 with streaming stores; the filter's pass order
         (``pass1``, ``pass2``: axes) and tile blocks; Lp pooling's ``block`` and ``span``; unfold's
         ``streamed``; fold's ``slab_rows``, ``in_place`` and
         ``prefetched``; and the ``grain`` (tasks per chunk of the parallel loop)

@@ -183,7 +183,8 @@ class Upsample2DDesc(Descriptor):
     def plan(self) -> Plan:
         """How a call computes (a :class:`dmlops.Plan`): nearest_neighbor, a ``gather`` whose
         rows repeat (``row_copies``: each gathered once and copied) and whose rows are
-        ``repeat`` runs; linear, a ``filter`` with its pass order and tiles. The same code sets up
+        ``repeat`` runs (``streamed`` out through a buffer in L1 when the output is at least
+        twice the input and both exceed half the last-level cache per thread); linear, a ``filter`` with its pass order and tiles. The same code sets up
         the calls, so the plan is what they do.
 
         Returns
@@ -320,7 +321,8 @@ class _ResampleDescriptor(Descriptor):
 
     def plan(self) -> Plan:
         """How a call computes (a :class:`dmlops.Plan`): nearest_neighbor, the separable gather's
-        ``copy`` or ``gather`` (``row_copies`` where an integer scale repeats whole rows);
+        ``copy`` or ``gather`` (``row_copies`` where an integer scale repeats whole rows,
+        ``streamed`` as for :class:`Upsample2DDesc`);
         linear, the separable ``filter``, its pass order (``pass1``, ``pass2``: axes, those that
         shrink first) and tiles. The same code sets up the calls, so the plan is what they do.
 

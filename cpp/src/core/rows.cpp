@@ -93,40 +93,6 @@ bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes) {
 #endif
 }
 
-void stream_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
-#if DMLOPS_X86
-  // Runs of kStreamMinBytes or more, and of those only the whole cache lines: streaming each
-  // byte of the 1 KiB runs of a 288 MB reflection pad (rows shared with the padding's ordinary
-  // stores) made it 4.5x slower than with ordinary stores on Zen 4; with whole lines only, still
-  // 1.6x. Runs of 4 KiB gained 6%, of 16 KiB 27%, and a 1-D pad's one 80 MB run 27-37%.
-  // SSE2 is every x86-64's baseline; a copy this large is bound by memory, not vector width.
-  if (n >= kStreamMinBytes) {
-    const std::size_t head = (kCacheLineBytes - (reinterpret_cast<std::uintptr_t>(dst) & (kCacheLineBytes - 1))) & (kCacheLineBytes - 1);
-    copy_bytes(dst, src, head);
-    std::size_t i = head;
-    for (; i + kCacheLineBytes <= n; i += kCacheLineBytes) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
-    }
-    copy_bytes(dst + i, src + i, n - i);
-    return;
-  }
-#endif
-  copy_bytes(dst, src, n);
-}
-
-void stream_fence() {
-#if DMLOPS_X86
-  _mm_sfence();
-#endif
-}
-
 #if DMLOPS_X86
 namespace {
 // One whole line, from anywhere to a line-aligned address, past the caches (SSE2: every
@@ -143,6 +109,33 @@ void stream_line(std::byte* dst, const std::byte* src) {
 }
 }  // namespace
 #endif
+
+void stream_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
+#if DMLOPS_X86
+  // Runs of kStreamMinBytes or more, and of those only the whole cache lines: streaming each
+  // byte of the 1 KiB runs of a 288 MB reflection pad (rows shared with the padding's ordinary
+  // stores) made it 4.5x slower than with ordinary stores on Zen 4; with whole lines only, still
+  // 1.6x. Runs of 4 KiB gained 6%, of 16 KiB 27%, and a 1-D pad's one 80 MB run 27-37%.
+  // (stream_line: SSE2, every x86-64's baseline; a copy this large is bound by memory, not by
+  // vector width, and 32- or 64-byte streaming stores were no faster on Zen 4.)
+  if (n >= kStreamMinBytes) {
+    const std::size_t head = (kCacheLineBytes - (reinterpret_cast<std::uintptr_t>(dst) & (kCacheLineBytes - 1))) & (kCacheLineBytes - 1);
+    copy_bytes(dst, src, head);
+    std::size_t i = head;
+    for (; i + kCacheLineBytes <= n; i += kCacheLineBytes) stream_line(dst + i, src + i);
+    copy_bytes(dst + i, src + i, n - i);
+    return;
+  }
+#endif
+  copy_bytes(dst, src, n);
+}
+
+void stream_fence() {
+#if DMLOPS_X86
+  _mm_sfence();
+#endif
+}
+
 
 void LineStreamer::write(std::byte* dst, const std::byte* src, std::size_t n) {
 #if DMLOPS_X86

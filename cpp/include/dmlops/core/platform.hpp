@@ -42,7 +42,7 @@
 
 #if defined(_MSC_VER) && !defined(__clang__)
 #define DMLOPS_ALWAYS_INLINE [[msvc::forceinline]]
-#define DMLOPS_NOINLINE [[msvc::noinline]]
+#define DMLOPS_NOINLINE __declspec(noinline)
 #define DMLOPS_FLATTEN [[msvc::flatten]]
 #define DMLOPS_UNROLL(n)
 #define DMLOPS_TARGET(isa)
