@@ -471,16 +471,19 @@ TEST_P(PaddingModeTest, WidePadsCopyEarlierRows) {
 }
 
 TEST_P(PaddingModeTest, RowsOfACopyAndAFewElements) {
-  // Rows of one contiguous copy and at most 16 other elements are written one by one (plan():
-  // border_elements): a 5-D activation padded by one, 16 and 17 elements (the limit), only outer
-  // axes padded, on 1 to 7 threads (tasks that start inside a plane), misaligned, into strided
-  // and backwards outputs.
+  // Rows of one contiguous copy, at most 16 other elements and at most 4 fills or mirrored runs
+  // are written one by one (plan(): border_elements, border_runs): a 5-D activation padded by
+  // one, 16 and 17 elements (the limit), an image's borders of 16, a run and two elements, only
+  // outer axes padded, on 1 to 7 threads (tasks that start inside a plane), misaligned, into
+  // strided and backwards outputs.
   struct Case {
     Dims sizes, start, end;
   };
   const Case cases[] = {{{2, 3, 5, 9, 20}, {0, 0, 1, 1, 1}, {0, 0, 1, 1, 1}},
                         {{3, 6, 33}, {1, 2, 8}, {0, 3, 8}},
                         {{3, 6, 33}, {1, 2, 9}, {0, 3, 8}},
+                        {{2, 3, 40}, {0, 1, 16}, {1, 0, 16}},
+                        {{2, 3, 40}, {0, 1, 9}, {1, 0, 2}},
                         {{4, 5, 7}, {2, 3, 0}, {1, 0, 0}}};
   for (const Case& c : cases) {
     for (DataType dtype : {DataType::Float32, DataType::UInt8, DataType::Float64}) {
@@ -1001,7 +1004,7 @@ TEST(PaddingPlan, TheGatherPathFollowsThePadding) {
   EXPECT_EQ(tiles.at("gather_runs"), 2);
   EXPECT_EQ(tiles.at("border_elements"), 4);  // rows of one copy and a few elements: one by one
 
-  // Borders of 20 reflect as mirrored copies.
+  // Borders of 20 reflect as mirrored copies, a row's two runs besides its copy.
   desc.input = TensorDesc{DataType::Float32, {2, 40}, std::nullopt};
   desc.start_padding = {0, 20};
   desc.end_padding = {0, 20};
@@ -1009,7 +1012,15 @@ TEST(PaddingPlan, TheGatherPathFollowsThePadding) {
   EXPECT_EQ(tiles.at("mirror_runs"), 2);
   EXPECT_EQ(tiles.at("copy_runs"), 1);
   EXPECT_EQ(tiles.count("gather_runs"), 0u);
+  EXPECT_EQ(tiles.at("border_elements"), 0);
+  EXPECT_EQ(tiles.at("border_runs"), 2);
+
+  // Wrapped borders of 20 are copies too: more than one, so rows of another form.
+  desc.mode = PaddingMode::Wrap;
+  tiles = testing::tiles_of(plan(desc));
+  EXPECT_EQ(tiles.at("copy_runs"), 3);
   EXPECT_EQ(tiles.count("border_elements"), 0u);
+  desc.mode = PaddingMode::Reflection;
 
   // Nothing padded: one strided copy, the axes merged into one row.
   desc.start_padding = {0, 0};

@@ -389,31 +389,40 @@ def test_thread_counts_give_identical_results(threads):
                      pad_reference(long, (70_000,), (3,), "symmetric"))
 
 
-# (shape, start, end, {mode: plan().tiles["border_elements"]}): the rows of one contiguous copy
-# and at most 16 other elements (fills, edges, mirrored or wrapped elements: runs shorter than 8);
-# None, rows of another form.
+# (shape, start, end, {mode: plan().tiles' (border_elements, border_runs)}): the rows of one
+# contiguous copy, at most 16 other elements (edges, short fills, mirrored or wrapped elements:
+# runs shorter than 8) and at most 4 fills of 4 or more and mirrored runs; None, rows of another form.
 BORDER_CASES = [
-    ((2, 3, 5, 9, 20), (0, 0, 1, 1, 1), (0, 0, 1, 1, 1), dict.fromkeys(MODES, 2)),  # a 5-D activation padded by one
-    ((3, 6, 33), (1, 2, 8), (0, 3, 8), {"constant": 16, "edge": 16}),  # mirrors and wraps of 8: copy runs
-    ((3, 6, 33), (1, 2, 9), (0, 3, 8), {}),                            # 17 elements
-    ((4, 5, 7), (2, 3, 0), (1, 0, 0), dict.fromkeys(MODES, 0)),        # only outer axes padded
-    ((2, 1, 3), (1, 0, 2), (0, 1, 1), {}),                             # a copy of 3 elements: gathered
+    ((2, 3, 5, 9, 20), (0, 0, 1, 1, 1), (0, 0, 1, 1, 1), dict.fromkeys(MODES, (2, None))),  # a 5-D activation padded by one
+    ((3, 6, 33), (1, 2, 8), (0, 3, 8),
+     {"constant": (0, 2), "edge": (16, None), "reflection": (0, 2), "symmetric": (0, 2)}),  # fills, mirrors of 8; wraps: copies
+    ((3, 6, 33), (1, 2, 9), (0, 3, 8),
+     {"constant": (0, 2), "reflection": (0, 2), "symmetric": (0, 2)}),   # 17 edge elements
+    ((2, 3, 40), (0, 1, 16), (1, 0, 16),
+     {"constant": (0, 2), "reflection": (0, 2), "symmetric": (0, 2)}),   # an image's borders of 16
+    ((2, 3, 40), (0, 1, 9), (1, 0, 2),
+     {"constant": (2, 1), "edge": (11, None), "reflection": (2, 1), "symmetric": (2, 1)}),  # a run and two elements
+    ((4, 5, 7), (2, 3, 0), (1, 0, 0), dict.fromkeys(MODES, (0, None))),  # only outer axes padded
+    ((2, 1, 3), (1, 0, 2), (0, 1, 1), {}),                               # a copy of 3 elements: gathered
 ]
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", ["float32", "uint8", "float16", "float64"])
 def test_rows_of_a_copy_and_a_few_elements(mode, dtype):
-    """Rows of one contiguous copy and a few other elements are written one by one (plan():
-    border_elements), without the row batches or copies of equal rows: every mode, a fill plane
-    and fill rows, thread counts, strided inputs and outputs, all against the reference."""
+    """Rows of one contiguous copy and a few other elements or runs are written one by one
+    (plan(): border_elements, border_runs), without the row batches or copies of equal rows:
+    every mode, a fill plane and fill rows, thread counts, strided inputs and outputs, all
+    against the reference."""
     rng = np.random.default_rng(11)
     for shape, start, end, elements in BORDER_CASES:
         x = random_array(rng, shape, dtype)
         expected = pad_reference(x, start, end, mode)
         desc = dmlops.PaddingDesc(dmlops.TensorDesc(dtype, shape), start_padding=start, end_padding=end,
                                   padding_mode=mode)
-        assert desc.plan().tiles.get("border_elements") == elements.get(mode), shape
+        tiles = desc.plan().tiles
+        form = elements.get(mode)
+        assert (tiles.get("border_elements"), tiles.get("border_runs")) == (form or (None, None)), (shape, tiles)
         wide = np.zeros(expected.shape[:-1] + (2 * expected.shape[-1],), expected.dtype)
         for threads in (1, 2, 3, 7):
             with dmlops.threads(threads):

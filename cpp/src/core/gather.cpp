@@ -245,11 +245,13 @@ struct Plan {
   // works too; empty unless copying pays (see equal_rows_back).
   std::vector<std::int64_t> rows_back;
   bool packed_rows = false;  // rows lie back to back, each written once (several copy as one)
-  // A row of one contiguous copy and at most kMaxBorderElements other elements (a padding of a
-  // few elements each side): run_border_rows writes such rows without the per-run work and the
+  // A row of one contiguous copy, at most kMaxBorderElements other elements and at most
+  // kMaxBorderRuns fills or mirrors (a padding of a few elements each side, or of one fill or
+  // mirrored run each side): run_border_rows writes such rows without the per-run work and the
   // row batches. border_copy: the copy run's index, or -1.
   std::int64_t border_copy = -1;
   std::vector<std::pair<std::int64_t, std::int64_t>> border;  // (output, input) byte offsets; input kFillOffset: fill
+  std::vector<Run> border_runs;                               // fills and mirrors (Copy, step -1)
   bool border_rows() const { return border_copy >= 0 && column_blocks == 1 && row_copies == 1; }
 };
 
@@ -306,22 +308,36 @@ class PlaneCursor {
 };
 
 constexpr std::int64_t kMaxBorderElements = 16;
+// Fills at least kMinBorderFillRun long and mirrored copies (at least kMinBulkRun long, shorter
+// ones are gathers) are runs of a border row, at most kMaxBorderRuns: an image reflected or
+// filled by 16 each side spent most of its time in the row batches' per-run work otherwise (in
+// L2, 36-41% of a copy's speed; at 1080x1920 uint8 0.73-0.79x the time so on Zen 4).
+constexpr std::size_t kMaxBorderRuns = 4;
+constexpr std::int64_t kMinBorderFillRun = 4;
 
-// Plan::border_copy and Plan::border, when the row has that form (and its copies are not
-// streamed: run_border_rows stores normally).
+// Plan::border_copy, Plan::border and Plan::border_runs, when the row has that form (and its
+// copies are not streamed: run_border_rows stores normally).
 void find_border(Plan& plan, std::int64_t element) {
   if (plan.stream || plan.stream_rows || plan.inner_out_stride != element || plan.inner_in_stride != element) return;
-  std::int64_t copy = -1, others = 0;
+  std::int64_t copy = -1, elements = 0;
+  std::size_t runs = 0;
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const Run& run = plan.runs[i];
     if (run.kind == RunKind::Copy && run.step == 1 && copy < 0) copy = static_cast<std::int64_t>(i);
-    else if (run.kind == RunKind::Fill || run.kind == RunKind::Broadcast || run.kind == RunKind::Gather) others += run.length;
+    else if ((run.kind == RunKind::Copy && run.step == -1) || (run.kind == RunKind::Fill && run.length >= kMinBorderFillRun)) ++runs;
+    else if (run.kind == RunKind::Fill || run.kind == RunKind::Broadcast || run.kind == RunKind::Gather) elements += run.length;
     else return;
   }
-  if (copy < 0 || others > kMaxBorderElements) return;
+  if (copy < 0 || elements > kMaxBorderElements || runs > kMaxBorderRuns) return;
   plan.border_copy = copy;
-  for (const Run& run : plan.runs) {
-    for (std::int64_t i = 0; i < run.length && run.kind != RunKind::Copy; ++i) {
+  for (std::size_t r = 0; r < plan.runs.size(); ++r) {
+    const Run& run = plan.runs[r];
+    if (static_cast<std::int64_t>(r) == copy) continue;
+    if (run.kind == RunKind::Copy || (run.kind == RunKind::Fill && run.length >= kMinBorderFillRun)) {
+      plan.border_runs.push_back(run);
+      continue;
+    }
+    for (std::int64_t i = 0; i < run.length; ++i) {
       const std::int64_t in = run.kind == RunKind::Fill        ? kFillOffset
                               : run.kind == RunKind::Broadcast ? run.src * element
                                                                : plan.gather_offsets[run.src + i];
@@ -509,7 +525,9 @@ struct RowAxis {
 // of 1,188 such rows took 0.70x, 0.63x and 0.60x the time so; larger pads 0.88x (2x8x16x64x64
 // edge) and 0.95x (1x64x256x256 reflection by 2). 16-core Xeon, 16 threads: 2x8x16x64x64 edge
 // and constant 0.76-0.84x and 0.70-0.76x, 1x64x256x256 by 2 0.89-0.94x.
-template <class T>
+// kRuns: with Plan::border_runs (a separate instance: the loop over none made rows of a copy and
+// two elements 1.1-1.2x slower on Zen 4).
+template <class T, bool kRuns>
 DMLOPS_NOINLINE void run_border_rows(const Plan& plan, std::byte* out_base, const std::byte* in_base, T fill_value,
                      std::int64_t row_begin, std::int64_t row_end) {
   constexpr auto size = static_cast<std::int64_t>(sizeof(T));
@@ -539,6 +557,12 @@ DMLOPS_NOINLINE void run_border_rows(const Plan& plan, std::byte* out_base, cons
         const T value = element_in == kFillOffset ? fill_value : load<T>(src + element_in);
         std::memcpy(dst + element_out, &value, sizeof(T));
       }
+      if constexpr (kRuns) {
+        for (const Run& run : plan.border_runs) {
+          if (run.kind == RunKind::Fill) fill_row<T>(dst + run.out_begin * size, size, fill_value, run.length);
+          else copy_row<T>(dst + run.out_begin * size, size, src + run.src * size, -size, run.length);
+        }
+      }
     }
     if (row >= row_end) return;
     o = 0;
@@ -555,7 +579,10 @@ DMLOPS_NOINLINE void run_border_rows(const Plan& plan, std::byte* out_base, cons
 template <class T>
 void run_rows(const Plan& plan, std::byte* out_base, const std::byte* in_base, T fill_value, std::int64_t task_begin,
               std::int64_t task_end) {
-  if (plan.border_rows()) return run_border_rows<T>(plan, out_base, in_base, fill_value, task_begin, task_end);
+  if (plan.border_rows()) {
+    if (plan.border_runs.empty()) return run_border_rows<T, false>(plan, out_base, in_base, fill_value, task_begin, task_end);
+    return run_border_rows<T, true>(plan, out_base, in_base, fill_value, task_begin, task_end);
+  }
   const std::int64_t blocks = plan.column_blocks, first_row = task_begin / blocks;
   const RowAxis axis(plan, static_cast<std::int64_t>(sizeof(T)));
   const std::int64_t rows_per_plane = axis.rows, row_out_stride = axis.out_stride;
@@ -921,7 +948,10 @@ KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out
     }
     if (plan.border_rows()) {
       k.tile("border_elements", std::ssize(plan.border));
-      k.reason += "; rows of one copy and " + std::to_string(plan.border.size()) + " other elements, one by one";
+      if (!plan.border_runs.empty()) k.tile("border_runs", std::ssize(plan.border_runs));
+      k.reason += "; rows of one copy and " + std::to_string(plan.border.size()) + " other elements";
+      if (!plan.border_runs.empty()) k.reason += " and " + std::to_string(plan.border_runs.size()) + " fills or mirrors";
+      k.reason += ", one by one";
     } else if (counts[static_cast<int>(RunKind::Gather)] > 0 && !plan.gather_index.empty()) {
       k.reason += "; gathers permute 32-byte windows (avx2)";
     }
