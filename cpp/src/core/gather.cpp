@@ -519,8 +519,8 @@ struct RowAxis {
   }
 };
 
-// Rows [row_begin, row_end) of Plan::border's form, one at a time: a copy and a few elements,
-// with none of run_rows' batching and equal-row bookkeeping (a row that equals an earlier one
+// Rows [row_begin, row_end) of Plan::border's form, one at a time: a copy and a few elements
+// (and, with kRuns, Plan::border_runs' fills and mirrors), with none of run_rows' batching and equal-row bookkeeping (a row that equals an earlier one
 // is gathered again, which costs no more than copying it). The bookkeeping was half the time of
 // a 5-D activation's 64-element rows padded by one, in L2 (a 16-core machine's share of one on
 // each of 16 threads): on a 2-core Xeon, 1 thread, paired, edge, constant and reflection padding
