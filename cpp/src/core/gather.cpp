@@ -319,12 +319,15 @@ constexpr std::int64_t kMinBorderFillRun = 4;
 // copies are not streamed: run_border_rows stores normally).
 void find_border(Plan& plan, std::int64_t element) {
   if (plan.stream || plan.stream_rows || plan.inner_out_stride != element || plan.inner_in_stride != element) return;
+  const auto is_run = [](const Run& run) {  // a fill or mirror kept whole (Plan::border_runs)
+    return (run.kind == RunKind::Copy && run.step == -1) || (run.kind == RunKind::Fill && run.length >= kMinBorderFillRun);
+  };
   std::int64_t copy = -1, elements = 0;
   std::size_t runs = 0;
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const Run& run = plan.runs[i];
     if (run.kind == RunKind::Copy && run.step == 1 && copy < 0) copy = static_cast<std::int64_t>(i);
-    else if ((run.kind == RunKind::Copy && run.step == -1) || (run.kind == RunKind::Fill && run.length >= kMinBorderFillRun)) ++runs;
+    else if (is_run(run)) ++runs;
     else if (run.kind == RunKind::Fill || run.kind == RunKind::Broadcast || run.kind == RunKind::Gather) elements += run.length;
     else return;
   }
@@ -333,7 +336,7 @@ void find_border(Plan& plan, std::int64_t element) {
   for (std::size_t r = 0; r < plan.runs.size(); ++r) {
     const Run& run = plan.runs[r];
     if (static_cast<std::int64_t>(r) == copy) continue;
-    if (run.kind == RunKind::Copy || (run.kind == RunKind::Fill && run.length >= kMinBorderFillRun)) {
+    if (is_run(run)) {
       plan.border_runs.push_back(run);
       continue;
     }
@@ -346,6 +349,62 @@ void find_border(Plan& plan, std::int64_t element) {
   }
 }
 
+// Columns [c0, c1) of one run of `count` output rows, each from its input row.
+template <class T>
+DMLOPS_ALWAYS_INLINE inline void write_run(const Plan& plan, const Run& run, T fill_value, std::byte* const* outs,
+                                           const std::byte* const* ins, int count, std::int64_t c0, std::int64_t c1) {
+  const std::int64_t out_step = plan.inner_out_stride, in_step = plan.inner_in_stride;
+  const std::int64_t b = std::max(c0, run.out_begin);
+  const std::int64_t e = std::min(c1, run.out_begin + run.length);
+  if (b >= e) return;
+  const std::int64_t n = e - b, out_at = b * out_step;
+  const std::int64_t skip = b - run.out_begin;  // elements of the run before this block
+  switch (run.kind) {
+    case RunKind::Fill:
+      for (int r = 0; r < count; ++r) fill_row<T>(outs[r] + out_at, out_step, fill_value, n);
+      break;
+    case RunKind::Broadcast:
+      for (int r = 0; r < count; ++r) fill_row<T>(outs[r] + out_at, out_step, load<T>(ins[r] + run.src * in_step), n);
+      break;
+    case RunKind::Copy: {
+      const std::int64_t in_at = (run.src + skip * run.step) * in_step, in_stride = run.step * in_step;
+      if (out_step == sizeof(T) && in_stride == sizeof(T)) {  // the common case: straight to the copy
+        const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
+        if (plan.stream) {
+          for (int r = 0; r < count; ++r) stream_bytes(outs[r] + out_at, ins[r] + in_at, bytes);
+        } else {
+          for (int r = 0; r < count; ++r) copy_bytes(outs[r] + out_at, ins[r] + in_at, bytes);
+        }
+      } else {
+        for (int r = 0; r < count; ++r) copy_row<T>(outs[r] + out_at, out_step, ins[r] + in_at, in_stride, n);
+      }
+      break;
+    }
+    case RunKind::Repeat:
+      for (int r = 0; r < count; ++r) {
+        if (skip == 0 && n == run.length) repeat_groups<T>(outs[r] + out_at, out_step, ins[r] + run.src * in_step, in_step, run.step, run.groups);
+        else repeat<T>(outs[r] + out_at, out_step, ins[r] + run.src * in_step, in_step, run.step, skip, e - run.out_begin);
+      }
+      break;
+    case RunKind::Gather: {
+      const std::int64_t* offsets = plan.gather_offsets.data() + run.src + skip;
+      // The window kernel pays for itself from a few vectors on; a padding's two-element
+      // mirror is cheaper gathered inline.
+#if DMLOPS_X86
+      if (!plan.gather_index.empty() && out_step == sizeof(T) && n >= 64 / static_cast<std::int64_t>(sizeof(T))) {
+        if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+          const std::int32_t* index = plan.gather_index.data() + run.src + skip;
+          for (int r = 0; r < count; ++r) gather_window_avx2<sizeof(T)>(outs[r] + out_at, ins[r], index, n, plan.inner_in_size);
+          break;
+        }
+      }
+#endif
+      for (int r = 0; r < count; ++r) gather<T>(outs[r] + out_at, out_step, ins[r], offsets, n);
+      break;
+    }
+  }
+}
+
 // Columns [c0, c1) of `count` output rows, each from its input row, run by run: the per-run
 // work (clamping to the columns, the dispatch on its kind) is paid once per batch of rows, not
 // once per row, which is most of the cost when rows are short (a 5-D activation's 64-element
@@ -353,58 +412,7 @@ void find_border(Plan& plan, std::int64_t element) {
 template <class T>
 void gather_rows(const Plan& plan, T fill_value, std::byte* const* outs, const std::byte* const* ins, int count,
                  std::int64_t c0, std::int64_t c1) {
-  const std::int64_t out_step = plan.inner_out_stride, in_step = plan.inner_in_stride;
-  for (const Run& run : plan.runs) {
-    const std::int64_t b = std::max(c0, run.out_begin);
-    const std::int64_t e = std::min(c1, run.out_begin + run.length);
-    if (b >= e) continue;
-    const std::int64_t n = e - b, out_at = b * out_step;
-    const std::int64_t skip = b - run.out_begin;  // elements of the run before this block
-    switch (run.kind) {
-      case RunKind::Fill:
-        for (int r = 0; r < count; ++r) fill_row<T>(outs[r] + out_at, out_step, fill_value, n);
-        break;
-      case RunKind::Broadcast:
-        for (int r = 0; r < count; ++r) fill_row<T>(outs[r] + out_at, out_step, load<T>(ins[r] + run.src * in_step), n);
-        break;
-      case RunKind::Copy: {
-        const std::int64_t in_at = (run.src + skip * run.step) * in_step, in_stride = run.step * in_step;
-        if (out_step == sizeof(T) && in_stride == sizeof(T)) {  // the common case: straight to the copy
-          const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
-          if (plan.stream) {
-            for (int r = 0; r < count; ++r) stream_bytes(outs[r] + out_at, ins[r] + in_at, bytes);
-          } else {
-            for (int r = 0; r < count; ++r) copy_bytes(outs[r] + out_at, ins[r] + in_at, bytes);
-          }
-        } else {
-          for (int r = 0; r < count; ++r) copy_row<T>(outs[r] + out_at, out_step, ins[r] + in_at, in_stride, n);
-        }
-        break;
-      }
-      case RunKind::Repeat:
-        for (int r = 0; r < count; ++r) {
-          if (skip == 0 && n == run.length) repeat_groups<T>(outs[r] + out_at, out_step, ins[r] + run.src * in_step, in_step, run.step, run.groups);
-          else repeat<T>(outs[r] + out_at, out_step, ins[r] + run.src * in_step, in_step, run.step, skip, e - run.out_begin);
-        }
-        break;
-      case RunKind::Gather: {
-        const std::int64_t* offsets = plan.gather_offsets.data() + run.src + skip;
-        // The window kernel pays for itself from a few vectors on; a padding's two-element
-        // mirror is cheaper gathered inline.
-#if DMLOPS_X86
-        if (!plan.gather_index.empty() && out_step == sizeof(T) && n >= 64 / static_cast<std::int64_t>(sizeof(T))) {
-          if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-            const std::int32_t* index = plan.gather_index.data() + run.src + skip;
-            for (int r = 0; r < count; ++r) gather_window_avx2<sizeof(T)>(outs[r] + out_at, ins[r], index, n, plan.inner_in_size);
-            break;
-          }
-        }
-#endif
-        for (int r = 0; r < count; ++r) gather<T>(outs[r] + out_at, out_step, ins[r], offsets, n);
-        break;
-      }
-    }
-  }
+  for (const Run& run : plan.runs) write_run<T>(plan, run, fill_value, outs, ins, count, c0, c1);
 }
 
 // Output rows waiting to be gathered together (gather_rows), each written row_copies times.
@@ -520,8 +528,9 @@ struct RowAxis {
 };
 
 // Rows [row_begin, row_end) of Plan::border's form, one at a time: a copy and a few elements
-// (and, with kRuns, Plan::border_runs' fills and mirrors), with none of run_rows' batching and equal-row bookkeeping (a row that equals an earlier one
-// is gathered again, which costs no more than copying it). The bookkeeping was half the time of
+// (and, with kRuns, Plan::border_runs' fills and mirrors, as gather_rows writes them), with none
+// of run_rows' batching and equal-row bookkeeping (a row that equals an earlier one is gathered
+// again, which costs no more than copying it). The bookkeeping was half the time of
 // a 5-D activation's 64-element rows padded by one, in L2 (a 16-core machine's share of one on
 // each of 16 threads): on a 2-core Xeon, 1 thread, paired, edge, constant and reflection padding
 // of 1,188 such rows took 0.70x, 0.63x and 0.60x the time so; larger pads 0.88x (2x8x16x64x64
@@ -560,10 +569,7 @@ DMLOPS_NOINLINE void run_border_rows(const Plan& plan, std::byte* out_base, cons
         std::memcpy(dst + element_out, &value, sizeof(T));
       }
       if constexpr (kRuns) {
-        for (const Run& run : plan.border_runs) {
-          if (run.kind == RunKind::Fill) fill_row<T>(dst + run.out_begin * size, size, fill_value, run.length);
-          else copy_row<T>(dst + run.out_begin * size, size, src + run.src * size, -size, run.length);
-        }
+        for (const Run& run : plan.border_runs) write_run<T>(plan, run, fill_value, &dst, &src, 1, 0, plan.inner_size);
       }
     }
     if (row >= row_end) return;
