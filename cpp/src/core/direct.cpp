@@ -46,7 +46,13 @@ DMLOPS_UNROLL(4)
     }
   }
 
-  // kCount positions x kVectors weight vectors: output position j reads offsets[j] + tap offset.
+  // kCount positions x kVectors weight vectors: output position j reads offsets[j] + tap offset,
+  // addressed as position 0's window plus j's displacement from it (the same in every plane and
+  // tap): one pointer per tap and kCount - 1 displacements for the whole tile. A pointer per
+  // position, rebuilt per channel, left GCC short of general registers in the 5 x 4 tile, which
+  // it then kept in vector registers and moved back per tap: 3x3 512@7's 5-position tiles ran
+  // at 84% of their FMA time on Zen 4, now at the 6-position tiles' speed (prepared 512@7 0.93x
+  // the time).
   template <int kVectors, int kCount>
   DMLOPS_ALWAYS_INLINE static void tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                           const std::int64_t* tap_offsets, const std::int64_t* offsets,
@@ -54,22 +60,21 @@ DMLOPS_UNROLL(4)
     constexpr std::int64_t W = kVectors * L;
     V acc[kCount][kVectors];
     load_sums<kVectors, kCount>(acc, accumulate, out);
-    std::int64_t at[kCount];
+    std::int64_t delta[kCount];  // position j's window from position 0's: the same in every plane
 DMLOPS_UNROLL(16)
-    for (int j = 0; j < kCount; ++j) at[j] = offsets[j];
+    for (int j = 0; j < kCount; ++j) delta[j] = offsets[j] - offsets[0];
+    const std::int64_t first = offsets[0];
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c) {
-      const Acc* window[kCount];  // per output: its window in this channel (then one index per tap)
-DMLOPS_UNROLL(16)
-      for (int j = 0; j < kCount; ++j) window[j] = planes[c] + at[j];
+      const Acc* window = planes[c] + first;  // position 0's window in this channel
       for (std::int64_t t = 0; t < taps; ++t, w += W) {
-        const std::int64_t offset = tap_offsets[t];
+        const Acc* at = window + tap_offsets[t];
         V weights[kVectors];
 DMLOPS_UNROLL(4)
         for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + v * L);
 DMLOPS_UNROLL(16)
         for (int j = 0; j < kCount; ++j) {
-          const V x = Isa::broadcast(window[j] + offset);
+          const V x = Isa::broadcast(at + delta[j]);
 DMLOPS_UNROLL(4)
           for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::madd(x, weights[v], acc[j][v]);
         }
@@ -111,8 +116,8 @@ DMLOPS_UNROLL(4)
 
   // A tile of positions in one row of the planes, kStep elements apart (x[first + j * kStep]):
   // one pointer per channel and per tap, the positions as constant displacements. The general
-  // tile holds a pointer per position: 12 of them and the loop's own do not fit the 16 general
-  // registers, and the 12 x 2 tile spilled them (~60% of the FMA peak on an Intel Xeon, where
+  // tile holds a displacement per position: 12 of them and the loop's own do not fit the 16
+  // general registers, and the 12 x 2 tile spilled them (~60% of the FMA peak on an Intel Xeon, where
   // 6 x 4 reached 76%). Used for the tiles of 12 positions only (positions_of): on the 16-core
   // Xeon, paired, the layers that take 2-vector blocks ran 0.87-0.99x the time at 8 and 16
   // threads (3x3 256@14 0.80-0.95x at 16 in three calls), 0.89-1.01x at 4; on Zen 4, where one
