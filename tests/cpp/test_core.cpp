@@ -14,6 +14,7 @@
 #endif
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -598,6 +599,57 @@ TEST(Platform, CacheSizesParser) {
                           "48KB,2M,32M", "-48K,2M,32M", "48K;2M;32M", "999999999K,1M,1M", "0x10K,1M,8M"}) {
     EXPECT_FALSE(platform::parse_cache_sizes(bad).has_value()) << bad;
   }
+}
+
+#if defined(__linux__)
+// The VmFlags of the mapping that holds `address` (/proc/self/smaps), empty if none.
+std::string vm_flags_of(const void* address) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> begin >> dash >> end && dash == '-' && line.find(':') > line.find(' ')) {
+      inside = begin <= at && at < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return {};
+}
+#endif
+
+// Buffers that kernels stream with vector loads: a VectorAllocator's blocks start on a cache line
+// and keep their values at every size, and (Linux, where the kernel has transparent huge pages)
+// large ones, and large scratch blocks, are in a mapping advised huge pages; null, empty and
+// small blocks are left alone.
+TEST(Platform, LargeBuffersAreAlignedAndAdvisedHugePages) {
+  platform::advise_huge_pages(nullptr, std::size_t{1} << 30);
+  platform::advise_huge_pages(&errno, 0);
+  for (const std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{1000}, platform::kHugePageMinBytes / 4 - 1,
+                              platform::kHugePageMinBytes / 4, (std::size_t{3} << 20) + 5}) {
+    std::vector<float, platform::VectorAllocator<float>> values(n);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(values.data()) % 64, 0u) << n;
+    for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 1000003);
+    platform::advise_huge_pages(values.data(), n * sizeof(float));  // again: harmless
+    for (std::size_t i = 0; i < n; i += 1 + n / 97) ASSERT_EQ(values[i], static_cast<float>(i % 1000003)) << n << " " << i;
+    EXPECT_EQ(values[n - 1], static_cast<float>((n - 1) % 1000003));
+#if defined(__linux__)
+    if (n * sizeof(float) >= platform::kHugePageMinBytes && std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+      const std::string flags = vm_flags_of(values.data() + n / 2);
+      EXPECT_NE((flags + " ").find(" hg "), std::string::npos) << n << ": " << flags;
+    }
+#endif
+  }
+#if defined(__linux__)
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    const Scratch<float> block(static_cast<std::int64_t>(platform::kHugePageMinBytes));  // 16 MiB
+    const std::string flags = vm_flags_of(block.get() + platform::kHugePageMinBytes / 2);
+    EXPECT_NE((flags + " ").find(" hg "), std::string::npos) << flags;
+  }
+#endif
 }
 
 #if defined(__SIZEOF_INT128__)  // GCC and Clang on 64-bit targets: the exact reference

@@ -309,7 +309,7 @@ void pack(const ConvolutionDesc& desc, const Geometry& g, const TensorView& filt
     using Acc = typename AccumulatorOf<T>::type;
     const BlockWalker walker = forward_walker(g);
     const std::int64_t K = g.in_per_group * walker.tap_count(), M_pad = round_up(g.out_per_group, kGemmRows);
-    std::vector<Acc>& values = packed.values<Acc>();
+    auto& values = packed.values<Acc>();
     values.resize(static_cast<std::size_t>(checked_mul(g.groups * M_pad, K, kOp, ": the packed filter's element count")));
     FilterA<T>(desc, g, walker, filter).pack_all(K, M_pad, values.data());
   });

@@ -9,6 +9,7 @@
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/half.hpp"
+#include "dmlops/core/platform.hpp"
 #include "dmlops/core/tensor.hpp"
 #include "dmlops/ops/convolution.hpp"
 
@@ -47,10 +48,12 @@ Geometry analyse(const ConvolutionDesc& desc);
 
 // A filter packed once, in the layout an algorithm's run() reads (Algorithm::pack).
 struct PackedFilter {
-  std::vector<float> f32;
-  std::vector<double> f64;
   template <class Acc>
-  std::vector<Acc>& values() {
+  using Values = std::vector<Acc, platform::VectorAllocator<Acc>>;  // read whole on every call
+  Values<float> f32;
+  Values<double> f64;
+  template <class Acc>
+  Values<Acc>& values() {
     if constexpr (std::is_same_v<Acc, double>) {
       return f64;
     } else {

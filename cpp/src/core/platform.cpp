@@ -18,6 +18,7 @@
 #endif
 #if defined(__linux__)
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #endif
 #if defined(__APPLE__)
@@ -312,10 +313,22 @@ void set_short_time_slices(bool on) {
   syscall(SYS_sched_setattr, 0, &attr, 0);
 #endif
 }
+
+void advise_huge_pages(void* data, std::size_t bytes) noexcept {
+  if (data == nullptr || bytes < kHugePageMinBytes) return;
+  // madvise wants a page-aligned start: the block's first whole page onwards (the kernel backs
+  // the 2 MiB-aligned stretches inside with huge pages). A failure leaves small pages.
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<std::uintptr_t>(data), end = start + bytes;
+  const std::uintptr_t first = (start + page - 1) / page * page;
+  if (page == 0 || first >= end) return;
+  madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);
+}
 #else
 int current_cpu() { return -1; }
 bool move_off_cpu(int) { return false; }
 void set_short_time_slices(bool) {}
+void advise_huge_pages(void*, std::size_t) noexcept {}
 #endif
 
 void cpu_relax() {

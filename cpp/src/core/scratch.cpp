@@ -48,7 +48,11 @@ BlockCache::Block BlockCache::take(std::size_t bytes, std::size_t most) {
   for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
     if (it->capacity >= bytes && it->capacity <= most && (best == blocks_.end() || it->capacity < best->capacity)) best = it;
   }
-  if (best == blocks_.end()) return {::operator new(bytes, kAlignment), bytes};
+  if (best == blocks_.end()) {
+    void* data = ::operator new(bytes, kAlignment);
+    platform::advise_huge_pages(data, bytes);  // a large block: packed filters, results
+    return {data, bytes};
+  }
   const Block block = *best;
   bytes_ -= block.capacity;
   blocks_.erase(best);

@@ -21,9 +21,11 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <optional>
 #include <string_view>
 
@@ -116,6 +118,37 @@ class ThreadExitValue {
 int current_cpu();
 bool move_off_cpu(int cpu);
 void set_short_time_slices(bool on);
+
+// Asks the OS to back [data, data + bytes) with huge pages (Linux: madvise MADV_HUGEPAGE, for
+// kernels whose transparent huge pages are on "madvise", as Debian's and Ubuntu's are; a no-op
+// for blocks under kHugePageMinBytes and on other systems). Call it before the block is first
+// written: pages already touched stay small. A packed filter of 9.4 MB (3x3 512@7) read once per
+// call spans 2,300 pages of 4 KiB, more than the TLB maps: on Zen 4 the prepared layer ran 4%
+// faster with huge pages, 768@7 4%. numpy advises its arrays of 4 MiB and more the same way.
+inline constexpr std::size_t kHugePageMinBytes = std::size_t{4} << 20;
+void advise_huge_pages(void* data, std::size_t bytes) noexcept;
+
+// An allocator for a long-lived buffer that kernels stream with vector loads (a prepared
+// filter: std::vector<float, VectorAllocator<float>>): blocks aligned to a cache line, as
+// Scratch's are, so that no 64-byte load straddles two lines (malloc aligns to 16 bytes), and
+// advised huge pages.
+template <class T>
+struct VectorAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlignment{64};
+  VectorAllocator() = default;
+  template <class U>
+  VectorAllocator(const VectorAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
+    T* data = static_cast<T*>(::operator new(n * sizeof(T), kAlignment));
+    advise_huge_pages(data, n * sizeof(T));
+    return data;
+  }
+  void deallocate(T* data, std::size_t) noexcept { ::operator delete(data, kAlignment); }
+  template <class U>
+  bool operator==(const VectorAllocator<U>&) const noexcept { return true; }
+};
 
 // A hint for spin-wait loops: lets the sibling hyperthread run (x86 pause, Arm yield).
 void cpu_relax();
