@@ -117,8 +117,8 @@ DMLOPS_UNROLL(4)
   // A tile of positions in one row of the planes, kStep elements apart (x[first + j * kStep]):
   // one pointer per channel and per tap, the positions as constant displacements. The general
   // tile holds a displacement per position: 12 of them and the loop's own do not fit the 16
-  // general registers, and the 12 x 2 tile spilled them (~60% of the FMA peak on an Intel Xeon, where
-  // 6 x 4 reached 76%). Used for the tiles of 12 positions only (positions_of): on the 16-core
+  // general registers, and the 12 x 2 tile spilled them (~60% of the FMA peak on an Intel Xeon,
+  // where 6 x 4 reached 76%). Used for the tiles of 12 positions only (positions_of): on the 16-core
   // Xeon, paired, the layers that take 2-vector blocks ran 0.87-0.99x the time at 8 and 16
   // threads (3x3 256@14 0.80-0.95x at 16 in three calls), 0.89-1.01x at 4; on Zen 4, where one
   // FMA per cycle leaves the addressing idle time, 0.97-1.01x. Same FMA chain per output.
