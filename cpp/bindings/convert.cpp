@@ -129,10 +129,14 @@ Number number_of(const py::handle& obj, const std::string& what) {
 
 namespace {
 
+// Read once: sysconf(_SC_PHYS_PAGES) is a sysinfo system call, a tenth of a small call's time.
 std::uint64_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return UINT64_MAX;  // unknown: numpy's own limits apply
-  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
+  static const std::uint64_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page_size <= 0) return std::uint64_t{UINT64_MAX};  // unknown: numpy's own limits apply
+    return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
+  }();
+  return bytes;
 }
 
 // The memory of large results, kept when the array that held it is freed, for the next result

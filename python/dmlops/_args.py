@@ -91,10 +91,14 @@ def keyword_hints(op: str, hints: Mapping[str, str]) -> Callable[[_F], _F]:
     def decorate(function: _F) -> _F:
         @functools.wraps(function)
         def checked(*args: Any, **kwargs: Any) -> Any:
-            foreign = sorted(kwargs.keys() & hints.keys())
-            if foreign:
-                raise TypeError(f"{op}: {function.__name__}() has no argument {foreign[0]!r}; {hints[foreign[0]]}")
-            return function(*args, **kwargs)
+            try:  # nothing to check on the way in: a foreign keyword fails the call before it runs
+                return function(*args, **kwargs)
+            except TypeError:
+                foreign = sorted(kwargs.keys() & hints.keys())
+                if not foreign:
+                    raise
+                raise TypeError(f"{op}: {function.__name__}() has no argument {foreign[0]!r}; "
+                                f"{hints[foreign[0]]}") from None
         return cast(_F, checked)
     return decorate
 
@@ -110,7 +114,7 @@ def per_axis(values: Any, count: int, what: str, default: Optional[int] = None) 
     by the C++ layer, which names the rank)."""
     if values is None and default is not None:
         return (default,) * max(count, 0)
-    if is_integer(values):
+    if type(values) is int or is_integer(values):  # the common case first
         return (int(values),) * max(count, 0)
     return int_tuple(values, what)
 

@@ -40,6 +40,9 @@ DIRECTION = Enum("CONVOLUTION_DIRECTION", ("forward", "backward"),
                         "transpose": "a transposed convolution is 'backward'"})
 
 _ARRAYS = ("strides", "dilations", "start_padding", "end_padding", "output_padding")
+# (name, its name in messages, its default), worked out once: a small call's Python costs as
+# much as its C++.
+_ARRAY_FIELDS = tuple((name, f"Convolution: {name}", 1 if name in ("strides", "dilations") else 0) for name in _ARRAYS)
 _ActivationArg = Union[None, str, Activation]
 _PerAxis = Optional[Union[int, Sequence[int]]]
 
@@ -65,11 +68,15 @@ def _arrays(values: dict[str, _PerAxis], D: int) -> _Arrays:
     is ones (strides, dilations) or zeros (a D < 1 gives empty ones; the C++ layer then reports
     the rank)."""
     arrays = []
-    for name in _ARRAYS:
-        default = 1 if name in ("strides", "dilations") else 0
+    repeat = max(D, 0)
+    for name, what, default in _ARRAY_FIELDS:
+        value = values[name]
+        if value is None or type(value) is int:  # the common cases, without per_axis' checks
+            arrays.append((default if value is None else value,) * repeat)
+            continue
         # An empty sequence also means the default (DirectML's optional arrays): spelled out, so
         # that a descriptor's fields, its DimensionCount and its JSON agree.
-        array = per_axis(values[name], D, f"Convolution: {name}", default)
+        array = per_axis(value, D, what, default)
         arrays.append(array if array or D < 1 else (default,) * D)
     return cast(_Arrays, tuple(arrays))
 
