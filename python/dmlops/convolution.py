@@ -68,15 +68,10 @@ def _arrays(values: dict[str, _PerAxis], D: int) -> _Arrays:
     is ones (strides, dilations) or zeros (a D < 1 gives empty ones; the C++ layer then reports
     the rank)."""
     arrays = []
-    repeat = max(D, 0)
     for name, what, default in _ARRAY_FIELDS:
-        value = values[name]
-        if value is None or type(value) is int:  # the common cases, without per_axis' checks
-            arrays.append((default if value is None else value,) * repeat)
-            continue
         # An empty sequence also means the default (DirectML's optional arrays): spelled out, so
         # that a descriptor's fields, its DimensionCount and its JSON agree.
-        array = per_axis(value, D, what, default)
+        array = per_axis(values[name], D, what, default)
         arrays.append(array if array or D < 1 else (default,) * D)
     return cast(_Arrays, tuple(arrays))
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <new>
 #include <vector>
 
 #include "dmlops/core/platform.hpp"
@@ -10,7 +9,12 @@
 namespace dmlops {
 namespace {
 
-constexpr std::align_val_t kAlignment{64};
+// Blocks come from platform::VectorAllocator: aligned to a cache line, large ones advised huge pages
+// (packed filters, padded planes, results).
+using Bytes = platform::VectorAllocator<std::byte>;
+void free_block(const BlockCache::Block& block) noexcept {
+  Bytes().deallocate(static_cast<std::byte*>(block.data), block.capacity);
+}
 
 std::atomic<std::size_t> g_caches{0};  // caches alive, for tests
 
@@ -48,11 +52,7 @@ BlockCache::Block BlockCache::take(std::size_t bytes, std::size_t most) {
   for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
     if (it->capacity >= bytes && it->capacity <= most && (best == blocks_.end() || it->capacity < best->capacity)) best = it;
   }
-  if (best == blocks_.end()) {
-    void* data = ::operator new(bytes, kAlignment);
-    platform::advise_huge_pages(data, bytes);  // a large block: packed filters, results
-    return {data, bytes};
-  }
+  if (best == blocks_.end()) return {Bytes().allocate(bytes), bytes};
   const Block block = *best;
   bytes_ -= block.capacity;
   blocks_.erase(best);
@@ -61,13 +61,13 @@ BlockCache::Block BlockCache::take(std::size_t bytes, std::size_t most) {
 
 void BlockCache::give(Block block) noexcept {
   if (block.capacity > budget_) {
-    ::operator delete(block.data, kAlignment);
+    free_block(block);
     return;
   }
   try {
     blocks_.push_back(block);
   } catch (...) {
-    ::operator delete(block.data, kAlignment);
+    free_block(block);
     return;
   }
   bytes_ += block.capacity;
@@ -77,14 +77,14 @@ void BlockCache::give(Block block) noexcept {
                             : std::min_element(blocks_.begin(), blocks_.end(),
                                                [](const Block& a, const Block& b) { return a.capacity < b.capacity; });
     bytes_ -= victim->capacity;
-    ::operator delete(victim->data, kAlignment);
+    free_block(*victim);
     blocks_.erase(victim);
   }
 }
 
 std::size_t BlockCache::release() noexcept {
   const std::size_t released = bytes_;
-  for (const Block& block : blocks_) ::operator delete(block.data, kAlignment);
+  for (const Block& block : blocks_) free_block(block);
   blocks_.clear();
   bytes_ = 0;
   return released;
