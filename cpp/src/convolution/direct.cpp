@@ -2,8 +2,8 @@
 // channels of a group are cut into blocks of `vectors` x L (direct_vectors() vectors, or 2 where
 // wide blocks leave threads idle, while that many remain, then 2, then 1); a block's filter is
 // packed once, [k][o]. A task is (n, group,
-// band of consecutive output positions, channel block): per pass over a few input channels
-// (whose packed filter, direct_filter_bytes(), stays in L1), direct_window_product adds their terms
+// band of consecutive output positions, channel block): per pass over some input channels
+// (whose packed filter, direct_filter_bytes(), stays in L1 or L2), direct_window_product adds their terms
 // to the band's interleaved sums (position-major, `width` channels), every output reading its
 // window in the padded planes at row_base + column: output channels in the vector lanes, every
 // input value broadcast from the padded planes, no im2col copy. Then the bias and activation go
@@ -23,32 +23,23 @@
 namespace dmlops::conv {
 namespace {
 
-// A direct pass's packed filter, read once per tile. At two vector FMAs per cycle it must come
-// from L1, next to the tile's input lines and sums: half an L1 (on the 16-core Xeon 3x3 layers
-// ran 8-14% and 1x1 layers 3-8% faster so than with a whole one), a quarter for a pointwise
-// layer, whose tiles read a new input line per channel (1x1 layers 8-22% faster again). At one
-// (Zen 4's AVX-512) L2 keeps up and fewer passes win: a whole L1 (half of it made 3x3 layers
-// 0-2% slower there, a quarter 3-9%; two thirds made 3x3 512@7 16% slower).
+// A direct pass's packed filter, read once per tile, and the most of it a pass takes. At two
+// vector FMAs per cycle it must come from L1, next to the tile's input lines and sums: half an
+// L1 (on the 16-core Xeon 3x3 layers ran 8-14% and 1x1 layers 3-8% faster so than with a whole
+// one), a quarter for a pointwise layer, whose tiles read a new input line per channel (1x1
+// layers 8-22% faster again). At one (Zen 4's AVX-512) L2 keeps up with the tiles, and every
+// pass costs each tile a load and a store of its sums and a pipeline's start and end: up to half
+// of L2, few long passes (a tile alone, its filter in L2, ran at 97% of the FMA peak with 14
+// channels a pass, 100% with 56 or more). Zen 4, paired against passes of a whole L1, 1 thread:
+// 3x3 256@14 0.93-0.95x the time, 512@7 and s2 512@14 0.93-0.95x, 128@28 0.97x, 64@56 0.97x;
+// 1x1 0.97-0.99x.
 std::int64_t direct_filter_bytes(bool pointwise) {
+  if (vector_fmas_per_cycle() == 1) return platform::cache_sizes().l2 / 2;
   const std::int64_t l1 = platform::cache_sizes().l1d;
-  if (vector_fmas_per_cycle() == 1) return l1;
   return pointwise ? l1 / 4 : l1 / 2;
 }
 // A direct task's sums stay in L2: an eighth of it (128 KiB on Zen 4 and 5, where it was tuned).
 std::int64_t direct_band_bytes() { return platform::cache_sizes().l2 / 8; }
-// How many passes (of pass_bytes of packed filter each) of a filter that a task packs itself
-// (Blocking::pack_in_pass) it packs at a time. With one vector FMA per cycle, where L2 keeps up
-// with the tiles, a quarter of L2 of them (8 passes of 3x3 512@7 on Zen 4): each filter row is then read as one run of
-// the chunk's columns (4 KB there), which the hardware prefetcher follows, where a pass's pieces
-// (504 bytes, 18 KB apart) waited on L3 or memory line after line even with software
-// prefetches a pass ahead (Zen 4, paired, in two runs: 3x3 512@7 0.89-0.95x and s2 512@14
-// 0.89-0.96x the time so at 1 thread, 0.96x and 0.97x at 2; other layers within 2%). With two,
-// the tiles want their pass in L1, where packing puts it: chunks in L2 made those layers
-// 1.15-1.25x slower at 1 and 16 threads on the 16-core Xeon, so one pass.
-std::int64_t direct_pack_passes(std::int64_t pass_bytes) {
-  if (vector_fmas_per_cycle() != 1) return 1;
-  return std::max<std::int64_t>(1, platform::cache_sizes().l2 / 4 / pass_bytes);
-}
 constexpr std::int64_t kDirectMinBand = 24;             // positions: four 6-position tiles
 constexpr std::int64_t kDirectSpareBand = 192;          // positions: 32 six-position tiles
 constexpr std::int64_t kDirectTasksPerThread = 4;
@@ -73,7 +64,6 @@ struct Blocking {
   std::int64_t block_count = 0, padded_M = 0;
   std::int64_t positions = 0, max_width = 0, per_band = 0, bands = 0, band_max = 0, channel_pass = 0;
   bool pack_in_pass = false;
-  std::int64_t pack_channels = 0;  // input channels per packed chunk, with pack_in_pass
   std::int64_t tasks = 0, grain = 0;
 
   explicit Blocking(const Geometry& g) {
@@ -112,12 +102,13 @@ struct Blocking {
     bands = std::max(bands, std::min(ceil_div(kDirectTasksPerThread * threads, per_band), positions / kDirectSpareBand));
     bands = std::clamp<std::int64_t>(balanced_count(per_band, bands, threads), 1, positions);
     band_max = ceil_div(positions, bands);
-    // Input channels per pass: their packed filter is direct_filter_bytes().
-    channel_pass = std::clamp<std::int64_t>(direct_filter_bytes(taps == 1) / (taps * max_width * std::int64_t{sizeof(Acc)}),
-                                            1, g.in_per_group);
+    // Input channels per pass: their packed filter at most direct_filter_bytes(), in passes of
+    // near-equal size (3x3 512@7 on Zen 4: 3 passes of 171 channels, not 227, 227 and 58).
+    const std::int64_t most_channels = std::clamp<std::int64_t>(
+        direct_filter_bytes(taps == 1) / (taps * max_width * std::int64_t{sizeof(Acc)}), 1, g.in_per_group);
+    channel_pass = ceil_div(g.in_per_group, ceil_div(g.in_per_group, most_channels));
     // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7 on a few
-    // threads, whose filter is 9 MB) is packed by that task as it goes, pack_channels input
-    // channels (one pass or more) at a time; so is one used by two tasks when the filter is
+    // threads, whose filter is 9 MB) is packed by that task as it goes, a pass at a time; so is one used by two tasks when the filter is
     // larger than L2 (packed up front it would go out to L3 and come back twice, after a
     // barrier: 3x3 512@7 and 1x1 2048>512@7 at 16 threads 10-14% faster so), and a pointwise
     // layer's at any count of tasks: on the 16-core Xeon, paired, 1x1 1024>256@14 ran 0.64x the
@@ -129,10 +120,6 @@ struct Blocking {
     const std::int64_t readers = g.batch * bands;
     pack_in_pass = readers == 1 || taps == 1 ||
                    (readers == 2 && K * M * g.groups * std::int64_t{sizeof(Acc)} > platform::cache_sizes().l2);
-    if (pack_in_pass) {
-      const std::int64_t pass_bytes = channel_pass * taps * max_width * std::int64_t{sizeof(Acc)};
-      pack_channels = std::min(g.in_per_group, channel_pass * direct_pack_passes(pass_bytes));
-    }
     tasks = per_band * bands;
     grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * K * max_width * band_max));
   }
@@ -158,9 +145,11 @@ struct FilterBlocks {
     if (matrix.dense) return pack_direct_filter(matrix.dense_row(oc) + k0, matrix.ld, used, depth, width, dst);
     matrix.gather_columns(oc, used, k0, depth, width, dst);
   }
-  // The same columns into L2, ahead of pack: each row's piece is a few cache lines, 18 KB
-  // from the next row's (3x3 512@7), too short a run for the hardware prefetcher, so packing
-  // them pass by pass would wait on L3 or memory for every line (a third of such a layer's time).
+  // The same columns into L2, ahead of pack: where passes fit in L1, each row's piece is a few
+  // cache lines, 18 KB from the next row's (3x3 512@7), too short a run for the hardware
+  // prefetcher, so packing them pass by pass would wait on L3 or memory for every line (a third
+  // of such a layer's time). (Zen 4's passes of half an L2 read 6 KB runs, and still ran 3x3
+  // 512@7 and s2 512@14 2-3% faster with them fetched ahead.)
   // Every line: a piece that does not start on a line ends in one more line than its length
   // fills (left out, the pack waited on the last line of every row: 3x3 512@7 and s2 512@14
   // 5-8% slower on Zen 4).
@@ -257,7 +246,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const std::int64_t tasks = blocking.tasks, grain = blocking.grain, out_width = pad.out_width;
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const Scratch<Acc> sums(band_max * max_width), staging(direct_out ? 0 : L * band_max);
-    const Scratch<Acc> chunk_filter(pack_in_pass ? blocking.pack_channels * taps * max_width : 0);
+    const Scratch<Acc> pass_filter(pack_in_pass ? channel_pass * taps * max_width : 0);
     const Scratch<Acc> pass_input(channel_pass * band_rows * pad.row_len);
     std::vector<Acc> bias(static_cast<std::size_t>(max_width));
     std::vector<const Acc*> planes(static_cast<std::size_t>(channel_pass));
@@ -288,16 +277,11 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
           planes[c] = own;
         }
         const Acc* filter = packed + (grp * padded_M + block.first) * K + c0 * taps * width;
-        if (pack_in_pass) {
-          // A chunk of passes (direct_pack_passes) when it starts; a pass at a time fetches the
-          // next pass's rows meanwhile (a chunk's long runs the hardware prefetcher follows).
-          const std::int64_t chunk = blocking.pack_channels, chunk0 = c0 / chunk * chunk;
-          if (c0 == chunk0) {
-            const std::int64_t depth = std::min(chunk, g.in_per_group - c0) * taps, next = c0 * taps + depth;
-            filter_blocks->pack(grp, block, c0 * taps, depth, chunk_filter.get());
-            if (chunk == channel_pass) filter_blocks->prefetch(grp, block, next, std::min(K - next, chunk * taps));
-          }
-          filter = chunk_filter.get() + (c0 - chunk0) * taps * width;
+        if (pack_in_pass) {  // this pass's filter; the next pass's rows are fetched meanwhile
+          const std::int64_t depth = channels * taps, next = c0 * taps + depth;
+          filter_blocks->pack(grp, block, c0 * taps, depth, pass_filter.get());
+          filter_blocks->prefetch(grp, block, next, std::min(K - next, depth));
+          filter = pass_filter.get();
         }
         direct_window_product(channels, taps, planes.data(), tap_offsets.data(), offsets.data(), count, block.vectors,
                               filter, c0 > 0, sums.get());
@@ -359,7 +343,6 @@ void describe(const Geometry& g, ConvolutionPlan& plan) {
                 {"band", b.band_max},
                 {"channel_pass", b.channel_pass},
                 {"packed_per_pass", b.pack_in_pass ? 1 : 0},
-                {"packed_channels", b.pack_channels},
                 {"padded_per_pass", in_tasks ? 1 : 0}};
   plan.tasks = b.tasks;
 }
