@@ -2434,6 +2434,36 @@ TEST(Rows, CopyBytesEveryLengthAndAlignment) {
   EXPECT_EQ(big_dst[big + 1], std::byte{0});
 }
 
+// copy_byte_rows: rows of every length class (short moves, vector loop, tails), rows that lie
+// back to back, apart and in reverse order, at misaligned addresses: each row is its source's
+// bytes and nothing between or around the rows changes.
+TEST(Rows, CopyByteRowsEveryLengthAndStep) {
+  std::vector<std::byte> src(4096), dst(8192);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 53 + 7);
+  for (std::size_t n : {0, 1, 3, 8, 31, 32, 33, 64, 65, 120, 127, 128, 200, 257}) {
+    for (std::int64_t rows : {1, 2, 5}) {
+      const auto sn = static_cast<std::int64_t>(n);
+      for (const auto& [dst_step, src_step] : {std::pair<std::int64_t, std::int64_t>{sn, sn}, {sn + 9, sn + 40}, {-sn - 3, sn + 1}}) {
+        std::fill(dst.begin(), dst.end(), std::byte{0x5a});
+        std::byte* d = dst.data() + 3000 + 3;
+        const std::byte* s = src.data() + 5;
+        copy_byte_rows(d, dst_step, s, src_step, n, rows);
+        std::vector<bool> written(dst.size(), false);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          for (std::size_t i = 0; i < n; ++i) {
+            const std::ptrdiff_t at = d + r * dst_step + static_cast<std::ptrdiff_t>(i) - dst.data();
+            ASSERT_EQ(dst[static_cast<std::size_t>(at)], s[r * src_step + static_cast<std::int64_t>(i)])
+                << "row " << r << " byte " << i << " of " << n << ", steps " << dst_step << "/" << src_step;
+            written[static_cast<std::size_t>(at)] = true;
+          }
+        }
+        for (std::size_t i = 0; i < dst.size(); ++i)
+          ASSERT_TRUE(written[i] || dst[i] == std::byte{0x5a}) << "wrote outside the rows at byte " << i << " (n " << n << ")";
+      }
+    }
+  }
+}
+
 // stream_bytes: lengths around its 4 KiB threshold and around whole cache lines, at every
 // alignment of the destination within a line, each followed by stream_fence; the bytes around
 // the destination stay untouched.

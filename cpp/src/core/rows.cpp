@@ -69,7 +69,17 @@ DMLOPS_TARGET("avx2") void copy_bytes_avx2(std::byte* dst, const std::byte* src,
   if (n < kInlineCopyLimit) return copy_long_avx2(dst, src, n);
   std::memcpy(dst, src, n);
 }
+
+DMLOPS_TARGET("avx2") void copy_byte_rows_avx2(std::byte* dst, std::int64_t dst_row_step, const std::byte* src,
+                                              std::int64_t src_row_step, std::size_t n, std::int64_t rows) {
+  for (std::int64_t r = 0; r < rows; ++r, dst += dst_row_step, src += src_row_step) copy_bytes_avx2(dst, src, n);
+}
 #endif
+
+void copy_byte_rows_baseline(std::byte* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
+                             std::size_t n, std::int64_t rows) {
+  for (std::int64_t r = 0; r < rows; ++r, dst += dst_row_step, src += src_row_step) std::memcpy(dst, src, n);
+}
 
 void copy_bytes_baseline(std::byte* dst, const std::byte* src, std::size_t n) { std::memcpy(dst, src, n); }
 
@@ -352,6 +362,17 @@ void zeros_then_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, std::i
   }
 }
 #endif
+
+void copy_byte_rows(std::byte* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
+                    std::size_t n, std::int64_t rows) {
+  using Fn = void (*)(std::byte*, std::int64_t, const std::byte*, std::int64_t, std::size_t, std::int64_t);
+#if DMLOPS_X86
+  static const Fn chosen = avx2_enabled() ? copy_byte_rows_avx2 : copy_byte_rows_baseline;
+#else
+  static const Fn chosen = copy_byte_rows_baseline;
+#endif
+  chosen(dst, dst_row_step, src, src_row_step, n, rows);
+}
 
 CopyBytesFn select_copy_bytes() {
 #if DMLOPS_X86
