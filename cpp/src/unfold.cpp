@@ -346,9 +346,9 @@ class RunBlocks {
 // column order, back to back, as BlockWalker::walk hands them out. With kBlocks (windows of three
 // or more axes), unit-stride runs of one length whose inputs lie evenly apart (one per input
 // row) wait in a block and go into the buffer with one copy_byte_rows call: a call chain per run
-// took half of a 3x3x3 unfold's time (Zen 4, 1 thread, paired: 0.90x the time so). Not with
-// two axes, where a padded window's runs come between fills, one at a time (a 1x64x160x160
-// unfold was 5% slower so).
+// took half of a 3x3x3 unfold's time (Zen 4, paired: 0.89x the time so at 1 thread, 0.82-0.84x
+// at 2). Not with two axes, where a padded window's runs come between fills, one at a time (a
+// 1x64x160x160 unfold was 5% slower so).
 template <class T, bool kBlocks>
 class StreamedRow {
  public:
@@ -390,8 +390,8 @@ class StreamedRow {
       src += take * step;
     });
   }
-  // The waiting runs: one alone as it came (runs between fills, as a padded 2-D unfold's are),
-  // a block with one copy_byte_rows call for the runs that fit the chunk at once.
+  // The waiting runs: a run alone (the next one did not continue its block) as it came, a block
+  // with one copy_byte_rows call for the runs that fit the chunk at once.
   void copy_waiting() {
     if constexpr (kBlocks) {
       if (rows_ == 1) copy_run(src_, kSize, count_), rows_ = 0;

@@ -30,9 +30,9 @@ namespace {
 // layers 8-22% faster again). At one (Zen 4's AVX-512) L2 keeps up with the tiles, and every
 // pass costs each tile a load and a store of its sums and a pipeline's start and end: up to half
 // of L2, few long passes (a tile alone, its filter in L2, ran at 97% of the FMA peak with 14
-// channels a pass, 100% with 56 or more). Zen 4, paired against passes of a whole L1, 1 thread:
-// 3x3 256@14 0.93-0.95x the time, 512@7 and s2 512@14 0.93-0.95x, 128@28 0.97x, 64@56 0.97x;
-// 1x1 0.97-0.99x.
+// channels a pass, 100% with 56 or more). Zen 4, paired against passes of a whole L1: 3x3
+// layers 0.92-0.98x the time at 1 thread (prepared filters 0.97-0.98x), 1x1 0.97-0.99x; 3x3
+// and 1x1 0.97-0.99x at 2 threads.
 std::int64_t direct_filter_bytes(bool pointwise) {
   if (vector_fmas_per_cycle() == 1) return platform::cache_sizes().l2 / 2;
   const std::int64_t l1 = platform::cache_sizes().l1d;
@@ -108,10 +108,10 @@ struct Blocking {
         direct_filter_bytes(taps == 1) / (taps * max_width * std::int64_t{sizeof(Acc)}), 1, g.in_per_group);
     channel_pass = ceil_div(g.in_per_group, ceil_div(g.in_per_group, most_channels));
     // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7 on a few
-    // threads, whose filter is 9 MB) is packed by that task as it goes, a pass at a time; so is one used by two tasks when the filter is
-    // larger than L2 (packed up front it would go out to L3 and come back twice, after a
-    // barrier: 3x3 512@7 and 1x1 2048>512@7 at 16 threads 10-14% faster so), and a pointwise
-    // layer's at any count of tasks: on the 16-core Xeon, paired, 1x1 1024>256@14 ran 0.64x the
+    // threads, whose filter is 9 MB) is packed by that task as it goes, a pass at a time; so is
+    // one used by two tasks when the filter is larger than L2 (packed up front it would go out
+    // to L3 and come back twice, after a barrier: 3x3 512@7 and 1x1 2048>512@7 at 16 threads
+    // 10-14% faster so), and a pointwise layer's at any count of tasks: on the 16-core Xeon, paired, 1x1 1024>256@14 ran 0.64x the
     // time at 16 threads and 0.83x at 8, 512>128@28 0.84x and 0.75x, 128>512@28 0.80x and
     // 0.84x, batch-8 1024>256@14 0.89x and 0.94x; no pointwise layer slower at 4 to 16 threads.
     // (Window layers were not faster: at 8 threads 8-15% slower.) Else every block's once, up
