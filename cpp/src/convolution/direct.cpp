@@ -111,9 +111,10 @@ struct Blocking {
     // threads, whose filter is 9 MB) is packed by that task as it goes, a pass at a time; so is
     // one used by two tasks when the filter is larger than L2 (packed up front it would go out
     // to L3 and come back twice, after a barrier: 3x3 512@7 and 1x1 2048>512@7 at 16 threads
-    // 10-14% faster so), and a pointwise layer's at any count of tasks: on the 16-core Xeon, paired, 1x1 1024>256@14 ran 0.64x the
-    // time at 16 threads and 0.83x at 8, 512>128@28 0.84x and 0.75x, 128>512@28 0.80x and
-    // 0.84x, batch-8 1024>256@14 0.89x and 0.94x; no pointwise layer slower at 4 to 16 threads.
+    // 10-14% faster so), and a pointwise layer's at any count of tasks: on the 16-core Xeon,
+    // paired, 1x1 1024>256@14 ran 0.64x the time at 16 threads and 0.83x at 8, 512>128@28 0.84x
+    // and 0.75x, 128>512@28 0.80x and 0.84x, batch-8 1024>256@14 0.89x and 0.94x; no pointwise
+    // layer slower at 4 to 16 threads.
     // (Window layers were not faster: at 8 threads 8-15% slower.) Else every block's once, up
     // front, by all threads (group grp's block at packed + (grp * padded_M + first) * K), and
     // shared.
