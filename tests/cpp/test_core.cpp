@@ -2819,7 +2819,9 @@ TEST(Lanes, WindowSumMatchesPlainLoops) {
 // offsets and n window offsets, a random filter of width = vectors * L. The offsets are
 // scattered and not increasing (as rows of a tile can be), or with `row` > 0 rows of `row`
 // positions `step` elements apart, each row 5 elements past the last one's end (a padded
-// plane's output rows, which tiles of 12 positions are cut at to be row tiles).
+// plane's output rows, which tiles of 12 positions are cut at to be row tiles). With `triples`
+// the taps lie in rows of three adjacent ones, 23 elements apart (an undilated 3x3 window's, in
+// a padded plane 23 wide), which tiles of 6 (AVX2) take the triple tiles for.
 struct DirectCase {
   std::int64_t channels, taps, vectors, width;
   std::vector<float> storage, filter;
@@ -2827,10 +2829,10 @@ struct DirectCase {
   std::vector<std::int64_t> tap_offsets, offsets;
 
   DirectCase(std::int64_t channels_, std::int64_t taps_, std::int64_t vectors_, std::int64_t n, std::mt19937& rng,
-             std::int64_t row = 0, std::int64_t step = 1)
+             std::int64_t row = 0, std::int64_t step = 1, bool triples = false)
       : channels(channels_), taps(taps_), vectors(vectors_), width(vectors_ * simd_lanes<float>()) {
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-    for (std::int64_t t = 0; t < taps; ++t) tap_offsets.push_back(t * 7 % 31 + t / 3);
+    for (std::int64_t t = 0; t < taps; ++t) tap_offsets.push_back(triples ? t / 3 * 23 + t % 3 : t * 7 % 31 + t / 3);
     for (std::int64_t p = 0; p < std::max<std::int64_t>(n, 1); ++p)
       offsets.push_back(row > 0 ? p / row * (row * step + 5) + p % row * step : p * 11 % (2 * n + 1));
     const std::int64_t reach = *std::max_element(tap_offsets.begin(), tap_offsets.end()) +
@@ -2907,8 +2909,9 @@ TEST(Direct, WindowProductMatchesDoubleSums) {
 // GEMM's chain), a rounded product then a rounded sum on the portable kernel. Hence also
 // splitting the channels into passes (the later ones accumulating, as the direct convolution algorithm does when
 // a layer's filter outgrows L1) changes no bit.
-// Positions in rows (row > 0, `step` apart) take the row tiles, others the general ones.
-void expect_one_chain_per_output(std::int64_t row, std::int64_t step) {
+// Positions in rows (row > 0, `step` apart) take the row tiles (and with `triples`, the triple
+// tiles), others the general ones.
+void expect_one_chain_per_output(std::int64_t row, std::int64_t step, bool triples = false) {
   std::mt19937 rng(43);
   const bool fused = avx2_fma_enabled();
   const std::vector<std::int64_t> vector_counts = {1, 2, direct_vectors()};
@@ -2916,7 +2919,7 @@ void expect_one_chain_per_output(std::int64_t row, std::int64_t step) {
     for (const std::int64_t channels : {1, 5, 16}) {
       for (const std::int64_t taps : {1, 9}) {
         for (const std::int64_t n : {1, 6, 7, 12, 13, 25, 49}) {
-          const DirectCase dc(channels, taps, vectors, n, rng, row, step);
+          const DirectCase dc(channels, taps, vectors, n, rng, row, step, triples);
           const std::int64_t width = dc.width;
           std::vector<float> whole(static_cast<std::size_t>(n * width)), passes(whole.size());
           direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), dc.offsets.data(), n, vectors, dc.filter.data(),
@@ -2964,6 +2967,15 @@ TEST(Direct, WindowProductIsOneChainPerOutput) { expect_one_chain_per_output(0, 
 TEST(Direct, RowTilesAreOneChainPerOutput) {
   for (const std::int64_t row : {3, 5, 6, 7, 13, 14, 30}) {
     for (const std::int64_t step : {1, 2}) expect_one_chain_per_output(row, step);
+  }
+}
+
+// Windows of rows of three adjacent taps: rows of 4 to 8 positions and longer, 1 or 2 elements
+// apart, cut into tiles of 4 to 6 (triple tiles, where the kernel has them: AVX2) unless a tile
+// of 3 would be left (rows of 7: general tiles).
+TEST(Direct, TripleTilesAreOneChainPerOutput) {
+  for (const std::int64_t row : {3, 4, 5, 6, 7, 8, 13, 14, 30}) {
+    for (const std::int64_t step : {1, 2}) expect_one_chain_per_output(row, step, true);
   }
 }
 

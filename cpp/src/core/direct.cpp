@@ -148,13 +148,56 @@ DMLOPS_UNROLL(4)
     store_sums<kVectors, kCount>(acc, out);
   }
 
+  // Tiles whose taps come in rows of three adjacent ones (3x3 windows, undilated: `triples`)
+  // take triple_tile where they lie in one row: a row tile that runs a row of taps as three
+  // unrolled taps, addressed from one pointer per tap row. Per tap it issues the broadcasts, the
+  // weight loads and the FMAs and nearly nothing else (the general 6 x 2 tile adds an address
+  // per position, the row tile a tap offset and a loop step): 21 instructions for 12 FMAs where
+  // the general tile has 30. A core runs as fast as its FMAs only while its front end keeps up;
+  // on Zen 3 (AVX2 only) a neighbour on the same core (another VM's thread on its twin) halves
+  // that, and the general tile then ran at 55-62% of the FMA peak, this one at 83-85% (alone:
+  // 89-95% and 98-99%). With AVX-512's 24 FMAs per tap the addressing is a smaller share.
+  static constexpr bool kTripleTiles = !kWide;
+  template <int kVectors, int kCount, int kStep>
+  DMLOPS_ALWAYS_INLINE static void triple_tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
+                                               const std::int64_t* tap_offsets, std::int64_t first, const Acc* filter,
+                                               bool accumulate, Acc* out) {
+    constexpr std::int64_t W = kVectors * L;
+    V acc[kCount][kVectors];
+    load_sums<kVectors, kCount>(acc, accumulate, out);
+    const Acc* w = filter;
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const Acc* row = planes[c] + first;
+      for (std::int64_t t = 0; t < taps; t += 3, w += 3 * W) {
+        const Acc* const taps_row = row + tap_offsets[t];
+DMLOPS_UNROLL(3)
+        for (int k = 0; k < 3; ++k) {
+          // Opaque: seeing that tap k + 1's position j reads what tap k's position j + 1 read,
+          // GCC keeps those broadcasts for the next tap, in more registers than AVX2 has.
+          const Acc* x = taps_row + k;
+          DMLOPS_OPAQUE(x);
+          V weights[kVectors];
+DMLOPS_UNROLL(4)
+          for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + k * W + v * L);
+DMLOPS_UNROLL(16)
+          for (int j = 0; j < kCount; ++j) {
+            const V b = Isa::broadcast(x + j * kStep);
+DMLOPS_UNROLL(4)
+            for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::madd(b, weights[v], acc[j][v]);
+          }
+        }
+      }
+    }
+    store_sums<kVectors, kCount>(acc, out);
+  }
+
   // The tile of `count` (<= kCount) positions; row_step 1 or 2: they lie in one row, that many
   // elements apart (positions_of), else 0.
   template <int kVectors, int kCount>
   DMLOPS_ALWAYS_INLINE static void tile_of(std::int64_t count, std::int64_t channels, std::int64_t taps,
                                              const Acc* const* planes, const std::int64_t* tap_offsets,
                                              const std::int64_t* offsets, const Acc* filter, bool accumulate, Acc* out,
-                                             std::int64_t plane_stride, std::int64_t row_step) {
+                                             std::int64_t plane_stride, std::int64_t row_step, bool triples) {
     if (count == kCount) {
       // plane_stride: the planes are evenly spaced and the layer pointwise (see run()).
       bool consecutive = plane_stride != 0;
@@ -163,6 +206,12 @@ DMLOPS_UNROLL(16)
       if (consecutive)
         return pointwise_tile<kVectors, kCount>(channels, planes[0] + tap_offsets[0] + offsets[0], plane_stride, filter,
                                                 accumulate, out);
+      if constexpr (kTripleTiles && kCount >= kTripleMinPositions && positions(kVectors) == 6) {
+        if (triples && row_step == 1)
+          return triple_tile<kVectors, kCount, 1>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate, out);
+        if (triples && row_step == 2)
+          return triple_tile<kVectors, kCount, 2>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate, out);
+      }
       if constexpr (kCount > 1 && positions(kVectors) > 6) {  // see row_tile
         if (row_step == 1)
           return row_tile<kVectors, kCount, 1>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate, out);
@@ -173,7 +222,7 @@ DMLOPS_UNROLL(16)
     }
     if constexpr (kCount > 1)
       tile_of<kVectors, kCount - 1>(count, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out,
-                                    plane_stride, row_step);
+                                    plane_stride, row_step, triples);
   }
 
   // Positions [p, p + m) in tiles of near-equal sizes (20 is 5 + 5 + 5 + 5 with 6, not 6 + 6 + 6 + 2).
@@ -182,13 +231,13 @@ DMLOPS_UNROLL(16)
   DMLOPS_ALWAYS_INLINE static void even_tiles(std::int64_t p, std::int64_t m, std::int64_t channels, std::int64_t taps,
                                                 const Acc* const* planes, const std::int64_t* tap_offsets,
                                                 const std::int64_t* offsets, const Acc* filter, bool accumulate, Acc* out,
-                                                std::int64_t plane_stride, std::int64_t row_step) {
+                                                std::int64_t plane_stride, std::int64_t row_step, bool triples) {
     constexpr int P = positions(kVectors);
     const std::int64_t tiles = (m + P - 1) / P, small = m / tiles, larger = m % tiles;
     for (std::int64_t i = 0; i < tiles; ++i) {
       const std::int64_t count = small + (i < larger ? 1 : 0);
       tile_of<kVectors, P>(count, channels, taps, planes, tap_offsets, offsets + p, filter, accumulate,
-                           out + p * kVectors * L, plane_stride, row_step);
+                           out + p * kVectors * L, plane_stride, row_step, triples);
       p += count;
     }
   }
@@ -202,27 +251,34 @@ DMLOPS_UNROLL(16)
 
   // n positions in tiles. Tiles of 12 positions, more than the general tile has registers for
   // their pointers, are cut at the ends of rows (positions 1 or 2 elements apart) when rows hold
-  // half a tile or more, so that they are row tiles (a 14-wide row: 7 + 7); shorter rows, and
-  // tiles of 6, may span rows and take the general tile (6 x 4 row tiles for those that lay in
-  // one row made 3x3 512@7 3-11% slower on Zen 4, in two paired runs).
+  // half a tile or more, so that they are row tiles (a 14-wide row: 7 + 7); so are tiles of 6
+  // that can be triple tiles, when every tile of a row keeps kTripleMinPositions (a 7-wide row
+  // would leave a tile of 3: 6 sums, fewer than two FMA pipes need in flight to hide their
+  // latency). Shorter rows, and AVX-512's tiles of 6, may span rows and take the general tile
+  // (6 x 4 row tiles for those that lay in one row made 3x3 512@7 3-11% slower on Zen 4, in two
+  // paired runs).
+  static constexpr std::int64_t kTripleMinPositions = 4;
   template <int kVectors>
   DMLOPS_ALWAYS_INLINE static void positions_of(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                                   const std::int64_t* tap_offsets, const std::int64_t* offsets,
                                                   std::int64_t n, const Acc* filter, bool accumulate, Acc* out,
-                                                  std::int64_t plane_stride) {
+                                                  std::int64_t plane_stride, bool triples) {
     constexpr int P = positions(kVectors);
     const std::int64_t step = n > 1 ? offsets[1] - offsets[0] : 0;
-    bool cut = P > 6 && (step == 1 || step == 2);
+    triples = triples && kTripleTiles && P == 6;
+    bool cut = (P > 6 || triples) && (step == 1 || step == 2);
     if (cut) {  // the row length, from the first whole row (the band may start inside one)
       const std::int64_t first = row_end(offsets, n, step, 0);
-      cut = first == n || std::max(first, row_end(offsets, n, step, first) - first) >= P / 2;
+      const std::int64_t row = first == n ? n : std::max(first, row_end(offsets, n, step, first) - first);
+      cut = P > 6 ? first == n || row >= P / 2 : row / ((row + P - 1) / P) >= kTripleMinPositions;
     }
     if (!cut)
-      return even_tiles<kVectors>(0, n, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride, 0);
+      return even_tiles<kVectors>(0, n, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride,
+                                  0, false);
     for (std::int64_t p = 0; p < n;) {
       const std::int64_t end = row_end(offsets, n, step, p);
       even_tiles<kVectors>(p, end - p, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride,
-                           step);
+                           step, triples);
       p = end;
     }
   }
@@ -237,13 +293,19 @@ DMLOPS_UNROLL(16)
     for (std::int64_t c = 2; c < channels && plane_stride != 0; ++c) {
       if (planes[c] - planes[c - 1] != plane_stride) plane_stride = 0;
     }
+    // Taps in rows of three adjacent ones (triple_tile).
+    bool triples = taps % 3 == 0;
+    for (std::int64_t t = 0; t < taps && triples; t += 3)
+      triples = tap_offsets[t + 1] == tap_offsets[t] + 1 && tap_offsets[t + 2] == tap_offsets[t] + 2;
     if constexpr (kMaxVectors >= 4) {
       if (vectors == 4)
-        return positions_of<4>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride);
+        return positions_of<4>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride,
+                               triples);
     }
     if (vectors == 2)
-      return positions_of<2>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride);
-    positions_of<1>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride);
+      return positions_of<2>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride,
+                             triples);
+    positions_of<1>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride, triples);
   }
 };
 

@@ -8,8 +8,9 @@
 // planes[c] is input channel c (e.g. its padded plane), offsets[p] where output p's window
 // starts in it and tap_offsets[t] where tap t lies in a window: the geometry (strides, dilations,
 // rows, padding) lives in the offsets, as in lane_window_sum (lanes.hpp), and a tile of outputs
-// may span rows (tiles of 12 positions are cut at rows of positions 1 or 2 elements apart, to
-// address them from one pointer). The output channels are the vector lanes: width = vectors * L, L =
+// may span rows (tiles of 12 positions, and with AVX2 tiles of 6 whose taps come in rows of
+// three adjacent ones, as an undilated 3x3 window's, are cut at rows of positions 1 or 2
+// elements apart, to address them from one pointer). The output channels are the vector lanes: width = vectors * L, L =
 // simd_lanes<float>() and vectors 1, 2 or direct_vectors() (4 with AVX-512, 2 otherwise). Per
 // tap, `vectors` registers of weights are loaded once and each input value is broadcast once
 // against them, into a register tile of up to 6 x 4 zmm (AVX-512) or 6 x 2 ymm (AVX2) sums: no

@@ -13,6 +13,7 @@
 //   DMLOPS_RESTRICT            a pointer qualifier: nothing else reaches this memory
 //   DMLOPS_UNROLL(n)           before a loop: unroll it n times (a hint)
 //   DMLOPS_PREFETCH(p)         start loading the cache line of p into L2 (a hint)
+//   DMLOPS_OPAQUE(p)           the compiler forgets where pointer p points (it stays the same)
 //   DMLOPS_IGNORE_PSABI        silence GCC's note that passing vector registers between
 //                              baseline functions would change the ABI
 //
@@ -54,6 +55,7 @@
 #else
 #define DMLOPS_PREFETCH(p) static_cast<void>(p)
 #endif
+#define DMLOPS_OPAQUE(p) static_cast<void>(p)
 #else  // GCC and Clang (MinGW included)
 #define DMLOPS_ALWAYS_INLINE [[gnu::always_inline]]
 #define DMLOPS_NOINLINE [[gnu::noinline]]
@@ -65,6 +67,7 @@
 #define DMLOPS_TARGET(isa)
 #endif
 #define DMLOPS_PREFETCH(p) __builtin_prefetch((p), 0, 2)
+#define DMLOPS_OPAQUE(p) asm("" : "+r"(p))
 #endif
 #define DMLOPS_RESTRICT __restrict
 
