@@ -153,10 +153,13 @@ DMLOPS_UNROLL(4)
   // unrolled taps, addressed from one pointer per tap row. Per tap it issues the broadcasts, the
   // weight loads and the FMAs and nearly nothing else (the general 6 x 2 tile adds an address
   // per position, the row tile a tap offset and a loop step): 21 instructions for 12 FMAs where
-  // the general tile has 30. A core runs as fast as its FMAs only while its front end keeps up;
-  // on Zen 3 (AVX2 only) a neighbour on the same core (another VM's thread on its twin) halves
-  // that, and the general tile then ran at 55-62% of the FMA peak, this one at 83-85% (alone:
-  // 89-95% and 98-99%). With AVX-512's 24 FMAs per tap the addressing is a smaller share.
+  // the general tile has 30. A core runs as fast as its FMAs only while its front end keeps up.
+  // On a 2-core Zen 3 VM (AVX2 only) whose cores are at times shared (their other hardware
+  // threads busy), the general tile in L1 ran at 53-62% of the FMA peak at such times, this one
+  // at 83-85% (unshared: 89-95% and 98-99%); 3x3 64@56 went from 0.68-0.74x ONNX Runtime's speed
+  // to 0.76-0.84x, 128@28 from 0.70-0.72x to 0.83-0.96x. On the 16-core Xeon's AVX2 kernel: 3x3
+  // layers 0.84-0.94x the time. Its AVX-512 kernel (24 FMAs a tap: the addressing a smaller
+  // share) ran 1.00-1.04x the time with triple tiles, so they are AVX2's only.
   static constexpr bool kTripleTiles = !kWide;
   template <int kVectors, int kCount, int kStep>
   DMLOPS_ALWAYS_INLINE static void triple_tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
