@@ -46,6 +46,21 @@ DMLOPS_UNROLL(4)
     }
   }
 
+  // One tap of a tile whose positions lie kStep elements apart from x: the tap's kVectors
+  // weight vectors from w, each position's input broadcast once against them.
+  template <int kVectors, int kCount, int kStep>
+  DMLOPS_ALWAYS_INLINE static void row_tap(V (&acc)[kCount][kVectors], const Acc* x, const Acc* w) {
+    V weights[kVectors];
+DMLOPS_UNROLL(4)
+    for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + v * L);
+DMLOPS_UNROLL(16)
+    for (int j = 0; j < kCount; ++j) {
+      const V b = Isa::broadcast(x + j * kStep);
+DMLOPS_UNROLL(4)
+      for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::madd(b, weights[v], acc[j][v]);
+    }
+  }
+
   // kCount positions x kVectors weight vectors: output position j reads offsets[j] + tap offset,
   // addressed as position 0's window plus j's displacement from it (the same in every plane and
   // tap): one pointer per tap and kCount - 1 displacements for the whole tile. A pointer per
@@ -101,15 +116,7 @@ DMLOPS_UNROLL(4)
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c, x += plane_stride, w += W) {
       DMLOPS_PREFETCH(x + kPrefetchAhead);
-      V weights[kVectors];
-DMLOPS_UNROLL(4)
-      for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + v * L);
-DMLOPS_UNROLL(16)
-      for (int j = 0; j < kCount; ++j) {
-        const V b = Isa::broadcast(x + j);
-DMLOPS_UNROLL(4)
-        for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::madd(b, weights[v], acc[j][v]);
-      }
+      row_tap<kVectors, kCount, 1>(acc, x, w);
     }
     store_sums<kVectors, kCount>(acc, out);
   }
@@ -132,18 +139,7 @@ DMLOPS_UNROLL(4)
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c) {
       const Acc* row = planes[c] + first;
-      for (std::int64_t t = 0; t < taps; ++t, w += W) {
-        const Acc* x = row + tap_offsets[t];
-        V weights[kVectors];
-DMLOPS_UNROLL(4)
-        for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + v * L);
-DMLOPS_UNROLL(16)
-        for (int j = 0; j < kCount; ++j) {
-          const V b = Isa::broadcast(x + j * kStep);
-DMLOPS_UNROLL(4)
-          for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::madd(b, weights[v], acc[j][v]);
-        }
-      }
+      for (std::int64_t t = 0; t < taps; ++t, w += W) row_tap<kVectors, kCount, kStep>(acc, row + tap_offsets[t], w);
     }
     store_sums<kVectors, kCount>(acc, out);
   }
@@ -179,15 +175,7 @@ DMLOPS_UNROLL(3)
           // GCC keeps those broadcasts for the next tap, in more registers than AVX2 has.
           const Acc* x = taps_row + k;
           DMLOPS_OPAQUE(x);
-          V weights[kVectors];
-DMLOPS_UNROLL(4)
-          for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + k * W + v * L);
-DMLOPS_UNROLL(16)
-          for (int j = 0; j < kCount; ++j) {
-            const V b = Isa::broadcast(x + j * kStep);
-DMLOPS_UNROLL(4)
-            for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::madd(b, weights[v], acc[j][v]);
-          }
+          row_tap<kVectors, kCount, kStep>(acc, x, w + k * W);
         }
       }
     }
