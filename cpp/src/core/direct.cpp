@@ -129,7 +129,8 @@ DMLOPS_UNROLL(4)
   // Xeon, paired, the layers that take 2-vector blocks ran 0.87-0.99x the time at 8 and 16
   // threads (3x3 256@14 0.80-0.95x at 16 in three calls), 0.89-1.01x at 4; on Zen 4, where one
   // FMA per cycle leaves the addressing idle time, 0.97-1.01x. Same FMA chain per output.
-  template <int kVectors, int kCount, int kStep>
+  // With kTriples, the taps come in rows of three adjacent ones (see kTripleTiles).
+  template <int kVectors, int kCount, int kStep, bool kTriples = false>
   DMLOPS_ALWAYS_INLINE static void row_tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                             const std::int64_t* tap_offsets, std::int64_t first, const Acc* filter,
                                             bool accumulate, Acc* out) {
@@ -139,14 +140,28 @@ DMLOPS_UNROLL(4)
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c) {
       const Acc* row = planes[c] + first;
-      for (std::int64_t t = 0; t < taps; ++t, w += W) row_tap<kVectors, kCount, kStep>(acc, row + tap_offsets[t], w);
+      if constexpr (kTriples) {
+        for (std::int64_t t = 0; t < taps; t += 3, w += 3 * W) {
+          const Acc* const taps_row = row + tap_offsets[t];
+DMLOPS_UNROLL(3)
+          for (int k = 0; k < 3; ++k) {
+            // Opaque: seeing that tap k + 1's position j reads what tap k's position j + 1 read,
+            // GCC keeps those broadcasts for the next tap, in more registers than AVX2 has.
+            const Acc* x = taps_row + k;
+            DMLOPS_OPAQUE(x);
+            row_tap<kVectors, kCount, kStep>(acc, x, w + k * W);
+          }
+        }
+      } else {
+        for (std::int64_t t = 0; t < taps; ++t, w += W) row_tap<kVectors, kCount, kStep>(acc, row + tap_offsets[t], w);
+      }
     }
     store_sums<kVectors, kCount>(acc, out);
   }
 
   // Tiles whose taps come in rows of three adjacent ones (3x3 windows, undilated: `triples`)
-  // take triple_tile where they lie in one row: a row tile that runs a row of taps as three
-  // unrolled taps, addressed from one pointer per tap row. Per tap it issues the broadcasts, the
+  // are triple tiles where they lie in one row: row tiles that run a row of taps as three
+  // unrolled taps, addressed from one pointer per tap row. Per tap they issue the broadcasts, the
   // weight loads and the FMAs and nearly nothing else (the general 6 x 2 tile adds an address
   // per position, the row tile a tap offset and a loop step): 21 instructions for 12 FMAs where
   // the general tile has 30. A core runs as fast as its FMAs only while its front end keeps up.
@@ -157,30 +172,6 @@ DMLOPS_UNROLL(4)
   // layers 0.84-0.94x the time. Its AVX-512 kernel (24 FMAs a tap: the addressing a smaller
   // share) ran 1.00-1.04x the time with triple tiles, so they are AVX2's only.
   static constexpr bool kTripleTiles = !kWide;
-  template <int kVectors, int kCount, int kStep>
-  DMLOPS_ALWAYS_INLINE static void triple_tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
-                                               const std::int64_t* tap_offsets, std::int64_t first, const Acc* filter,
-                                               bool accumulate, Acc* out) {
-    constexpr std::int64_t W = kVectors * L;
-    V acc[kCount][kVectors];
-    load_sums<kVectors, kCount>(acc, accumulate, out);
-    const Acc* w = filter;
-    for (std::int64_t c = 0; c < channels; ++c) {
-      const Acc* row = planes[c] + first;
-      for (std::int64_t t = 0; t < taps; t += 3, w += 3 * W) {
-        const Acc* const taps_row = row + tap_offsets[t];
-DMLOPS_UNROLL(3)
-        for (int k = 0; k < 3; ++k) {
-          // Opaque: seeing that tap k + 1's position j reads what tap k's position j + 1 read,
-          // GCC keeps those broadcasts for the next tap, in more registers than AVX2 has.
-          const Acc* x = taps_row + k;
-          DMLOPS_OPAQUE(x);
-          row_tap<kVectors, kCount, kStep>(acc, x, w + k * W);
-        }
-      }
-    }
-    store_sums<kVectors, kCount>(acc, out);
-  }
 
   // The tile of `count` (<= kCount) positions; row_step 1 or 2: they lie in one row, that many
   // elements apart (positions_of), else 0.
@@ -199,9 +190,11 @@ DMLOPS_UNROLL(16)
                                                 accumulate, out);
       if constexpr (kTripleTiles && kCount >= kTripleMinPositions && positions(kVectors) == 6) {
         if (triples && row_step == 1)
-          return triple_tile<kVectors, kCount, 1>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate, out);
+          return row_tile<kVectors, kCount, 1, true>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate,
+                                                     out);
         if (triples && row_step == 2)
-          return triple_tile<kVectors, kCount, 2>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate, out);
+          return row_tile<kVectors, kCount, 2, true>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate,
+                                                     out);
       }
       if constexpr (kCount > 1 && positions(kVectors) > 6) {  // see row_tile
         if (row_step == 1)
@@ -284,7 +277,7 @@ DMLOPS_UNROLL(16)
     for (std::int64_t c = 2; c < channels && plane_stride != 0; ++c) {
       if (planes[c] - planes[c - 1] != plane_stride) plane_stride = 0;
     }
-    // Taps in rows of three adjacent ones (triple_tile).
+    // Taps in rows of three adjacent ones (kTripleTiles).
     bool triples = taps % 3 == 0;
     for (std::int64_t t = 0; t < taps && triples; t += 3)
       triples = tap_offsets[t + 1] == tap_offsets[t] + 1 && tap_offsets[t + 2] == tap_offsets[t] + 2;
