@@ -67,7 +67,11 @@ DMLOPS_UNROLL(4)
   // position, rebuilt per channel, left GCC short of general registers in the 5 x 4 tile, which
   // it then kept in vector registers and moved back per tap: 3x3 512@7's 5-position tiles ran
   // at 85% of the 6-position tiles' speed on Zen 4, now at the same speed (prepared 512@7 0.93x
-  // the time).
+  // the time). With AVX2 the tap's pointer is opaque, so that each broadcast addresses it plus a
+  // displacement in one instruction: GCC otherwise adds the tap offset to each displacement
+  // first (an add per position and tap: 30 instructions for a tap's 12 FMAs, not 25). On Zen 3,
+  // 3x3 512@7 and s2 512@14 (rows of 7, general tiles) 0.93-0.95x the time; AVX-512's tiles on
+  // the 16-core Xeon ran 1.01-1.04x the time so, and keep the compiler's addressing.
   template <int kVectors, int kCount>
   DMLOPS_ALWAYS_INLINE static void tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                           const std::int64_t* tap_offsets, const std::int64_t* offsets,
@@ -84,6 +88,7 @@ DMLOPS_UNROLL(16)
       const Acc* window = planes[c] + first;  // position 0's window in this channel
       for (std::int64_t t = 0; t < taps; ++t, w += W) {
         const Acc* at = window + tap_offsets[t];
+        if constexpr (!kWide) DMLOPS_OPAQUE(at);
         V weights[kVectors];
 DMLOPS_UNROLL(4)
         for (int v = 0; v < kVectors; ++v) weights[v] = Isa::load(w + v * L);
