@@ -67,9 +67,10 @@ DMLOPS_UNROLL(4)
   // position, rebuilt per channel, left GCC short of general registers in the 5 x 4 tile, which
   // it then kept in vector registers and moved back per tap: 3x3 512@7's 5-position tiles ran
   // at 85% of the 6-position tiles' speed on Zen 4, now at the same speed (prepared 512@7 0.93x
-  // the time). With AVX2 the tap's pointer is opaque, so that each broadcast addresses it plus a
-  // displacement in one instruction: GCC otherwise adds the tap offset to each displacement
-  // first (an add per position and tap: 30 instructions for a tap's 12 FMAs, not 25). On Zen 3,
+  // the time). With AVX2 (and SSE2, NEON) the tap's pointer is opaque, so that each broadcast
+  // addresses it plus a displacement in one instruction: GCC otherwise adds the tap offset to
+  // each displacement first (an add per position and tap: 30 instructions for a tap's 12 FMAs,
+  // not 25). On Zen 3,
   // 3x3 512@7 and s2 512@14 (rows of 7, general tiles) 0.93-0.95x the time; AVX-512's tiles on
   // the 16-core Xeon ran 1.01-1.04x the time so, and keep the compiler's addressing.
   template <int kVectors, int kCount>
@@ -175,7 +176,8 @@ DMLOPS_UNROLL(3)
   // at 83-85% (unshared: 89-95% and 98-99%); 3x3 64@56 went from 0.68-0.74x ONNX Runtime's speed
   // to 0.76-0.84x, 128@28 from 0.70-0.72x to 0.83-0.96x. On the 16-core Xeon's AVX2 kernel: 3x3
   // layers 0.84-0.94x the time. Its AVX-512 kernel (24 FMAs a tap: the addressing a smaller
-  // share) ran 1.00-1.04x the time with triple tiles, so they are AVX2's only.
+  // share) ran 1.00-1.04x the time with triple tiles, so they are for the kernels of 16 vector
+  // registers (AVX2, and the SSE2 and NEON builds').
   static constexpr bool kTripleTiles = !kWide;
 
   // The tile of `count` (<= kCount) positions; row_step 1 or 2: they lie in one row, that many
