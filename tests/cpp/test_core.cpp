@@ -2586,7 +2586,9 @@ void check_gemm() {
 }
 
 // weighted_row_sum against double sums: every vector tail (n around 8 and 32), several tap
-// counts, rows at odd offsets of one buffer (unaligned, overlapping like a convolution's taps).
+// counts, rows at odd offsets of one buffer (unaligned, overlapping like a convolution's taps);
+// and bit for bit against one chain per output from zero in increasing t, fused with AVX2+FMA
+// (as the GEMM's and the depthwise lanes', float64 too), else rounded apart.
 template <class Acc>
 void check_weighted_row_sum() {
   std::mt19937 rng(7);
@@ -2613,6 +2615,17 @@ void check_weighted_row_sum() {
         ASSERT_NEAR(double(out[static_cast<std::size_t>(j)]), exact,
                     2 * (taps + 1) * std::numeric_limits<Acc>::epsilon() * magnitude + 1e-300)
             << "taps " << taps << " n " << n << " at " << j;
+        Acc chain = 0;
+        for (std::int64_t t = 0; t < taps; ++t) {
+          const Acc w = weights[static_cast<std::size_t>(t)], x = rows[static_cast<std::size_t>(t)][j];
+          if (avx2_fma_enabled()) {
+            chain = std::fma(w, x, chain);
+          } else {
+            const Acc product = w * x;
+            chain += product;
+          }
+        }
+        ASSERT_EQ(out[static_cast<std::size_t>(j)], chain) << "not one chain: taps " << taps << " n " << n << " at " << j;
       }
       EXPECT_EQ(out[static_cast<std::size_t>(n)], Acc(42)) << "wrote past n = " << n;
     }

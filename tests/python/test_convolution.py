@@ -301,6 +301,25 @@ def test_depthwise(multiplier, direction):
     assert_close(dmlops.convolution(x, w, b, **kw), x, w, b, **kw)
 
 
+# The two depthwise algorithms run the same chain per output (fused with AVX2 or AVX-512, in
+# float64 too): the same bits, so a layer's channels come out the same whichever of them its
+# channel count takes (the row one computed float64 with rounded products on AVX2 machines, and
+# a one-channel slice of a layer differed from the layer in the last bit).
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_depthwise_algorithms_agree_bit_for_bit(dtype):
+    rng = np.random.default_rng(23)
+    for shape, kernel in (((1, 6, 5, 9), (3, 3)), ((2, 3, 17), (2,)), ((1, 4, 1, 1), (1, 1))):
+        x = rng.standard_normal(shape).astype(dtype)
+        w = rng.standard_normal((shape[1], 1) + kernel).astype(dtype)
+        desc = dmlops.ConvolutionDesc(dmlops.TensorDesc(dtype, x.shape), dmlops.TensorDesc(dtype, w.shape),
+                                      group_count=shape[1])
+        lanes = desc(x, w, algorithm="depthwise_lanes")
+        rows = desc(x, w, algorithm="depthwise_rows")
+        np.testing.assert_array_equal(lanes, rows, err_msg=f"{shape} {kernel}")
+        one = dmlops.convolution(x[:, :1], w[:1])
+        np.testing.assert_array_equal(one, lanes[:, :1], err_msg=f"{shape} {kernel}: one channel")
+
+
 # The channel-interleaved depthwise kernel (at least half a vector of channels: 8 with 16 float32
 # lanes): channel counts with block tails, strides 1 to 3, dilation, asymmetric padding, a 5 x 3
 # window, multiplier 2, a 1-D row cut into bands, 3-D; each on contiguous, channels-last and

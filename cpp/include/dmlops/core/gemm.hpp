@@ -161,8 +161,9 @@ void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const Ge
 
 // out[j] = sum over t of weights[t] * rows[t][j], j in [0, n): a weighted sum of shifted rows
 // (a direct convolution with one input channel per output, e.g. depthwise), summed in
-// increasing t. The float version runs AVX2+FMA when avx2_fma_enabled() (then every term is one
-// fused multiply-add, the tail included, so the result does not depend on n or alignment).
+// increasing t. It runs AVX2+FMA when avx2_fma_enabled() (then every term is one fused
+// multiply-add, the tail included, so the result does not depend on n or alignment, and is the
+// chain the GEMM and the depthwise lanes compute: the same bits), else rounds products apart.
 void weighted_row_sum(std::int64_t taps, const float* const* rows, const float* weights, std::int64_t n, float* out);
 void weighted_row_sum(std::int64_t taps, const double* const* rows, const double* weights, std::int64_t n,
                       double* out);
