@@ -2619,7 +2619,8 @@ void check_weighted_row_sum() {
         for (std::int64_t t = 0; t < taps; ++t) {
           const Acc w = weights[static_cast<std::size_t>(t)], x = rows[static_cast<std::size_t>(t)][j];
           if (avx2_fma_enabled()) {
-            chain = std::fma(w, x, chain);
+            if constexpr (std::is_same_v<Acc, float>) chain = testing::fma_float(w, x, chain);
+            else chain = testing::fma_double(w, x, chain);
           } else {
             const Acc product = w * x;
             chain += product;

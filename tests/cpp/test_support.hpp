@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <cstdint>
@@ -86,6 +87,14 @@ inline float fma_float(float x, float y, float z) {
   }
   return static_cast<float>(s);
 }
+
+// x * y + z rounded once to double. MinGW-w64's fma is wrong as its fmaf is (seen under wine),
+// so on x86 this is the CPU's FMA instruction: call it only where the CPU has one.
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+[[gnu::target("fma")]] inline double fma_double(double x, double y, double z) { return __builtin_fma(x, y, z); }
+#else
+inline double fma_double(double x, double y, double z) { return std::fma(x, y, z); }
+#endif
 
 // Sets an environment variable of this process, or removes it (value null).
 inline void set_env(const char* name, const char* value) {
