@@ -8,6 +8,7 @@
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/platform.hpp"
 #include "dmlops/core/scratch.hpp"
+#include "dmlops/core/simd.hpp"
 
 #if DMLOPS_X86
 #include <immintrin.h>
@@ -263,70 +264,41 @@ void weighted_row_sum_portable(std::int64_t taps, const Acc* const* rows, const 
 }
 
 #if DMLOPS_X86
-// Four registers of outputs at a time, summed over every tap before they are stored.
-DMLOPS_TARGET("avx2,fma") void weighted_row_sum_avx2(std::int64_t taps, const float* const* rows,
-                                                               const float* weights, std::int64_t n, float* out) {
+// Four registers of outputs at a time, summed over every tap before they are stored; float and
+// double alike (the depthwise lanes and the GEMM fuse float64 products with AVX2 too, so every
+// algorithm of a layer gives the same bits: rounded apart, a depthwise layer of one channel,
+// which takes these rows, differed in the last bit from the same channel in a layer of several).
+// The last outputs (fewer than a register) are summed from copies of their inputs in a zeroed
+// register-sized buffer: no read past a row's end, the same chain per output.
+template <class T>
+DMLOPS_TARGET("avx2,fma") void weighted_row_sum_avx2(std::int64_t taps, const T* const* rows, const T* weights,
+                                                   std::int64_t n, T* out) {
+  using Isa = SimdAvx2<T>;
+  using V = typename Isa::V;
+  constexpr std::int64_t L = Isa::kLanes;
   std::int64_t j = 0;
-  for (; j + 32 <= n; j += 32) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  for (; j + 4 * L <= n; j += 4 * L) {
+    V s[4] = {Isa::zero(), Isa::zero(), Isa::zero(), Isa::zero()};
     for (std::int64_t t = 0; t < taps; ++t) {
-      const __m256 w = _mm256_broadcast_ss(weights + t);
-      const float* row = rows[t] + j;
-      s0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row), s0);
-      s1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8), s1);
-      s2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 16), s2);
-      s3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 24), s3);
+      const V w = Isa::broadcast(weights + t);
+      for (int k = 0; k < 4; ++k) s[k] = Isa::madd(w, Isa::load(rows[t] + j + k * L), s[k]);
     }
-    _mm256_storeu_ps(out + j, s0), _mm256_storeu_ps(out + j + 8, s1);
-    _mm256_storeu_ps(out + j + 16, s2), _mm256_storeu_ps(out + j + 24, s3);
+    for (int k = 0; k < 4; ++k) Isa::store(out + j + k * L, s[k]);
   }
-  for (; j + 8 <= n; j += 8) {
-    __m256 s = _mm256_setzero_ps();
-    for (std::int64_t t = 0; t < taps; ++t) s = _mm256_fmadd_ps(_mm256_broadcast_ss(weights + t), _mm256_loadu_ps(rows[t] + j), s);
-    _mm256_storeu_ps(out + j, s);
+  for (; j + L <= n; j += L) {
+    V s = Isa::zero();
+    for (std::int64_t t = 0; t < taps; ++t) s = Isa::madd(Isa::broadcast(weights + t), Isa::load(rows[t] + j), s);
+    Isa::store(out + j, s);
   }
-  if (j < n) {  // the last 1..7 outputs: masked loads never touch memory past a row's end
-    alignas(32) static constexpr std::int32_t kLanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-    const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLanes + 8 - (n - j)));
-    __m256 s = _mm256_setzero_ps();
-    for (std::int64_t t = 0; t < taps; ++t)
-      s = _mm256_fmadd_ps(_mm256_broadcast_ss(weights + t), _mm256_maskload_ps(rows[t] + j, mask), s);
-    _mm256_maskstore_ps(out + j, mask, s);
-  }
-}
-
-// The same for double: four lanes a register, the same FMA chain per output (the depthwise
-// lanes and the GEMM fuse their float64 products with AVX2 too, so every algorithm of a layer
-// gives the same bits; rounded apart here, a depthwise layer of one channel, which takes these
-// rows, differed in the last bit from the same channel in a layer of several).
-DMLOPS_TARGET("avx2,fma") void weighted_row_sum_avx2(std::int64_t taps, const double* const* rows,
-                                                               const double* weights, std::int64_t n, double* out) {
-  std::int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+  if (j < n) {
+    T in[L] = {}, sums[L];
+    V s = Isa::zero();
     for (std::int64_t t = 0; t < taps; ++t) {
-      const __m256d w = _mm256_broadcast_sd(weights + t);
-      const double* row = rows[t] + j;
-      s0 = _mm256_fmadd_pd(w, _mm256_loadu_pd(row), s0);
-      s1 = _mm256_fmadd_pd(w, _mm256_loadu_pd(row + 4), s1);
-      s2 = _mm256_fmadd_pd(w, _mm256_loadu_pd(row + 8), s2);
-      s3 = _mm256_fmadd_pd(w, _mm256_loadu_pd(row + 12), s3);
+      std::memcpy(in, rows[t] + j, static_cast<std::size_t>(n - j) * sizeof(T));
+      s = Isa::madd(Isa::broadcast(weights + t), Isa::load(in), s);
     }
-    _mm256_storeu_pd(out + j, s0), _mm256_storeu_pd(out + j + 4, s1);
-    _mm256_storeu_pd(out + j + 8, s2), _mm256_storeu_pd(out + j + 12, s3);
-  }
-  for (; j + 4 <= n; j += 4) {
-    __m256d s = _mm256_setzero_pd();
-    for (std::int64_t t = 0; t < taps; ++t) s = _mm256_fmadd_pd(_mm256_broadcast_sd(weights + t), _mm256_loadu_pd(rows[t] + j), s);
-    _mm256_storeu_pd(out + j, s);
-  }
-  if (j < n) {  // the last 1..3 outputs: masked loads never touch memory past a row's end
-    alignas(32) static constexpr std::int64_t kLanes[8] = {-1, -1, -1, -1, 0, 0, 0, 0};
-    const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLanes + 4 - (n - j)));
-    __m256d s = _mm256_setzero_pd();
-    for (std::int64_t t = 0; t < taps; ++t)
-      s = _mm256_fmadd_pd(_mm256_broadcast_sd(weights + t), _mm256_maskload_pd(rows[t] + j, mask), s);
-    _mm256_maskstore_pd(out + j, mask, s);
+    Isa::store(sums, s);
+    std::memcpy(out + j, sums, static_cast<std::size_t>(n - j) * sizeof(T));
   }
 }
 #endif
