@@ -1704,6 +1704,57 @@ TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
   check_random_gathers<std::uint8_t>(DataType::UInt8, 2027);
 }
 
+// Input rows of at most 128 bytes are loaded whole and permuted, 64 output bytes at a time,
+// where the ISA has the permutes (AVX-512; BW for 2-byte elements, VBMI for bytes): input rows
+// of one vector, of one vector and an element, of two, and output rows under one block, of one,
+// and longer (the last block overlapping the one before), with fills anywhere, rows of the
+// fill (outer map) and copies of rows (a repeated outer index).
+template <class E>
+void check_narrow_rows(DataType dtype, bool permutes) {
+  const std::int64_t e = sizeof(E);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(e) * 97);
+  for (const std::int64_t in : {std::int64_t{1}, 64 / e - 1, 64 / e, 64 / e + 1, 128 / e - 1, 128 / e}) {
+    for (const std::int64_t out : {std::int64_t{1}, 64 / e - 1, 64 / e, 64 / e + 3, 200 / e, 4096 / e}) {
+      std::vector<std::int64_t> map(static_cast<std::size_t>(out));
+      for (std::int64_t& m : map) m = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(in + 1)) - 1;  // -1: fill
+      map[0] = in - 1;  // never all fill (a fill row is not a permute)
+      const std::vector<std::int64_t> rows = {1, -1, 0, 0, 2};
+      std::vector<E> src(static_cast<std::size_t>(3 * in));
+      for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<E>(i * 7 + 1);
+      std::vector<E> dst(static_cast<std::size_t>(5 * out), E{0});
+      const E fill = static_cast<E>(0x5a);
+      const TensorView in_view = make_view(dtype, {3, in}, {in, 1}, src.data());
+      const TensorView out_view = make_view(dtype, {5, out}, {out, 1}, dst.data());
+      const std::vector<AxisMap> maps = {AxisMap::from_indices(rows), AxisMap::from_indices(map)};
+      const std::map<std::string, std::int64_t> tiles = testing::tiles_of(describe_separable_gather(in_view, out_view, maps));
+      // (An output axis of 1 element reads a fixed one: then the rows are the inner axis.)
+      const bool border = tiles.count("border_elements") > 0;
+      if (out > 1) {
+        EXPECT_EQ(tiles.count("permutes") > 0, permutes && !border) << name(dtype) << " " << in << " -> " << out;
+      }
+      if (tiles.count("permutes")) {
+        EXPECT_EQ(tiles.at("permutes"), std::max<std::int64_t>(1, (out * e + 63) / 64));
+      }
+      separable_gather(in_view, out_view, maps, Scalar{dtype, static_cast<std::uint64_t>(fill)});
+      for (std::int64_t r = 0; r < 5; ++r) {
+        for (std::int64_t o = 0; o < out; ++o) {
+          const std::int64_t row = rows[static_cast<std::size_t>(r)], column = map[static_cast<std::size_t>(o)];
+          const E want = row < 0 || column < 0 ? fill : src[static_cast<std::size_t>(row * in + column)];
+          ASSERT_EQ(dst[static_cast<std::size_t>(r * out + o)], want) << name(dtype) << " " << in << " -> " << out << " row " << r << " column " << o;
+        }
+      }
+    }
+  }
+}
+
+TEST(SeparableGather, NarrowRowsPermuteEveryElementSize) {
+  const bool avx512 = DMLOPS_X86 && avx512_enabled();
+  check_narrow_rows<std::uint8_t>(DataType::UInt8, DMLOPS_X86 && avx512_vbmi_enabled());
+  check_narrow_rows<std::uint16_t>(DataType::UInt16, avx512 && platform::cpu_features().avx512bw);
+  check_narrow_rows<std::uint32_t>(DataType::UInt32, avx512);
+  check_narrow_rows<std::uint64_t>(DataType::UInt64, avx512);
+}
+
 // Irregular stretches are gathered through 32-byte windows when AVX2 is on: groups whose
 // sources span exactly the window, one more element, run backwards, or end at the row's end.
 template <class E>

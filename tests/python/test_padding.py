@@ -392,15 +392,16 @@ def test_thread_counts_give_identical_results(threads):
 # (shape, start, end, {mode: plan().tiles' (border_elements, border_runs)}): the rows of one
 # contiguous copy, at most 16 other elements (edges, short fills, mirrored or wrapped elements:
 # runs shorter than 8) and at most 4 fills of 4 or more and mirrored runs; None, rows of another form.
+# Input rows of over 128 bytes in every dtype (narrower ones are narrow rows with AVX-512: below).
 BORDER_CASES = [
-    ((2, 3, 5, 9, 20), (0, 0, 1, 1, 1), (0, 0, 1, 1, 1), dict.fromkeys(MODES, (2, None))),  # a 5-D activation padded by one
-    ((3, 6, 33), (1, 2, 8), (0, 3, 8),
+    ((2, 3, 5, 9, 140), (0, 0, 1, 1, 1), (0, 0, 1, 1, 1), dict.fromkeys(MODES, (2, None))),  # a 5-D activation padded by one
+    ((3, 6, 133), (1, 2, 8), (0, 3, 8),
      {"constant": (0, 2), "edge": (16, None), "reflection": (0, 2), "symmetric": (0, 2)}),  # fills, mirrors of 8; wraps: copies
-    ((3, 6, 33), (1, 2, 9), (0, 3, 8),
+    ((3, 6, 133), (1, 2, 9), (0, 3, 8),
      {"constant": (0, 2), "reflection": (0, 2), "symmetric": (0, 2)}),   # 17 edge elements
-    ((2, 3, 40), (0, 1, 16), (1, 0, 16),
+    ((2, 3, 140), (0, 1, 16), (1, 0, 16),
      {"constant": (0, 2), "reflection": (0, 2), "symmetric": (0, 2)}),   # an image's borders of 16
-    ((2, 3, 40), (0, 1, 9), (1, 0, 2),
+    ((2, 3, 140), (0, 1, 9), (1, 0, 2),
      {"constant": (2, 1), "edge": (11, None), "reflection": (2, 1), "symmetric": (2, 1)}),  # a run and two elements
     ((4, 5, 7), (2, 3, 0), (1, 0, 0), dict.fromkeys(MODES, (0, None))),  # only outer axes padded
     ((2, 1, 3), (1, 0, 2), (0, 1, 1), {}),                               # a copy of 3 elements: gathered
@@ -436,6 +437,51 @@ def test_rows_of_a_copy_and_a_few_elements(mode, dtype):
                                                            start_padding=start, end_padding=end,
                                                            padding_mode=mode).plan().tiles
         assert_same_bits(dmlops.pad(strided, start, end, mode=mode), expected)
+
+
+def narrow_rows_expected(dtype) -> bool:
+    """Whether this CPU permutes narrow rows of this dtype: AVX-512 (BW for 2-byte elements, which
+    every AVX-512 CPU since Skylake has; VBMI for bytes, which the unfold plan names)."""
+    if dmlops._core.fma_isa() != "avx512":
+        return False
+    if np.dtype(dtype).itemsize > 1:
+        return True
+    stride2 = dmlops.UnfoldDesc(dmlops.TensorDesc("float32", (1, 1, 9)), window_sizes=(2,), strides=(2,)).plan()
+    return "byte permute" in stride2.reason
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "int16", "float32", "int32", "float64", "int64"])
+def test_narrow_rows(dtype):
+    """Input rows of at most 128 bytes are loaded whole and permuted into place, 64 output bytes at
+    a time (plan(): permutes): every mode, row lengths from 1 element to 128 bytes, pads from 0 to
+    several times the row (reflections folded), fill planes and rows, outputs under and over one
+    block and longer than 64 bytes, thread counts and strided outputs, all against the reference.
+    Rows whose copy is 96 bytes or more with a few elements each side stay border rows."""
+    rng = np.random.default_rng(23)
+    itemsize = np.dtype(dtype).itemsize
+    narrow = narrow_rows_expected(dtype)
+    for width in sorted({1, 2, 3, 7, 16 // itemsize, 64 // itemsize - 1, 64 // itemsize + 1, 128 // itemsize}):
+        for mode in MODES:
+            for start, end in [((0, 1, 1), (0, 0, 2)), ((1, 0, 70), (0, 2, 45)), ((0, 0, 0), (0, 1, 5)), ((0, 2, 3), (2, 0, 0))]:
+                shape = (2, 3, width)
+                x = random_array(rng, shape, dtype)
+                expected = pad_reference(x, start, end, mode)
+                tiles = dmlops.PaddingDesc(dmlops.TensorDesc(dtype, shape), start_padding=start, end_padding=end,
+                                           padding_mode=mode).plan().tiles
+                out_bytes = expected.shape[-1] * itemsize
+                border = "border_elements" in tiles
+                assert ("permutes" in tiles) == (narrow and start[-1] + end[-1] > 0 and out_bytes <= 4096 and not border), tiles
+                if border:  # a border row keeps a long copy: only where it is worth more than the permutes
+                    assert not narrow or width * itemsize >= 96, tiles
+                if "permutes" in tiles:
+                    assert tiles["permutes"] == max(1, -(-out_bytes // 64)), tiles
+                for threads in (1, 3):
+                    with dmlops.threads(threads):
+                        assert_same_bits(dmlops.pad(x, start, end, mode=mode), expected)
+                wide = np.zeros(expected.shape[:-1] + (2 * expected.shape[-1],), expected.dtype)
+                dmlops.pad(x, start, end, mode=mode, out=wide[..., ::2])  # strided output rows: no permutes
+                assert_same_bits(wide[..., ::2], expected)
+                assert not wide[..., 1::2].any()
 
 
 def test_gather_plans_reused_only_for_the_same_shapes_strides_maps_and_threads():

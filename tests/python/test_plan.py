@@ -23,9 +23,9 @@ def f32(*sizes):
 
 # (descriptor, algorithm, tiles (the pinned subset), tasks) on 2 threads.
 CASES = {
-    "pad_reflection": (lambda: dmlops.Padding1Desc(f32(1, 3, 8, 8), start_padding=(0, 0, 2, 2), end_padding=(0, 0, 2, 2),
+    "pad_reflection": (lambda: dmlops.Padding1Desc(f32(1, 3, 8, 40), start_padding=(0, 0, 2, 2), end_padding=(0, 0, 2, 2),
                                                    padding_mode="reflection"),
-                       "gather", {"rows": 36, "row": 12, "copy_runs": 1, "gather_runs": 2, "border_elements": 4}, 36),
+                       "gather", {"rows": 36, "row": 44, "copy_runs": 1, "gather_runs": 2, "border_elements": 4}, 36),
     "pad_mirror": (lambda: dmlops.Padding1Desc(f32(2, 40), start_padding=(0, 20), end_padding=(0, 20),
                                                padding_mode="reflection"),
                    "gather", {"rows": 2, "row": 80, "copy_runs": 1, "mirror_runs": 2}, 2),
@@ -78,14 +78,19 @@ def test_the_reasons_name_the_paths():
         assert lp.endswith("input rows packed into scratch first")  # float16 rows are converted
         assert CASES["lp_p2"][0]().plan().reason.endswith("input rows read in place")
         assert "strided runs" in dmlops.UnfoldDesc(f32(1, 1, 9), window_sizes=(3,), strides=(3,)).plan().reason
-    # The byte-permute kernels (AVX512_VBMI) are named where they run, and never without AVX-512.
+    # The byte-permute kernels (AVX512_VBMI) are named where they run, and never without AVX-512;
+    # so are narrow rows (input rows of at most 128 bytes: AVX-512F for float32).
     code = ("import dmlops; t = dmlops.TensorDesc('float32', (1, 1, 9));"
             "print(dmlops.UnfoldDesc(t, window_sizes=(2,), strides=(2,)).plan().reason);"
-            "print(dmlops.Upsample2DDesc(dmlops.TensorDesc('uint8', (1, 1, 4, 64)), scale_size=(3, 3)).plan().reason)")
-    unfold, upsample = run_child(code, DMLOPS_DISABLE_AVX512="1").stdout.splitlines()
+            "print(dmlops.Upsample2DDesc(dmlops.TensorDesc('uint8', (1, 1, 4, 256)), scale_size=(3, 3)).plan().reason);"
+            "p = dmlops.Upsample2DDesc(dmlops.TensorDesc('float32', (1, 1, 4, 32)), scale_size=(3, 3)).plan();"
+            "print(p.isa, p.reason, dmlops._core.fma_isa())")
+    unfold, upsample, narrow = run_child(code, DMLOPS_DISABLE_AVX512="1").stdout.splitlines()
     assert "strided runs element by element" in unfold and "vbmi" not in upsample
-    unfold, upsample = run_child(code).stdout.splitlines()
+    assert "one permute of it" not in narrow and not narrow.startswith("avx512")
+    unfold, upsample, narrow = run_child(code).stdout.splitlines()
     assert ("stride-2 runs as one byte permute" in unfold) == ("repeats of 2 to 8 as one byte permute" in upsample)
+    assert ("every 64 output bytes one permute of it" in narrow) == narrow.endswith(" avx512") == narrow.startswith("avx512 ")
 
 
 def test_the_plan_follows_the_thread_count():
@@ -138,7 +143,7 @@ def test_the_call_logs_its_plan_one_line_per_call():
         assert " -> algorithm=" in line and " threads=3 " in line, line
     assert lines[0].startswith("dmlops: Fold 1x27x36 f32 window 3x3 -> algorithm=slabs"), lines[0]
     by_name = dict(zip(sorted(CASES), lines))
-    assert by_name["pad_reflection"].startswith("dmlops: Padding1 reflection 1x3x8x8 f32 -> algorithm=gather")
+    assert by_name["pad_reflection"].startswith("dmlops: Padding1 reflection 1x3x8x40 f32 -> algorithm=gather")
     assert by_name["upsample_nearest"].startswith("dmlops: Upsample2D nearest_neighbor 1x3x8x8 f32 to 1x3x16x16 ->")
     assert by_name["lp_p3"].startswith("dmlops: LpPooling1 p=3 1x3x8x8 f16 window 3x3 -> algorithm=sum_powers")
     assert by_name["unfold"].startswith("dmlops: Unfold 1x3x8x8 f32 window 3x3 -> algorithm=rows")
