@@ -1705,7 +1705,7 @@ TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
 }
 
 // Input rows of at most 128 bytes are loaded whole and permuted, 64 output bytes at a time,
-// where the ISA has the permutes (AVX-512; BW for 2-byte elements, VBMI for bytes): input rows
+// where the ISA has the permutes (AVX-512BW; VBMI for bytes): input rows
 // of one vector, of one vector and an element, of two, and output rows under one block, of one,
 // and longer (the last block overlapping the one before), with fills anywhere, rows of the
 // fill (outer map) and copies of rows (a repeated outer index).
@@ -1748,11 +1748,11 @@ void check_narrow_rows(DataType dtype, bool permutes) {
 }
 
 TEST(SeparableGather, NarrowRowsPermuteEveryElementSize) {
-  const bool avx512 = DMLOPS_X86 && avx512_enabled();
+  const bool bw = DMLOPS_X86 && avx512_enabled() && platform::cpu_features().avx512bw;
   check_narrow_rows<std::uint8_t>(DataType::UInt8, DMLOPS_X86 && avx512_vbmi_enabled());
-  check_narrow_rows<std::uint16_t>(DataType::UInt16, avx512 && platform::cpu_features().avx512bw);
-  check_narrow_rows<std::uint32_t>(DataType::UInt32, avx512);
-  check_narrow_rows<std::uint64_t>(DataType::UInt64, avx512);
+  check_narrow_rows<std::uint16_t>(DataType::UInt16, bw);
+  check_narrow_rows<std::uint32_t>(DataType::UInt32, bw);
+  check_narrow_rows<std::uint64_t>(DataType::UInt64, bw);
 }
 
 // Irregular stretches are gathered through 32-byte windows when AVX2 is on: groups whose
