@@ -701,7 +701,8 @@ DMLOPS_NOINLINE void run_border_rows(const Plan& plan, std::byte* out_base, cons
 // Rows [row_begin, row_end) of Plan::permute_blocks' form: fills, and permutes of their input
 // rows (once per copy of the row: fold_repeated_rows), gathered in batches, with none of
 // run_rows' per-run work and equal-row bookkeeping (a row that equals an earlier one is permuted
-// again, which costs no more than copying it).
+// again, which costs no more than copying it). The row walk is run_border_rows' (one walk for
+// both, through a callback, made short border rows 1.09-1.13x slower on Zen 4).
 template <class T>
 DMLOPS_NOINLINE void run_narrow_rows(const Plan& plan, std::byte* out_base, const std::byte* in_base, T fill_value,
                                      std::int64_t row_begin, std::int64_t row_end) {
