@@ -226,6 +226,11 @@ struct PermuteBlock {
   std::int64_t offset = 0;  // bytes into the output row
 };
 
+// The mask of bytes [0, bytes) of a 64-byte vector.
+inline std::uint64_t byte_prefix(std::int64_t bytes) {
+  return bytes <= 0 ? 0 : bytes >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bytes) - 1;
+}
+
 // Narrow rows need AVX-512BW (byte masks, word permutes), and VBMI to permute bytes: every
 // AVX-512 CPU since Skylake has BW (Ice Lake and Zen 4 have VBMI).
 bool narrow_rows_supported(std::int64_t element) {
@@ -278,10 +283,6 @@ template <>
 struct Permute2<8> {
   DMLOPS_TARGET("avx512f,avx512bw") static Zmm run(Zmm a, Zmm i, Zmm b) { return {_mm512_permutex2var_epi64(a.r, i.r, b.r)}; }
 };
-
-inline std::uint64_t byte_prefix(std::int64_t bytes) {  // bytes [0, bytes) of a vector
-  return bytes <= 0 ? 0 : bytes >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bytes) - 1;
-}
 
 // The rows of `count` narrow inputs (in_bytes each): two masked loads (no byte past the row is
 // read), then per block a permute, a blend with the fill value and a store. `fill` is the fill
@@ -989,8 +990,6 @@ bool narrow_rows_fit(const Plan& plan, std::int64_t element) {
 // of its short runs: on Zen 4, 1 thread, narrow rows took 0.50-0.65x the time of upsampling 7x7
 // to 32x32 planes by 2, 0.55-0.61x of nearest resampling 20x20 by 1.5 and 30x30 uint8 by 0.5,
 // 0.60-0.65x of padding 7x7 float32 and 64x64 uint8 rows, 0.77-0.84x of reflecting 32x32 by 70.
-std::uint64_t byte_mask_of(std::int64_t bytes) { return bytes >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bytes) - 1; }
-
 void narrow_rows_of(Plan& plan, const std::vector<std::int64_t>& indices, std::int64_t element) {
   if (!narrow_rows_fit(plan, element) || std::ssize(indices) != plan.inner_size) return;
   const std::int64_t in_bytes = plan.inner_in_size * element, out_bytes = plan.inner_size * element;
@@ -999,12 +998,12 @@ void narrow_rows_of(Plan& plan, const std::vector<std::int64_t>& indices, std::i
     PermuteBlock block;
     block.offset = offset;
     const std::int64_t first = offset / element, n = std::min(per_block, plan.inner_size - first);
-    block.store = byte_mask_of(n * element);  // all ones: a whole block
+    block.store = byte_prefix(n * element);  // all ones: a whole block
     for (std::int64_t j = 0; j < n; ++j) {
       const std::int64_t src = indices[static_cast<std::size_t>(first + j)];
-      if (src < 0) block.fill |= byte_mask_of(element) << (j * element);
+      if (src < 0) block.fill |= byte_prefix(element) << (j * element);
       const std::uint64_t index = src < 0 ? 0 : static_cast<std::uint64_t>(src);
-      std::memcpy(block.index.data() + j * element, &index, static_cast<std::size_t>(element));  // little-endian
+      std::memcpy(block.index.data() + j * element, &index, std::min(sizeof index, static_cast<std::size_t>(element)));  // little-endian
     }
     return block;
   };
@@ -1095,11 +1094,11 @@ Plan make_plan(const TensorView& in, const TensorView& out, const std::vector<Ax
   const auto element = static_cast<std::int64_t>(element_size(out.dtype));
   plan.stream_rows = stream_staged(in.element_count() * element, out.element_count() * element) && stream_rows_of(plan, element);
   plan.stream = !plan.stream_rows && stream_output(out.element_count() * element);
-  // Narrow rows write with ordinary stores: not for outputs that are streamed.
-  if (!all_fill && !plan.stream && !plan.stream_rows) narrow_rows_of(plan, inner_indices, element);
   if (!all_fill) find_border(plan, static_cast<std::int64_t>(element_size(out.dtype)));
-  if (plan.border_rows() && plan.runs[static_cast<std::size_t>(plan.border_copy)].length * element >= kBorderCopyOverNarrow)
-    plan.permute_blocks.clear();
+  // Narrow rows write with ordinary stores: not for outputs that are streamed.
+  const bool long_border_copy =
+      plan.border_rows() && plan.runs[static_cast<std::size_t>(plan.border_copy)].length * element >= kBorderCopyOverNarrow;
+  if (!all_fill && !plan.stream && !plan.stream_rows && !long_border_copy) narrow_rows_of(plan, inner_indices, element);
   if (!plan.permute_blocks.empty()) plan.border_copy = -1;  // narrow rows, not border rows
   for (int d = plan.outer_rank - 1; d >= 0; --d)
     plan.row_span[d] = d + 1 < plan.outer_rank ? plan.row_span[d + 1] * plan.outer_sizes[d + 1] : 1;
