@@ -178,7 +178,7 @@ bool unfold_streams(const TensorView& in, const TensorView& out) {
          (stream_output(out.element_count() * elem) || stream_staged(in.element_count() * elem, out.element_count() * elem));
 }
 
-KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool streamed) {
+KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool streamed, bool one_copy_boxes) {
   KernelPlan k = KernelPlan::of(
       "rows",
       std::string(streamed ? "each output row (n, c, tap) walks its tap over the blocks into a buffer in L1, streamed out "
@@ -186,7 +186,9 @@ KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool stream
                   : walker.rank() == 2
                       ? "each output row (n, c, tap) is its tap's box of blocks inside the input, copied at once, and zero fills around it"
                       : "each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled") +
-          (unit_strides(walker) ? "; stride 1: a run is one copy"
+          (one_copy_boxes ? "; output rows as wide as the input's: a box is one copy across its rows, the input elements "
+                            "between them then zeroed"
+           : unit_strides(walker) ? "; stride 1: a run is one copy"
            : walker.axis(walker.rank() - 1).stride == 2 && avx512_vbmi_enabled()
                ? "; stride-2 runs as one byte permute per 64 output bytes (avx512 vbmi)"
                : "; strided runs element by element"),
@@ -194,6 +196,20 @@ KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool stream
   k.tiles = {{"rows", t.rows}, {"pieces", t.pieces}, {"blocks0_per_piece", t.blocks0_per_piece}, {"grain", t.grain},
              {"streamed", streamed ? 1 : 0}};
   return k;
+}
+
+// Whether a 2-D unfold's boxes are each one copy (execute's planar rows): stride 1 along both
+// axes, from input rows back to back into packed output rows as long as they are ("same"
+// padding, such as a 3x3 window padded by 1). A box's rows then have one pitch on both sides,
+// so a copy from its first element to its last fills it, and only the input elements that land
+// between its rows (outside the tap's columns) need zeroing afterwards: one long copy instead of
+// a short copy and fills per row. 1x64x56x56 3x3 padded by 1, Zen 4, 1 thread, alternating
+// processes: 0.68x the time; 1x256x14x14 0.50x; 5x5 padded by 2 0.60x; float16 0.85x.
+bool one_copy_boxes(const BlockWalker& walker, const TensorView& in, const TensorView& out, bool streamed) {
+  if (walker.rank() != 2 || streamed) return false;
+  const std::int64_t element = element_size(in.dtype);
+  return out.byte_strides[2] == element && walker.axis(1).stride * in.byte_strides[3] == element &&
+         walker.axis(0).stride * in.byte_strides[2] == walker.blocks()[1] * element;
 }
 
 // Fold's tasks are slabs of output planes (n, c, rows [r0, r1) of the first spatial axis): the
@@ -448,7 +464,8 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
   const std::int64_t rows_per_batch = in.sizes[1] * taps;
   const UnfoldTasks t = unfold_tasks(walker, in.sizes[0] * rows_per_batch, element_size(in.dtype));
   const bool streamed = unfold_streams(in, out);
-  if (verbose()) log_plan(call_text("Unfold", in, desc.window_sizes), describe(t, walker, streamed));
+  const bool one_copy = one_copy_boxes(walker, in, out, streamed);
+  if (verbose()) log_plan(call_text("Unfold", in, desc.window_sizes), describe(t, walker, streamed, one_copy));
   const std::int64_t rows = t.rows, pieces = t.pieces, blocks0 = walker.blocks()[0],
                      blocks0_per_piece = t.blocks0_per_piece, grain = t.grain;
 
@@ -512,6 +529,11 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
           const std::byte* from = src + i0 * position_strides[0] + i1 * position_strides[1];
           if (n == width && src_row_step == n * src_step) {  // whole rows, back to back on both sides: one run
             copy_row<T>(first, col_step, from, src_step, n * (r1 - r0));
+          } else if (one_copy) {  // from its first element to its last, then zeros between its rows
+            copy_row<T>(first, col_step, from, src_step, (r1 - r0 - 1) * width + n);
+            if (c0 > 0) fill(r0 * width, c0);
+            for (std::int64_t b = r0; b + 1 < r1; ++b) fill(b * width + c1, width - n);
+            if (c1 < width) fill((r1 - 1) * width + c1, width - c1);
           } else if (stride2_rows) {  // the rows together, each with its leading zeros (zeros_then_even_rows)
             for (std::int64_t b = r0; b < r1 && c1 < width; ++b) fill(b * width + c1, width - c1);
             zeros_then_even_rows<T>(first - c0 * col_step, width * col_step, c0, from, src_row_step, n, r1 - r0);
@@ -546,8 +568,9 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
 KernelPlan plan(const UnfoldDesc& desc) {
   const TensorView in = unbound_view(desc.input), out = unbound_view(infer_output(desc));
   const BlockWalker walker = window_geometry("Unfold", spatial_sizes(in.sizes), desc);
+  const bool streamed = unfold_streams(in, out);
   return describe(unfold_tasks(walker, in.sizes[0] * in.sizes[1] * walker.tap_count(), element_size(in.dtype)),
-                  walker, unfold_streams(in, out));
+                  walker, streamed, one_copy_boxes(walker, in, out, streamed));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -572,8 +572,9 @@ TEST(UnfoldFold, WorkSplitAcrossThreads) {
 TEST(Unfold, TwoAxesAsFillsAroundOneCopy) {
   // Two spatial axes: each output row is its tap's box of valid blocks copied at once, fills
   // around it. Stride 2 along the last axis (copied rows together), stride 1 (row by row, or one
-  // run of whole rows), taps whose box is empty in a piece of the rows (paddings wider than the
-  // window), dilations, pieces split across 1 to 5 threads.
+  // run of whole rows), output rows as wide as the input's ("same" padding: a box is one copy
+  // across its rows, zeros between them), taps whose box is empty in a piece of the rows
+  // (paddings wider than the window), dilations, pieces split across 1 to 5 threads.
   struct Case {
     Dims sizes, window, strides, dilations, start, end;
   };
@@ -581,7 +582,9 @@ TEST(Unfold, TwoAxesAsFillsAroundOneCopy) {
                         {{1, 1, 300, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
                         {{1, 1, 300, 20}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
                         {{2, 1, 40, 9}, {2, 2}, {3, 2}, {2, 1}, {5, 3}, {4, 6}},
-                        {{1, 1, 200, 33}, {3, 2}, {2, 2}, {1, 2}, {0, 1}, {2, 0}}};
+                        {{1, 1, 200, 33}, {3, 2}, {2, 2}, {1, 2}, {0, 1}, {2, 0}},
+                        {{2, 3, 29, 31}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}},
+                        {{1, 2, 41, 17}, {3, 5}, {1, 1}, {2, 1}, {0, 4}, {4, 0}}};
   for (const Case& c : cases) {
     for (DataType dtype : {DataType::Float16, DataType::Float32, DataType::UInt8}) {
       for (int threads : {1, 2, 5}) {

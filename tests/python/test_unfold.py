@@ -179,6 +179,39 @@ def test_random_sweep_unfold_bit_exact(seed):
     assert_same_bits(y, unfold_reference(x, window, strides, dilations, start, end))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "uint8", "int64"])
+@pytest.mark.parametrize("window,start,end,dilations", [
+    ((3, 3), (1, 1), (1, 1), (1, 1)),      # ResNet's im2col: every tap but the centre column shifts
+    ((5, 5), (2, 2), (2, 2), (1, 1)),
+    ((3, 5), (0, 4), (2, 0), (1, 1)),      # all the padding on one side of each axis
+    ((3, 3), (2, 2), (2, 2), (2, 2)),      # dilated rows and columns, still as wide as the input
+    ((1, 7), (0, 3), (0, 3), (1, 1)),
+])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_same_padding_rows_copied_as_one_box(dtype, window, start, end, dilations, threads):
+    # Stride 1 and output rows as wide as the input's: a tap's box is one copy spanning its rows,
+    # then the elements between them zeroed. Odd sizes, several planes and a thread count that
+    # splits rows into pieces reach boxes of every extent.
+    rng = np.random.default_rng(sum(window) + sum(start) + threads)
+    for shape in [(1, 2, 5, 9), (2, 3, 17, 23), (1, 1, 40, 7), (1, 2, 1, 12)]:
+        x = random_array(rng, shape, dtype)
+        with dmlops.threads(threads):
+            y = dmlops.unfold(x, window, **window_kwargs((1, 1), dilations, start, end))
+        assert y.shape[2] == shape[2] * shape[3]
+        assert_same_bits(y, unfold_reference(x, window, (1, 1), dilations, start, end))
+    kwargs = dict(window_sizes=window, dilations=dilations, start_padding=start, end_padding=end)
+    assert "a box is one copy across its rows" in dmlops.UnfoldDesc(dmlops.TensorDesc(dtype, (2, 3, 17, 23)),
+                                                                     **kwargs).plan().reason
+    # Input rows with a longer pitch (a view into wider rows) are copied row by row, alike.
+    wide = random_array(rng, (2, 3, 17, 30), dtype)[..., 3:26]
+    strides = tuple(s // wide.itemsize for s in wide.strides)
+    plan = dmlops.UnfoldDesc(dmlops.TensorDesc(dtype, wide.shape, strides), **kwargs).plan()
+    assert "box is one copy" not in plan.reason
+    with dmlops.threads(threads):
+        y = dmlops.unfold(wide, window, **window_kwargs((1, 1), dilations, start, end))
+    assert_same_bits(y, unfold_reference(wide, window, (1, 1), dilations, start, end))
+
+
 @pytest.mark.parametrize("seed", range(240))
 def test_random_sweep_fold(seed):
     rng, shape, window, strides, dilations, start, end = sweep_case(seed)
