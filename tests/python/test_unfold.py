@@ -210,6 +210,19 @@ def test_same_padding_rows_copied_as_one_box(dtype, window, start, end, dilation
     with dmlops.threads(threads):
         y = dmlops.unfold(wide, window, **window_kwargs((1, 1), dilations, start, end))
     assert_same_bits(y, unfold_reference(wide, window, (1, 1), dilations, start, end))
+    # A view of 20 columns in rows of 24, padded to 24 blocks wide: the box copy also reads the
+    # 4 columns between the view's rows (inside its parent), and those outputs must be zeros.
+    parent = random_array(rng, (1, 3, 11, 24), dtype)
+    view = parent[..., 2:22]
+    pad_kwargs = window_kwargs((1, 1), (1, 1), (1, 3), (1, 3))
+    strides = tuple(s // view.itemsize for s in view.strides)
+    plan = dmlops.UnfoldDesc(dmlops.TensorDesc(dtype, view.shape, strides), window_sizes=(3, 3),
+                             start_padding=(1, 3), end_padding=(1, 3)).plan()
+    assert "a box is one copy across its rows" in plan.reason
+    with dmlops.threads(threads):
+        y = dmlops.unfold(view, (3, 3), **pad_kwargs)
+    assert y.shape[2] == 11 * 24
+    assert_same_bits(y, unfold_reference(view, (3, 3), (1, 1), (1, 1), (1, 3), (1, 3)))
 
 
 @pytest.mark.parametrize("seed", range(240))
