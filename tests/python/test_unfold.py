@@ -190,10 +190,10 @@ def test_random_sweep_unfold_bit_exact(seed):
 @pytest.mark.parametrize("threads", [1, 3])
 def test_same_padding_rows_copied_as_one_box(dtype, window, start, end, dilations, threads):
     # Stride 1 and output rows as wide as the input's: a tap's box is one copy spanning its rows,
-    # then the elements between them zeroed. Odd sizes, several planes and a thread count that
-    # splits rows into pieces reach boxes of every extent.
+    # then the elements between them zeroed. Odd sizes, several planes, and a single tall plane
+    # that 3 threads cut into pieces of rows, reach boxes of every extent.
     rng = np.random.default_rng(sum(window) + sum(start) + threads)
-    for shape in [(1, 2, 5, 9), (2, 3, 17, 23), (1, 1, 40, 7), (1, 2, 1, 12)]:
+    for shape in [(1, 2, 5, 9), (2, 3, 17, 23), (1, 1, 40, 7), (1, 2, 1, 12), (1, 1, 300, 56)]:
         x = random_array(rng, shape, dtype)
         with dmlops.threads(threads):
             y = dmlops.unfold(x, window, **window_kwargs((1, 1), dilations, start, end))
