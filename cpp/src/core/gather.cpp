@@ -359,7 +359,7 @@ struct Plan {
   // the same input row (0: none): the nearest, or as far back as for the row before when that
   // works too; empty unless copying pays (see equal_rows_back).
   std::vector<std::int64_t> rows_back;
-  bool packed_rows = false;  // rows lie back to back, each written once (several copy as one)
+  bool packed_rows = false;  // rows lie back to back, each written once (copies of several, or a fill plane, are one)
   // A row of one contiguous copy, at most kMaxBorderElements other elements and at most
   // kMaxBorderRuns fills or mirrors (a padding of a few elements each side, or of one fill or
   // mirrored run each side): run_border_rows writes such rows without the per-run work and the
@@ -688,7 +688,7 @@ DMLOPS_NOINLINE void run_border_rows(const Plan& plan, std::byte* out_base, cons
     const std::byte* in = plane.in();
     const bool fill = plane.fill();
     row += o_end - o;
-    if (fill && axis.out_stride == plan.inner_size * size) {  // a plane of the fill value, rows back to back
+    if (fill && plan.packed_rows) {  // a plane of the fill value, its rows back to back: one fill
       fill_row<T>(out + o * axis.out_stride, size, fill_value, (o_end - o) * plan.inner_size);
       o = o_end;
     }
@@ -881,7 +881,6 @@ constexpr std::size_t kRunsWorthACopy = 4;
 void equal_rows_back(Plan& plan) {
   const int d = plan.outer_rank - 1;
   if (d < 0 || plan.in_offsets[d].empty() || plan.runs.size() < kRunsWorthACopy) return;
-  plan.packed_rows = plan.row_copies == 1 && plan.inner_out_stride * plan.inner_size == plan.out_stride[d];
   const std::vector<std::int64_t>& offsets = plan.in_offsets[d];
   // Offsets are input index * in_stride (any index of a size-1 input axis is 0).
   const std::int64_t stride = plan.in_stride[d];
@@ -1105,11 +1104,13 @@ Plan make_plan(const TensorView& in, const TensorView& out, const std::vector<Ax
   }
   if (all_fill) plan.runs = {Run{RunKind::Fill, 0, plan.inner_size, -1, 0}};
   fold_repeated_rows(plan);
+  const int row_dim = plan.outer_rank - 1;
+  plan.packed_rows = row_dim >= 0 && plan.row_copies == 1 && plan.inner_out_stride * plan.inner_size == plan.out_stride[row_dim];
   equal_rows_back(plan);
   const auto element = static_cast<std::int64_t>(element_size(out.dtype));
   plan.stream_rows = stream_staged(in.element_count() * element, out.element_count() * element) && stream_rows_of(plan, element);
   plan.stream = !plan.stream_rows && stream_output(out.element_count() * element);
-  if (!all_fill) find_border(plan, static_cast<std::int64_t>(element_size(out.dtype)));
+  if (!all_fill) find_border(plan, element);
   // Narrow rows write with ordinary stores: not for outputs that are streamed.
   const bool long_border_copy =
       plan.border_rows() && plan.runs[static_cast<std::size_t>(plan.border_copy)].length * element >= kBorderCopyOverNarrow;
