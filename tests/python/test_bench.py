@@ -253,6 +253,33 @@ def test_sharing_report_runs_every_scenario(capsys):
         assert r["case"] in text
 
 
+def test_scaling_limit_measures_every_count(capsys):
+    from dmlops.bench import scaling_limit
+
+    rows = scaling_limit.run([1, 2, 3], rounds=2, batch=2, channels=8, size=6, seconds=0.002)
+    text = capsys.readouterr().out
+    assert [r["threads"] for r in rows] == [1, 2, 3]
+    for r in rows:
+        assert r["fma_gflops"] > 0 and r["independent_gflops"] > 0 and r["one_call_ms"] > 0
+        assert r["one_call_gflops"] == pytest.approx(2 * 2 * 8 * 8 * 9 * 36 / r["one_call_ms"] / 1e6)
+        assert f"{r['one_call_ms']:12.3f}" in text
+    assert rows[0]["fma_speedup"] == rows[0]["independent_speedup"] == rows[0]["one_call_speedup"] == 1.0
+    assert rows[2]["one_call_speedup"] == pytest.approx(rows[0]["one_call_ms"] / rows[2]["one_call_ms"])
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"threads": []}, "threads"), ({"threads": [0]}, "threads"), ({"threads": [1025]}, "threads"),
+    ({"rounds": 0}, "rounds"), ({"batch": 0}, "batch"), ({"channels": -1}, "channels"), ({"size": 0}, "size"),
+    ({"seconds": 0}, "seconds"), ({"seconds": float("nan")}, "seconds"), ({"channels": 10**5}, "bytes"),
+])
+def test_scaling_limit_refuses_bad_arguments(kwargs, field):
+    from dmlops.bench import scaling_limit
+
+    args = {"threads": [1], **kwargs}
+    with pytest.raises(ValueError, match=field):
+        scaling_limit.run(args.pop("threads"), out=None, **args)
+
+
 def test_scaling_judges_more_threads_on_the_interleaved_timing():
     """The table's times are the rows'; "SLOWER" is judged on the counts timed interleaved, which
     share the machine's drift, and on the rows only when a run has no interleaved timing."""
