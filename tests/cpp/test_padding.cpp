@@ -498,6 +498,19 @@ TEST_P(PaddingModeTest, RowsOfACopyAndAFewElements) {
   }
 }
 
+// A border row's copy (copy_bytes) moves 32-byte vectors, the first unaligned, the others stored
+// aligned, the last ending at the row's end: byte rows of 64 to 160 elements (every remainder
+// modulo 32) padded by 1 to 3 (output rows at several offsets), also from a misaligned input
+// (where bytes are permuted, the rows under 96 bytes are narrow rows instead).
+TEST_P(PaddingModeTest, BorderCopiesOfEveryLengthAndAlignment) {
+  for (std::int64_t width = 64; width <= 160; ++width) {
+    for (std::int64_t pad : {1, 2, 3}) {
+      PaddingTester().sizes({2, 3, width}).start({0, 1, pad}).end({0, 0, 4 - pad}).mode(GetParam()).dtype(DataType::UInt8).Test();
+    }
+    PaddingTester().sizes({2, 3, width}).start({0, 1, 1}).end({0, 0, 2}).mode(GetParam()).dtype(DataType::UInt8).misaligned().Test();
+  }
+}
+
 TEST_P(PaddingModeTest, LongRowsSplitIntoColumnBlocks) {
   // A single 4 MB (or 1 MB) row: too few rows to share out, so the kernel splits the row
   // itself into column blocks, which a thread may start in the middle of a run.

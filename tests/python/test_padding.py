@@ -439,6 +439,24 @@ def test_rows_of_a_copy_and_a_few_elements(mode, dtype):
         assert_same_bits(dmlops.pad(strided, start, end, mode=mode), expected)
 
 
+@pytest.mark.parametrize("mode", ["constant", "edge"])
+def test_border_row_copies_of_every_length(mode):
+    """A border row's copy (copy_bytes) moves 32-byte vectors, the first unaligned, the rest
+    stored aligned, the last one ending at the row's end: copies of 96 to 200 bytes (every
+    remainder modulo 32) at output offsets of 1 to 3 bytes and of 1 to 3 float16 elements (the
+    alignments the vectors take), against the reference."""
+    rng = np.random.default_rng(31)
+    for dtype, widths in (("uint8", range(96, 201)), ("float16", range(48, 101))):
+        for pad in (1, 2, 3):
+            for width in widths:
+                x = random_array(rng, (2, 3, width), dtype)
+                start, end = (0, 1, pad), (0, 0, 4 - pad)
+                desc = dmlops.PaddingDesc(dmlops.TensorDesc(dtype, x.shape), start_padding=start, end_padding=end,
+                                          padding_mode=mode)
+                assert "border_elements" in desc.plan().tiles, (dtype, width, pad)
+                assert_same_bits(desc(x), pad_reference(x, start, end, mode))
+
+
 def narrow_rows_expected(dtype) -> bool:
     """Whether this CPU permutes narrow rows of this dtype: AVX-512 (BW for 2-byte elements, which
     every AVX-512 CPU since Skylake has; VBMI for bytes, which the unfold plan names)."""
