@@ -102,7 +102,7 @@ def run(threads: list, rounds: int = 5, batch: int = 8, channels: int = 128, siz
     single_flops = singles[0][1]
     one_call, batch_flops = _layer(batch, channels, size, len(singles))
     count = max(2, round(seconds * 100e9 / single_flops))
-    batch_count = max(3, round(seconds * 100e9 * min(threads) / batch_flops))
+    batch_count = max(5, round(seconds * 100e9 * min(threads) / batch_flops))
     samples: dict = {}
     for _ in range(rounds):
         for t in threads:
