@@ -30,7 +30,8 @@ import numpy as np
 import dmlops
 from dmlops import _core
 
-from ._harness import usable_cpus
+from ._harness import median_ms, time_calls, usable_cpus
+from ._report import default_threads
 
 MAX_THREADS = 1024   # as dmlops.set_num_threads
 MAX_BYTES = 1 << 31  # the arrays of every layer together
@@ -68,17 +69,6 @@ def _independent_gflops(calls: list, flops: int, count: int) -> float:
     return flops * count * len(calls) / max(seconds) / 1e9
 
 
-def _one_call_ms(call, threads: int, count: int) -> float:
-    with dmlops.threads(threads):
-        call()
-        times = []
-        for _ in range(count):
-            t0 = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
-
-
 def run(threads: list, rounds: int = 5, batch: int = 8, channels: int = 128, size: int = 28,
         seconds: float = 0.05, out=sys.stdout) -> list:
     """Measures every thread count `rounds` times, alternating; returns one dict per count with
@@ -102,14 +92,15 @@ def run(threads: list, rounds: int = 5, batch: int = 8, channels: int = 128, siz
     single_flops = singles[0][1]
     one_call, batch_flops = _layer(batch, channels, size, len(singles))
     count = max(2, round(seconds * 100e9 / single_flops))
-    batch_count = max(5, round(seconds * 100e9 * min(threads) / batch_flops))
     samples: dict = {}
     for _ in range(rounds):
         for t in threads:
             samples.setdefault(("fma", t), []).append(_core.fma_peak_gflops(t, 1e3 * seconds))
             samples.setdefault(("independent", t), []).append(
                 _independent_gflops([call for call, _ in singles[:t]], single_flops, count))
-            samples.setdefault(("one_call", t), []).append(_one_call_ms(one_call, t, batch_count))
+            with dmlops.threads(t):  # the harness' schedule: a warm-up, then about `seconds` of calls
+                ms = median_ms(time_calls({"one_call": one_call}, 1, 100, seconds))["one_call"]
+            samples.setdefault(("one_call", t), []).append(ms)
     median = {key: statistics.median(values) for key, values in samples.items()}
     first = threads[0]
     rows = []
@@ -138,8 +129,7 @@ def run(threads: list, rounds: int = 5, batch: int = 8, channels: int = 128, siz
 
 def main(argv: Optional[list] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dmlops.bench.scaling_limit", description=__doc__.split("\n\n")[0])
-    cpus = usable_cpus()
-    parser.add_argument("--threads", default=",".join(map(str, sorted({1, cpus}))),
+    parser.add_argument("--threads", default=",".join(map(str, default_threads())),
                         help="comma-separated thread counts (default: 1 and the usable CPUs)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of every measurement (medians)")
     parser.add_argument("--batch", type=int, default=8)
