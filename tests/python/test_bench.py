@@ -280,6 +280,57 @@ def test_scaling_limit_refuses_bad_arguments(kwargs, field):
         scaling_limit.run(args.pop("threads"), out=None, **args)
 
 
+needs_affinity = pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"),
+                                    reason="pinning a thread needs os.sched_setaffinity (Linux)")
+
+
+@needs_affinity
+def test_scaling_limit_times_each_cpu_pinned(capsys):
+    import os
+
+    from dmlops.bench import scaling_limit
+
+    before = os.sched_getaffinity(0)
+    cpus = sorted(before)
+    rows = scaling_limit.per_cpu(rounds=2, channels=8, size=6, seconds=0.002)
+    text = capsys.readouterr().out
+    assert os.sched_getaffinity(0) == before  # only the measuring threads were pinned
+    assert [r["cpu"] for r in rows] == cpus
+    for r in rows:
+        assert r["fma_gflops"] > 0 and 0 < r["kernel_share"] <= 1
+        assert r["kernel_share"] == pytest.approx(r["kernel_gflops"] / max(q["kernel_gflops"] for q in rows))
+        assert f"{r['kernel_gflops']:11.0f}" in text
+    assert max(r["kernel_share"] for r in rows) == 1.0
+    assert f"worth {sum(r['kernel_share'] for r in rows):.2f} of the fastest" in text
+    # One CPU: the measurement ran there (a pinned thread that reads its own affinity).
+    seen = scaling_limit._pinned(cpus[-1], lambda: os.sched_getaffinity(0))
+    assert seen == {cpus[-1]}
+    assert [r["cpu"] for r in scaling_limit.per_cpu(1, 8, 6, 0.002, cpus=[cpus[0]], out=None)] == [cpus[0]]
+
+
+@needs_affinity
+@pytest.mark.parametrize("kwargs, field", [
+    ({"cpus": []}, "cpus"), ({"cpus": [-1]}, "cpus"), ({"cpus": [10**6]}, "cpus"), ({"rounds": 0}, "rounds"),
+    ({"channels": 0}, "channels"), ({"size": -3}, "size"), ({"seconds": 0}, "seconds"),
+    ({"seconds": float("inf")}, "seconds"), ({"channels": 10**5}, "bytes"),
+])
+def test_scaling_limit_per_cpu_refuses_bad_arguments(kwargs, field):
+    from dmlops.bench import scaling_limit
+
+    with pytest.raises(ValueError, match=field):
+        scaling_limit.per_cpu(out=None, **kwargs)
+
+
+@needs_affinity
+def test_scaling_limit_command_line_per_cpu(capsys):
+    from dmlops.bench import scaling_limit
+
+    assert scaling_limit.main(["--per-cpu", "--threads", "1", "--rounds", "1", "--batch", "1", "--channels", "4",
+                               "--size", "5"]) == 0
+    text = capsys.readouterr().out
+    assert "pinned to each CPU" in text and "of the fastest one" in text and "independent calls" in text
+
+
 def test_scaling_judges_more_threads_on_the_interleaved_timing():
     """The table's times are the rows'; "SLOWER" is judged on the counts timed interleaved, which
     share the machine's drift, and on the rows only when a run has no interleaved timing."""

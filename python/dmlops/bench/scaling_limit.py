@@ -15,10 +15,16 @@ count P, in rounds that alternate the counts and the three measurements:
 It prints the medians of the rounds: throughput and speed-up over the first thread count. One
 call that scales like the independent calls loses nothing to the runtime; what the independent
 calls lose against the FMA loop, the kernel loses to the machine.
+
+With --per-cpu (Linux) it first times the FMA loop and the batch-1 layer on one thread pinned to
+each CPU the process may use, one CPU at a time: a cloud VM's virtual CPUs need not be equal (on
+a 16-core Xeon VM some ran the kernel at 0.7x the others' speed, their cores shared with other
+guests). The CPUs' speeds added up bound what all of them together can reach.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import threading
@@ -35,6 +41,7 @@ from ._report import default_threads
 
 MAX_THREADS = 1024   # as dmlops.set_num_threads
 MAX_BYTES = 1 << 31  # the arrays of every layer together
+STDOUT = object()    # out's default: sys.stdout as it is when called (pytest's capture replaces it)
 
 
 def _layer(batch: int, channels: int, size: int, seed: int):
@@ -69,8 +76,82 @@ def _independent_gflops(calls: list, flops: int, count: int) -> float:
     return flops * count * len(calls) / max(seconds) / 1e9
 
 
+def _pinned(cpu: int, measure):
+    """measure() on a Python thread pinned to `cpu` (the calling thread's affinity is untouched)."""
+    result: list = []
+    errors: list = []
+
+    def work() -> None:
+        try:
+            os.sched_setaffinity(0, {cpu})  # 0: this thread alone
+            result.append(measure())
+        except BaseException as error:  # re-raised on the caller's thread
+            errors.append(error)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+def per_cpu(rounds: int = 3, channels: int = 128, size: int = 28, seconds: float = 0.05,
+            cpus: Optional[list] = None, out=STDOUT) -> list:
+    """The FMA loop and the batch-1 layer on one dmlops thread, pinned to each CPU of `cpus` (by
+    default every CPU this process may use) in turn, in `rounds` rounds that visit every CPU;
+    returns one dict per CPU with the medians: cpu, fma_gflops, kernel_gflops, and kernel_share
+    (its kernel speed over the fastest CPU's)."""
+    if not hasattr(os, "sched_setaffinity"):
+        raise ValueError("scaling_limit: per_cpu needs os.sched_setaffinity (Linux) to pin a thread to a CPU")
+    usable = sorted(os.sched_getaffinity(0))
+    cpus = usable if cpus is None else list(cpus)
+    if not cpus or any(cpu not in usable for cpu in cpus):
+        raise ValueError(f"scaling_limit: cpus must be a non-empty list of the CPUs this process may use ({usable})")
+    for name, value in (("rounds", rounds), ("channels", channels), ("size", size)):
+        if value < 1:
+            raise ValueError(f"scaling_limit: {name} must be >= 1, not {value}")
+    if not 0 < seconds <= 60:
+        raise ValueError(f"scaling_limit: seconds must be in (0, 60], not {seconds}")
+    if 4 * (2 * channels * size * size + 9 * channels * channels) > MAX_BYTES:
+        raise ValueError(f"scaling_limit: the layer's arrays would take more than {MAX_BYTES} bytes")
+    call, flops = _layer(1, channels, size, 0)
+    count = max(2, round(seconds * 100e9 / flops))
+
+    def measure() -> tuple:
+        fma = _core.fma_peak_gflops(1, 1e3 * seconds)
+        with dmlops.threads(1):  # on the calling (pinned) thread
+            call()
+            t0 = time.perf_counter()
+            for _ in range(count):
+                call()
+            return fma, flops * count / (time.perf_counter() - t0) / 1e9
+
+    samples: dict = {cpu: [] for cpu in cpus}
+    for _ in range(rounds):
+        for cpu in cpus:
+            samples[cpu].append(_pinned(cpu, measure))
+    rows = [{"cpu": cpu, "fma_gflops": statistics.median(f for f, _ in samples[cpu]),
+             "kernel_gflops": statistics.median(k for _, k in samples[cpu])} for cpu in cpus]
+    out = sys.stdout if out is STDOUT else out
+    fastest = max(r["kernel_gflops"] for r in rows)
+    for r in rows:
+        r["kernel_share"] = r["kernel_gflops"] / fastest
+    if out is not None:
+        print(f"one thread pinned to each CPU in turn: 3x3 convolution {channels}@{size}, batch 1; "
+              f"medians of {rounds} rounds", file=out)
+        print(f"{'cpu':>5} | {'FMA loop GF/s':>13} | {'kernel GF/s':>11} {'of fastest':>10}", file=out)
+        for r in rows:
+            print(f"{r['cpu']:5d} | {r['fma_gflops']:13.0f} | {r['kernel_gflops']:11.0f} {r['kernel_share']:9.0%}",
+                  file=out)
+        together = sum(r["kernel_share"] for r in rows)
+        print(f"together the {len(rows)} CPUs are worth {together:.2f} of the fastest one: no call on all of them "
+              f"can run the kernel more than {together:.2f}x as fast as one thread there.", file=out)
+    return rows
+
+
 def run(threads: list, rounds: int = 5, batch: int = 8, channels: int = 128, size: int = 28,
-        seconds: float = 0.05, out=sys.stdout) -> list:
+        seconds: float = 0.05, out=STDOUT) -> list:
     """Measures every thread count `rounds` times, alternating; returns one dict per count with
     the medians: fma_gflops, independent_gflops, one_call_ms, one_call_gflops, and each one's
     speed-up over the first count (fma_speedup, independent_speedup, one_call_speedup).
@@ -101,6 +182,7 @@ def run(threads: list, rounds: int = 5, batch: int = 8, channels: int = 128, siz
             with dmlops.threads(t):  # the harness' schedule: a warm-up, then about `seconds` of calls
                 ms = median_ms(time_calls({"one_call": one_call}, 1, 100, seconds))["one_call"]
             samples.setdefault(("one_call", t), []).append(ms)
+    out = sys.stdout if out is STDOUT else out
     median = {key: statistics.median(values) for key, values in samples.items()}
     first = threads[0]
     rows = []
@@ -135,12 +217,17 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--channels", type=int, default=128, help="input and output channels")
     parser.add_argument("--size", type=int, default=28, help="height and width")
+    parser.add_argument("--per-cpu", action="store_true",
+                        help="first time the batch-1 layer on one thread pinned to each CPU in turn (Linux)")
     args = parser.parse_args(argv)
     try:
         threads = [int(t) for t in args.threads.split(",")]
     except ValueError:
         parser.error(f"--threads: {args.threads!r} is not a comma-separated list of integers")
     try:
+        if args.per_cpu:
+            per_cpu(args.rounds, args.channels, args.size)
+            print()
         run(threads, args.rounds, args.batch, args.channels, args.size)
     except ValueError as error:
         parser.error(str(error))
