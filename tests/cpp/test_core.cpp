@@ -2535,6 +2535,22 @@ TEST(Rows, StreamBytesAroundTheThresholdAtEveryAlignment) {
   }
 }
 
+// Whether an output several times its input streams depends on its size against the
+// last-level cache, not on the thread count: the threads of a call share that cache.
+TEST(Rows, StreamStagedWhateverTheThreadCount) {
+  const std::int64_t half = platform::cache_sizes().l3 / 2;
+  for (int threads : {1, 2, 7, 64}) {
+    const testing::ThreadCountGuard guard(threads);
+#if DMLOPS_X86
+    EXPECT_TRUE(stream_staged(half / 5, half - half / 5 + 1)) << threads;   // past half the cache
+    EXPECT_FALSE(stream_staged(half / 5, half - half / 5)) << threads;      // within it
+    EXPECT_FALSE(stream_staged(half, half)) << threads;                     // not twice the input
+#else
+    EXPECT_FALSE(stream_staged(half / 5, 4 * half)) << threads;  // Arm's stores need no streaming
+#endif
+  }
+}
+
 // LineStreamer: sequences of writes of 0 to 200 bytes that continue each other (so lines are
 // completed across writes), with gaps between some (a stretch ends: its waiting bytes go out
 // with ordinary stores), starting at every alignment within a line; after finish() every byte

@@ -4,7 +4,6 @@
 
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/error.hpp"
-#include "dmlops/core/parallel.hpp"
 #include "dmlops/core/platform.hpp"
 
 #if DMLOPS_X86
@@ -96,7 +95,7 @@ bool stream_output(std::int64_t output_bytes) {
 
 bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes) {
 #if DMLOPS_X86
-  return output_bytes >= 2 * input_bytes && input_bytes + output_bytes > platform::cache_sizes().l3 / 2 * num_threads();
+  return output_bytes >= 2 * input_bytes && input_bytes + output_bytes > platform::cache_sizes().l3 / 2;
 #else
   (void)input_bytes, (void)output_bytes;
   return false;
