@@ -301,7 +301,7 @@ def test_scaling_limit_times_each_cpu_pinned(capsys):
         assert r["kernel_share"] == pytest.approx(r["kernel_gflops"] / max(q["kernel_gflops"] for q in rows))
         assert f"{r['kernel_gflops']:11.0f}" in text
     assert max(r["kernel_share"] for r in rows) == 1.0
-    assert f"worth {sum(r['kernel_share'] for r in rows):.2f} of the fastest" in text
+    assert f"together are worth {sum(r['kernel_share'] for r in rows):.2f} of the fastest" in text
     # One CPU: the measurement ran there (a pinned thread that reads its own affinity).
     seen = scaling_limit._pinned(cpus[-1], lambda: os.sched_getaffinity(0))
     assert seen == {cpus[-1]}

@@ -18,8 +18,8 @@ calls lose against the FMA loop, the kernel loses to the machine.
 
 With --per-cpu (Linux) it first times the FMA loop and the batch-1 layer on one thread pinned to
 each CPU the process may use, one CPU at a time: a cloud VM's virtual CPUs need not be equal (on
-a 16-core Xeon VM some ran the kernel at 0.7x the others' speed, their cores shared with other
-guests). The CPUs' speeds added up bound what all of them together can reach.
+a 16-core Xeon VM one thread ran the kernel at 64-100% of the fastest CPU's speed, depending on
+the CPU). The CPUs' speeds added up bound what all of them together can reach.
 """
 from __future__ import annotations
 
@@ -145,8 +145,9 @@ def per_cpu(rounds: int = 3, channels: int = 128, size: int = 28, seconds: float
             print(f"{r['cpu']:5d} | {r['fma_gflops']:13.0f} | {r['kernel_gflops']:11.0f} {r['kernel_share']:9.0%}",
                   file=out)
         together = sum(r["kernel_share"] for r in rows)
-        print(f"together the {len(rows)} CPUs are worth {together:.2f} of the fastest one: no call on all of them "
-              f"can run the kernel more than {together:.2f}x as fast as one thread there.", file=out)
+        print(f"at their speeds alone, the {len(rows)} CPUs together are worth {together:.2f} of the fastest one: "
+              f"a call on all of them runs the kernel at most about {together:.2f}x as fast as one thread there.",
+              file=out)
     return rows
 
 
