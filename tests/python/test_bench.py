@@ -309,6 +309,20 @@ def test_scaling_limit_times_each_cpu_pinned(capsys):
 
 
 @needs_affinity
+def test_scaling_limit_pinning_that_fails_is_a_value_error(monkeypatch):
+    import os
+
+    from dmlops.bench import scaling_limit
+
+    def refuse(pid, cpus):
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(os, "sched_setaffinity", refuse)
+    with pytest.raises(ValueError, match="cannot pin a thread to CPU 0"):
+        scaling_limit._pinned(0, lambda: None)
+
+
+@needs_affinity
 @pytest.mark.parametrize("kwargs, field", [
     ({"cpus": []}, "cpus"), ({"cpus": [-1]}, "cpus"), ({"cpus": [10**6]}, "cpus"), ({"rounds": 0}, "rounds"),
     ({"channels": 0}, "channels"), ({"size": -3}, "size"), ({"seconds": 0}, "seconds"),

@@ -83,7 +83,10 @@ def _pinned(cpu: int, measure):
 
     def work() -> None:
         try:
-            os.sched_setaffinity(0, {cpu})  # 0: this thread alone
+            try:
+                os.sched_setaffinity(0, {cpu})  # 0: this thread alone
+            except OSError as error:  # e.g. a CPU that the process' cpuset no longer allows
+                raise ValueError(f"scaling_limit: cannot pin a thread to CPU {cpu}: {error}") from error
             result.append(measure())
         except BaseException as error:  # re-raised on the caller's thread
             errors.append(error)
