@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 
 import numpy as np
@@ -280,14 +281,12 @@ def test_scaling_limit_refuses_bad_arguments(kwargs, field):
         scaling_limit.run(args.pop("threads"), out=None, **args)
 
 
-needs_affinity = pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"),
+needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"),
                                     reason="pinning a thread needs os.sched_setaffinity (Linux)")
 
 
 @needs_affinity
 def test_scaling_limit_times_each_cpu_pinned(capsys):
-    import os
-
     from dmlops.bench import scaling_limit
 
     before = os.sched_getaffinity(0)
@@ -310,8 +309,6 @@ def test_scaling_limit_times_each_cpu_pinned(capsys):
 
 @needs_affinity
 def test_scaling_limit_pinning_that_fails_is_a_value_error(monkeypatch):
-    import os
-
     from dmlops.bench import scaling_limit
 
     def refuse(pid, cpus):

@@ -53,6 +53,24 @@ def _layer(batch: int, channels: int, size: int, seed: int):
     return (lambda: desc(x, w)), 2 * batch * channels * channels * 9 * size * size
 
 
+def _check(rounds: int, channels: int, size: int, seconds: float, batch: int = 1, singles: int = 0) -> None:
+    """A ValueError naming the first argument out of range, or the bytes of the arrays: a batch
+    layer's and `singles` batch-1 layers' (an input, a filter and an output each)."""
+    for name, value in (("rounds", rounds), ("batch", batch), ("channels", channels), ("size", size)):
+        if value < 1:
+            raise ValueError(f"scaling_limit: {name} must be >= 1, not {value}")
+    if not 0 < seconds <= 60:
+        raise ValueError(f"scaling_limit: seconds must be in (0, 60], not {seconds}")
+    total = 4 * (2 * channels * size * size + 9 * channels * channels) * (singles + batch)
+    if total > MAX_BYTES:
+        raise ValueError(f"scaling_limit: the layers' arrays would take {total} bytes (at most {MAX_BYTES}); "
+                         "ask for fewer threads or a smaller batch, channels or size")
+
+
+def _output(out):
+    return sys.stdout if out is STDOUT else out
+
+
 def _independent_gflops(calls: list, flops: int, count: int) -> float:
     """Each of len(calls) Python threads runs its own call `count` times on one dmlops thread,
     all starting together; the total FLOPs over the slowest thread's time."""
@@ -111,24 +129,14 @@ def per_cpu(rounds: int = 3, channels: int = 128, size: int = 28, seconds: float
     cpus = usable if cpus is None else list(cpus)
     if not cpus or any(cpu not in usable for cpu in cpus):
         raise ValueError(f"scaling_limit: cpus must be a non-empty list of the CPUs this process may use ({usable})")
-    for name, value in (("rounds", rounds), ("channels", channels), ("size", size)):
-        if value < 1:
-            raise ValueError(f"scaling_limit: {name} must be >= 1, not {value}")
-    if not 0 < seconds <= 60:
-        raise ValueError(f"scaling_limit: seconds must be in (0, 60], not {seconds}")
-    if 4 * (2 * channels * size * size + 9 * channels * channels) > MAX_BYTES:
-        raise ValueError(f"scaling_limit: the layer's arrays would take more than {MAX_BYTES} bytes")
+    _check(rounds, channels, size, seconds)
     call, flops = _layer(1, channels, size, 0)
-    count = max(2, round(seconds * 100e9 / flops))
 
     def measure() -> tuple:
         fma = _core.fma_peak_gflops(1, 1e3 * seconds)
-        with dmlops.threads(1):  # on the calling (pinned) thread
-            call()
-            t0 = time.perf_counter()
-            for _ in range(count):
-                call()
-            return fma, flops * count / (time.perf_counter() - t0) / 1e9
+        with dmlops.threads(1):  # on the calling (pinned) thread; the harness' schedule, as run()'s
+            ms = median_ms(time_calls({"kernel": call}, 1, 100, seconds))["kernel"]
+        return fma, flops / ms / 1e6
 
     samples: dict = {cpu: [] for cpu in cpus}
     for _ in range(rounds):
@@ -136,7 +144,7 @@ def per_cpu(rounds: int = 3, channels: int = 128, size: int = 28, seconds: float
             samples[cpu].append(_pinned(cpu, measure))
     rows = [{"cpu": cpu, "fma_gflops": statistics.median(f for f, _ in samples[cpu]),
              "kernel_gflops": statistics.median(k for _, k in samples[cpu])} for cpu in cpus]
-    out = sys.stdout if out is STDOUT else out
+    out = _output(out)
     fastest = max(r["kernel_gflops"] for r in rows)
     for r in rows:
         r["kernel_share"] = r["kernel_gflops"] / fastest
@@ -162,17 +170,7 @@ def run(threads: list, rounds: int = 5, batch: int = 8, channels: int = 128, siz
     `seconds`: about how long each measurement runs (at 100 GFLOP/s per thread)."""
     if not threads or any(not 1 <= t <= MAX_THREADS for t in threads):
         raise ValueError(f"scaling_limit: threads must be a non-empty list of counts from 1 to {MAX_THREADS}")
-    for name, value in (("rounds", rounds), ("batch", batch), ("channels", channels), ("size", size)):
-        if value < 1:
-            raise ValueError(f"scaling_limit: {name} must be >= 1, not {value}")
-    if not 0 < seconds <= 60:
-        raise ValueError(f"scaling_limit: seconds must be in (0, 60], not {seconds}")
-    # The arrays: an input, a filter and an output per independent call, and the batch's.
-    layer_bytes = 4 * (2 * channels * size * size + 9 * channels * channels)
-    total = layer_bytes * (max(threads) + batch)
-    if total > MAX_BYTES:
-        raise ValueError(f"scaling_limit: the layers' arrays would take {total} bytes (at most {MAX_BYTES}); "
-                         "ask for fewer threads or a smaller batch, channels or size")
+    _check(rounds, channels, size, seconds, batch, singles=max(threads))  # a layer per independent call
     singles = [_layer(1, channels, size, seed) for seed in range(max(threads))]
     single_flops = singles[0][1]
     one_call, batch_flops = _layer(batch, channels, size, len(singles))
@@ -186,7 +184,7 @@ def run(threads: list, rounds: int = 5, batch: int = 8, channels: int = 128, siz
             with dmlops.threads(t):  # the harness' schedule: a warm-up, then about `seconds` of calls
                 ms = median_ms(time_calls({"one_call": one_call}, 1, 100, seconds))["one_call"]
             samples.setdefault(("one_call", t), []).append(ms)
-    out = sys.stdout if out is STDOUT else out
+    out = _output(out)
     median = {key: statistics.median(values) for key, values in samples.items()}
     first = threads[0]
     rows = []
