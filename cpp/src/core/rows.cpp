@@ -202,6 +202,69 @@ DMLOPS_TARGET("avx2") void add_to_even_avx2(const float* src, std::int64_t n, fl
 }
 #endif
 
+#if DMLOPS_X86
+namespace {
+
+// The even (kOdd: odd) elements of the 64 bytes at p, as 32 bytes: narrowed within each 128-bit
+// lane (pack, shuffle or unpack of the two halves), then the four quarters put back in order.
+template <int kSize, bool kOdd>
+DMLOPS_TARGET("avx2") DMLOPS_ALWAYS_INLINE inline __m256i alternate_elements(const std::byte* p) {
+  const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+  __m256i lanes;
+  if constexpr (kSize == 1) {
+    const __m256i low = _mm256_set1_epi16(0x00ff);
+    lanes = kOdd ? _mm256_packus_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8))
+                 : _mm256_packus_epi16(_mm256_and_si256(a, low), _mm256_and_si256(b, low));
+  } else if constexpr (kSize == 2) {
+    const __m256i low = _mm256_set1_epi32(0xffff);
+    lanes = kOdd ? _mm256_packus_epi32(_mm256_srli_epi32(a, 16), _mm256_srli_epi32(b, 16))
+                 : _mm256_packus_epi32(_mm256_and_si256(a, low), _mm256_and_si256(b, low));
+  } else if constexpr (kSize == 4) {
+    lanes = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), kOdd ? 0xdd : 0x88));
+  } else {
+    lanes = kOdd ? _mm256_unpackhi_epi64(a, b) : _mm256_unpacklo_epi64(a, b);
+  }
+  return _mm256_permute4x64_epi64(lanes, 0xd8);
+}
+
+template <int kSize>
+DMLOPS_TARGET("avx2") void zeros_then_even_rows_avx2_sized(std::byte* dst, std::int64_t dst_row_step, std::int64_t zeros,
+                                                          const std::byte* src, std::int64_t src_row_step, std::int64_t n,
+                                                          std::int64_t rows) {
+  constexpr std::int64_t V = 32 / kSize;  // output elements per vector
+  if (n <= V) fail("zeros_then_even_rows_avx2: rows of ", n, " elements; more than ", V, " are needed");
+  // The zeros first, a vector at a time (the last may reach into the elements: n > V keeps it
+  // inside the row), then vectors of V elements, each from the 2V input elements from its first,
+  // while those lie inside the row (its last element read, 2n - 2, may be the row's last byte),
+  // then the row's last V elements as the odd ones of the 2V input elements before its last (it
+  // rewrites elements the vector before wrote, with the same values). No masks, no element loop.
+  const __m256i zero = _mm256_setzero_si256();
+  const std::int64_t zero_bytes = zeros * kSize, tail = n - V;
+  for (std::int64_t r = 0; r < rows; ++r, dst += dst_row_step, src += src_row_step) {
+    for (std::int64_t b = 0; b < zero_bytes; b += 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b), zero);
+    std::byte* out = dst + zero_bytes;
+    for (std::int64_t j = 0; j < tail; j += V)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j * kSize), alternate_elements<kSize, false>(src + 2 * j * kSize));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + tail * kSize),
+                        alternate_elements<kSize, true>(src + (2 * tail - 1) * kSize));
+  }
+}
+
+}  // namespace
+
+void zeros_then_even_rows_avx2(std::byte* dst, std::int64_t dst_row_step, std::int64_t zeros, const std::byte* src,
+                               std::int64_t src_row_step, std::int64_t n, std::int64_t rows, int size) {
+  switch (size) {
+    case 1: return zeros_then_even_rows_avx2_sized<1>(dst, dst_row_step, zeros, src, src_row_step, n, rows);
+    case 2: return zeros_then_even_rows_avx2_sized<2>(dst, dst_row_step, zeros, src, src_row_step, n, rows);
+    case 4: return zeros_then_even_rows_avx2_sized<4>(dst, dst_row_step, zeros, src, src_row_step, n, rows);
+    case 8: return zeros_then_even_rows_avx2_sized<8>(dst, dst_row_step, zeros, src, src_row_step, n, rows);
+  }
+  fail("zeros_then_even_rows_avx2: size is ", size, "; it must be 1, 2, 4 or 8");
+}
+#endif
+
 
 #if DMLOPS_X86
 namespace {
