@@ -3051,11 +3051,11 @@ TEST(Direct, RowTilesAreOneChainPerOutput) {
   }
 }
 
-// Windows of rows of three adjacent taps: rows of 4 to 8 positions and longer, 1 or 2 elements
-// apart, cut into tiles of 4 to 6 (triple tiles, where the kernel has them: AVX2) unless a tile
-// of 3 would be left (rows of 7: general tiles).
+// Windows of rows of three adjacent taps: rows of 3 to 30 positions, 1 or 2 elements apart, cut
+// into tiles of 5 or 6 (triple tiles, where the kernel has them: AVX2) unless a tile of 4 or
+// fewer would be left (rows of 3, 4, 7, 8, 9, 13, 14: general tiles across rows).
 TEST(Direct, TripleTilesAreOneChainPerOutput) {
-  for (const std::int64_t row : {3, 4, 5, 6, 7, 8, 13, 14, 30}) {
+  for (const std::int64_t row : {3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 30}) {
     for (const std::int64_t step : {1, 2}) expect_one_chain_per_output(row, step, true);
   }
 }

@@ -245,10 +245,12 @@ DMLOPS_UNROLL(16)
   // half a tile or more, so that they are row tiles (a 14-wide row: 7 + 7); so are tiles of 6
   // that can be triple tiles, when every tile of a row keeps kTripleMinPositions (a 7-wide row
   // would leave a tile of 3: 6 sums, fewer than two FMA pipes need in flight to hide their
-  // latency). Shorter rows, and AVX-512's tiles of 6, may span rows and take the general tile
-  // (6 x 4 row tiles for those that lay in one row made 3x3 512@7 3-11% slower on Zen 4, in two
-  // paired runs).
-  static constexpr std::int64_t kTripleMinPositions = 4;
+  // latency; a 14-wide row tiles of 5, 5 and 4, where general tiles of 6 across rows, with more
+  // FMAs per load of the weights, ran 3x3 256@14 and s2 256@28 0.94-0.98x the time on Zen 3, 1
+  // and 2 threads, paired). Shorter rows, and AVX-512's tiles of 6, may span rows and take the
+  // general tile (6 x 4 row tiles for those that lay in one row made 3x3 512@7 3-11% slower on
+  // Zen 4, in two paired runs).
+  static constexpr std::int64_t kTripleMinPositions = 5;
   template <int kVectors>
   DMLOPS_ALWAYS_INLINE static void positions_of(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                                   const std::int64_t* tap_offsets, const std::int64_t* offsets,
