@@ -112,9 +112,12 @@ def per_axis(values: Any, count: int, what: str, default: Optional[int] = None) 
     """A per-axis integer argument: an integer is repeated on each of ``count`` axes, None is
     ``default`` on each (when there is one), a sequence is taken as it is (its length is checked
     by the C++ layer, which names the rank)."""
+    kind = type(values)
+    if (kind is tuple or kind is list) and _only_ints(values):  # the common cases first
+        return tuple(values)
     if values is None and default is not None:
         return (default,) * max(count, 0)
-    if type(values) is int or is_integer(values):  # the common case first
+    if kind is int or is_integer(values):
         return (int(values),) * max(count, 0)
     return int_tuple(values, what)
 
@@ -167,11 +170,21 @@ def _entries(values: Iterable[Any], what: str) -> list[Any]:
     return entries
 
 
+_INT = frozenset({int})
+
+
+def _only_ints(values: tuple[Any, ...] | list[Any]) -> bool:
+    """A tuple or list of at most MAX_ENTRIES Python ints (bools are not ints here). A set test
+    over the entries' types, not all() over a generator: 0.3 us, not 0.8, of a small operator's
+    call, which takes a few of these (a 4x4 unfold took 15 us, 3.5 of them in C++)."""
+    return len(values) <= MAX_ENTRIES and _INT.issuperset(map(type, values))
+
+
 def int_tuple(values: Any, what: str) -> tuple[int, ...]:
     """A sequence of integers (Python or numpy) as a tuple of Python ints."""
     # The common case first, in a fraction of the checks below (which cost more than the C++
-    # call of a small operator): a short tuple or list of Python ints (bools are not ints here).
-    if type(values) in (tuple, list) and len(values) <= MAX_ENTRIES and all(type(v) is int for v in values):
+    # call of a small operator).
+    if (type(values) is tuple or type(values) is list) and _only_ints(values):
         return tuple(values)
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise TypeError(f"{what} must be a sequence of integers, not {type(values).__name__}")
