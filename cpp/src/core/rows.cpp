@@ -208,7 +208,7 @@ namespace {
 // The even (kOdd: odd) elements of the 64 bytes at p, as 32 bytes: narrowed within each 128-bit
 // lane (pack, shuffle or unpack of the two halves), then the four quarters put back in order.
 template <int kSize, bool kOdd>
-DMLOPS_TARGET("avx2") DMLOPS_ALWAYS_INLINE inline __m256i alternate_elements(const std::byte* p) {
+DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx2") inline __m256i alternate_elements(const std::byte* p) {
   const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
   __m256i lanes;
