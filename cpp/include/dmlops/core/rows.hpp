@@ -106,6 +106,25 @@ void fill_row(std::byte* dst, std::int64_t dst_step, T value, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i, dst += dst_step) std::memcpy(dst, &value, sizeof(T));
 }
 
+// `rows` runs of n contiguous elements, row_step bytes apart, set to value (the zeros between the
+// rows of a box copied whole: a 3x3 unfold's padding column). Runs of one or two elements are
+// stores in one loop: as a fill_row call each, the 55 per plane of a float16 3x3 unfold were
+// ~40% of its time.
+template <class T>
+void fill_rows(std::byte* dst, std::int64_t row_step, T value, std::int64_t n, std::int64_t rows) {
+  constexpr auto size = static_cast<std::int64_t>(sizeof(T));
+  if (n == 1) {
+    for (std::int64_t r = 0; r < rows; ++r, dst += row_step) std::memcpy(dst, &value, sizeof(T));
+  } else if (n == 2) {
+    for (std::int64_t r = 0; r < rows; ++r, dst += row_step) {
+      std::memcpy(dst, &value, sizeof(T));
+      std::memcpy(dst + size, &value, sizeof(T));
+    }
+  } else {
+    for (std::int64_t r = 0; r < rows; ++r, dst += row_step) fill_row<T>(dst, size, value, n);
+  }
+}
+
 // dst[i] = src[-i]: a mirrored stretch (reflection and symmetric padding). Typed, so the
 // compiler vectorises it with lane permutes.
 template <class T>
@@ -286,9 +305,7 @@ void zeros_then_even_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_
   if (!avx512_vbmi_enabled() && even_rows_avx2(n, sizeof(T)))
     return zeros_then_even_rows_avx2(dst, dst_row_step, zeros, src, src_row_step, n, rows, static_cast<int>(size));
 #endif
-  if (zeros > 0) {
-    for (std::int64_t r = 0; r < rows; ++r) fill_row<T>(dst + r * dst_row_step, size, T{0}, zeros);
-  }
+  fill_rows<T>(dst, dst_row_step, T{0}, zeros, rows);
   copy_rows<T>(dst + zeros * size, dst_row_step, size, src, src_row_step, 2 * size, n, rows);
 }
 
