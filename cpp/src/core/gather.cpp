@@ -1129,7 +1129,8 @@ Plan make_plan(const TensorView& in, const TensorView& out, const std::vector<Ax
     plan.columns_per_block = kMaxColumnBlockBytes / elem;
     plan.column_blocks = (plan.inner_size + plan.columns_per_block - 1) / plan.columns_per_block;
   }
-  const std::int64_t task_bytes = plan.columns_per_block * elem;
+  // (A row of a fold_repeated_rows plan writes row_copies output rows.)
+  const std::int64_t task_bytes = plan.columns_per_block * elem * plan.row_copies;
   plan.grain = std::max<std::int64_t>(1, kBytesPerTask / task_bytes);
   return plan;
 }
