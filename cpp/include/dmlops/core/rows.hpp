@@ -108,11 +108,12 @@ void fill_row(std::byte* dst, std::int64_t dst_step, T value, std::int64_t n) {
 
 // `rows` runs of n contiguous elements, row_step bytes apart, set to value (the zeros between the
 // rows of a box copied whole: a 3x3 unfold's padding column). Runs of one or two elements are
-// stores in one loop: as a fill_row call each, the 55 per plane of a float16 3x3 unfold were
-// ~40% of its time.
+// stores in one loop: as a fill_row call each (55 per plane), a float16 3x3 unfold of
+// 1x64x56x56 took 1.45x the time on Zen 3.
 template <class T>
 void fill_rows(std::byte* dst, std::int64_t row_step, T value, std::int64_t n, std::int64_t rows) {
   constexpr auto size = static_cast<std::int64_t>(sizeof(T));
+  if (n <= 0) return;
   if (n == 1) {
     for (std::int64_t r = 0; r < rows; ++r, dst += row_step) std::memcpy(dst, &value, sizeof(T));
   } else if (n == 2) {
