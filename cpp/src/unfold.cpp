@@ -179,6 +179,7 @@ bool unfold_streams(const TensorView& in, const TensorView& out) {
 }
 
 KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool streamed, bool one_copy_boxes) {
+  const bool stride2 = walker.axis(walker.rank() - 1).stride == 2;
   KernelPlan k = KernelPlan::of(
       "rows",
       std::string(streamed ? "each output row (n, c, tap) walks its tap over the blocks into a buffer in L1, streamed out "
@@ -189,9 +190,8 @@ KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool stream
           (one_copy_boxes ? "; output rows as wide as the input's: a box is one copy across its rows, the input elements "
                             "between them then zeroed"
            : unit_strides(walker) ? "; stride 1: a run is one copy"
-           : walker.axis(walker.rank() - 1).stride == 2 && avx512_vbmi_enabled()
-               ? "; stride-2 runs as one byte permute per 64 output bytes (avx512 vbmi)"
-           : walker.axis(walker.rank() - 1).stride == 2 && avx2_enabled()
+           : stride2 && avx512_vbmi_enabled() ? "; stride-2 runs as one byte permute per 64 output bytes (avx512 vbmi)"
+           : stride2 && avx2_enabled()
                ? "; stride-2 runs longer than 32 bytes as one narrowing pack per 32 output bytes (avx2), shorter ones "
                  "element by element"
                : "; strided runs element by element"),

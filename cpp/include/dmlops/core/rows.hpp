@@ -112,17 +112,12 @@ void fill_row(std::byte* dst, std::int64_t dst_step, T value, std::int64_t n) {
 // 1x64x56x56 took 1.45x the time on Zen 3.
 template <class T>
 void fill_rows(std::byte* dst, std::int64_t row_step, T value, std::int64_t n, std::int64_t rows) {
-  constexpr auto size = static_cast<std::int64_t>(sizeof(T));
-  if (n <= 0) return;
-  if (n == 1) {
-    for (std::int64_t r = 0; r < rows; ++r, dst += row_step) std::memcpy(dst, &value, sizeof(T));
-  } else if (n == 2) {
-    for (std::int64_t r = 0; r < rows; ++r, dst += row_step) {
-      std::memcpy(dst, &value, sizeof(T));
-      std::memcpy(dst + size, &value, sizeof(T));
-    }
-  } else {
-    for (std::int64_t r = 0; r < rows; ++r, dst += row_step) fill_row<T>(dst, size, value, n);
+  if (n > 2) {
+    for (std::int64_t r = 0; r < rows; ++r, dst += row_step) fill_row<T>(dst, sizeof(T), value, n);
+    return;
+  }
+  for (std::int64_t r = 0; r < rows; ++r, dst += row_step) {
+    for (std::int64_t i = 0; i < n; ++i) std::memcpy(dst + i * std::int64_t{sizeof(T)}, &value, sizeof(T));
   }
 }
 
