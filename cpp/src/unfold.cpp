@@ -319,56 +319,15 @@ TensorDesc infer_output(const FoldDesc& desc) {
 
 namespace {
 
-// The copied runs of one unfold row, handed to copy_rows in blocks: runs of the same length and
-// step whose positions in the row and in the input advance by the same amounts (a stride-2
-// window's runs, one per input row) are one block, so a run of a few dozen elements does not
-// pay a call chain of its own. Padding runs are filled at once (other elements of the row).
-template <class T>
-class RunBlocks {
- public:
-  RunBlocks(std::byte* dst, std::int64_t col_step, const std::byte* src) : dst_(dst), col_step_(col_step), src_(src) {}
-
-  void add(std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
-    if (rows_ > 0 && step == step_ && count == count_) {
-      if (rows_ == 1) {
-        col_delta_ = col - col_, offset_delta_ = offset - offset_;
-        rows_ = 2;
-        return;
-      }
-      if (col == col_ + rows_ * col_delta_ && offset == offset_ + rows_ * offset_delta_) {
-        ++rows_;
-        return;
-      }
-    }
-    flush();
-    col_ = col, offset_ = offset, step_ = step, count_ = count, rows_ = 1;
-  }
-
-  void flush() {
-    if (rows_ > 0)
-      copy_rows<T>(dst_ + col_ * col_step_, col_delta_ * col_step_, col_step_, src_ + offset_, offset_delta_, step_, count_,
-                   rows_);
-    rows_ = 0;
-  }
-
- private:
-  std::byte* dst_;
-  std::int64_t col_step_;
-  const std::byte* src_;
-  std::int64_t col_ = 0, offset_ = 0, step_ = 0, count_ = 0, rows_ = 0, col_delta_ = 0, offset_delta_ = 0;
-};
-
 // An output row written through a buffer in L1 and streamed out a chunk at a time
 // (stream_bytes), for outputs too large for the caches (unfold_streams) with contiguous
 // rows: their runs (30 elements in a 3x3x3 unfold) are too short to stream one by one, and
 // ordinary stores read each line of the output before writing it. Runs and fills arrive in
-// column order, back to back, as BlockWalker::walk hands them out. With kBlocks (windows of three
-// or more axes), unit-stride runs of one length whose inputs lie evenly apart (one per input
-// row) wait in a block and go into the buffer with one copy_byte_rows call: a call chain per run
-// took half of a 3x3x3 unfold's time (Zen 4, paired: 0.89x the time so at 1 thread, 0.82-0.84x
-// at 2). Not with two axes, where a padded window's runs come between fills, one at a time (a
-// 1x64x160x160 unfold was 5% slower so).
-template <class T, bool kBlocks>
+// column order, back to back, as BlockWalker::walk hands them out, a tap's rows along the last
+// two axes in one call (copy_rows): a call per run, and even a check per run that gathered the
+// runs into blocks, took a fifth to a half of a 3x3x3 unfold's time. Zen 3, 1 thread, alternating
+// processes: 1x16x32x32x32 0.80-0.84x the time so, 0.60x padded by 1.
+template <class T>
 class StreamedRow {
  public:
   static constexpr std::int64_t kChunk = 8192 / sizeof(T);  // elements: the buffer stays in L1
@@ -379,58 +338,41 @@ class StreamedRow {
     limit_ = kChunk - static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(dst) % 64) / kSize;
   }
   void copy(const std::byte* src, std::int64_t step, std::int64_t count) {
-    if (kBlocks && step == kSize && count > 0) {
-      if (rows_ > 0 && count == count_ && (rows_ == 1 || src == src_ + rows_ * src_delta_)) {
-        if (rows_ == 1) src_delta_ = src - src_;
-        ++rows_;
-        return;
-      }
-      copy_waiting();
-      src_ = src, count_ = count, rows_ = 1;
-      return;
-    }
-    copy_waiting();
-    copy_run(src, step, count);
-  }
-  void fill(std::int64_t count) {
-    copy_waiting();
-    append(count, [](T* to, std::int64_t take) { std::fill_n(to, take, T{0}); });
-  }
-  // The rest of the row, out.
-  void finish() {
-    copy_waiting();
-    stream_chunk();
-  }
-
- private:
-  void copy_run(const std::byte* src, std::int64_t step, std::int64_t count) {
     append(count, [&](T* to, std::int64_t take) {
       copy_row<T>(reinterpret_cast<std::byte*>(to), kSize, src, step, take);
       src += take * step;
     });
   }
-  // The waiting runs: a run alone (the next one did not continue its block) as it came, a block
-  // with one copy_byte_rows call for the runs that fit the chunk at once.
-  void copy_waiting() {
-    if constexpr (kBlocks) {
-      if (rows_ == 1) copy_run(src_, kSize, count_), rows_ = 0;
-      if (rows_ > 1) copy_block();
-    }
-  }
-  DMLOPS_NOINLINE void copy_block() {
-    while (rows_ > 0) {
-      const std::int64_t fit = std::min(rows_, (limit_ - used_) / count_);
-      if (fit <= 1) {  // a run across the chunk's end, or the last one
-        copy_run(src_, kSize, count_);
-        src_ += src_delta_, --rows_;
+  // `rows` runs of `count` elements, the input of each row_step bytes after the last's, with
+  // `gap` zeros between two runs: the rows that fit the chunk at once as one copy_byte_rows
+  // call and one fill_rows call.
+  DMLOPS_NOINLINE void copy_rows(const std::byte* src, std::int64_t step, std::int64_t count, std::int64_t row_step,
+                                 std::int64_t rows, std::int64_t gap) {
+    const std::int64_t pitch = count + gap;
+    while (rows > 0) {
+      // Rows each with the gap after it; the last row's gap only if the next run needs it.
+      const std::int64_t fit = step == kSize ? std::min(rows - 1, (limit_ - used_) / pitch) : 0;
+      if (fit <= 1) {  // a run across the chunk's end, the last one, or strided runs
+        copy(src, step, count);
+        if (rows > 1) fill(gap);
+        src += row_step, --rows;
         continue;
       }
-      copy_byte_rows(reinterpret_cast<std::byte*>(buffer_ + used_), count_ * kSize, src_, src_delta_,
-                     static_cast<std::size_t>(count_ * kSize), fit);
-      used_ += fit * count_, src_ += fit * src_delta_, rows_ -= fit;
+      T* to = buffer_ + used_;
+      copy_byte_rows(reinterpret_cast<std::byte*>(to), pitch * kSize, src, row_step, static_cast<std::size_t>(count * kSize),
+                     fit);
+      if (gap > 0) fill_rows<T>(reinterpret_cast<std::byte*>(to + count), pitch * kSize, T{0}, gap, fit);
+      used_ += fit * pitch, src += fit * row_step, rows -= fit;
       if (used_ == limit_) stream_chunk();
     }
   }
+  void fill(std::int64_t count) {
+    append(count, [](T* to, std::int64_t take) { std::fill_n(to, take, T{0}); });
+  }
+  // The rest of the row, out.
+  void finish() { stream_chunk(); }
+
+ private:
   void stream_chunk() {
     stream_bytes(dst_, reinterpret_cast<const std::byte*>(buffer_), static_cast<std::size_t>(used_ * kSize));
     dst_ += used_ * kSize;
@@ -450,8 +392,6 @@ class StreamedRow {
   std::byte* dst_;
   T* buffer_;
   std::int64_t used_ = 0, limit_ = kChunk;
-  const std::byte* src_ = nullptr;  // the waiting block: rows_ runs of count_ elements, src_delta_ bytes apart
-  std::int64_t count_ = 0, rows_ = 0, src_delta_ = 0;
 };
 
 }  // namespace
@@ -478,9 +418,7 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
   visit_width(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     // Rows read every other input element (stride 2 along the last axis) into unit-stride output
-    // rows: copied in blocks (RunBlocks). Only those: deferring the unit-stride rows of a 3x3x3
-    // unfold too made it 12-21% slower on the 16-core Xeon, and so did one walk that picks per
-    // run (10-15% on the 2-core Xeon): the unit-stride walk below stays free of RunBlocks.
+    // rows: a planar unfold's box goes to zeros_then_even_rows.
     const int last = walker.rank() - 1;
     const bool stride2_rows = walker.axis(last).stride * position_strides[last] == 2 * std::int64_t{sizeof(T)} &&
                               col_step == std::int64_t{sizeof(T)};
@@ -492,7 +430,7 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
     const bool planar = walker.rank() == 2 && !streamed;
     const std::int64_t width = walker.blocks()[planar ? 1 : 0];
     parallel_for(0, rows * pieces, grain, [&](std::int64_t begin, std::int64_t end) {
-      std::vector<T> buffer(streamed ? StreamedRow<T, false>::kChunk : 0);
+      std::vector<T> buffer(streamed ? StreamedRow<T>::kChunk : 0);
       for (std::int64_t task = begin; task < end; ++task) {
         const std::int64_t row = task / pieces, piece = task % pieces;
         const std::int64_t n = row / rows_per_batch, row_in_batch = row % rows_per_batch;
@@ -504,16 +442,17 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
           fill_row<T>(dst + col * col_step, col_step, T{0}, count);
         };
         if (streamed) {
-          const auto stream = [&](auto row) {
-            walker.walk(
-                walker.tap(k), first0, last0, position_strides, /*base_offset=*/0,
-                [&](std::int64_t, std::int64_t count) { row.fill(count); },
-                [&](std::int64_t, std::int64_t offset, std::int64_t step, std::int64_t count) { row.copy(src + offset, step, count); });
-            row.finish();
-          };
-          std::byte* first = dst + first0 * walker.block_stride(0) * col_step;
-          if (walker.rank() >= 3) stream(StreamedRow<T, true>(first, buffer.data()));
-          else stream(StreamedRow<T, false>(first, buffer.data()));
+          StreamedRow<T> row(dst + first0 * walker.block_stride(0) * col_step, buffer.data());
+          walker.walk(walker.tap(k), first0, last0, position_strides, /*base_offset=*/0,
+                      [&](std::int64_t, std::int64_t count) { row.fill(count); },
+                      Overloaded{[&](std::int64_t, std::int64_t offset, std::int64_t step, std::int64_t count) {
+                                   row.copy(src + offset, step, count);
+                                 },
+                                 [&](std::int64_t, std::int64_t offset, std::int64_t step, std::int64_t count,
+                                     std::int64_t row_step, std::int64_t rows, std::int64_t pitch) {
+                                   row.copy_rows(src + offset, step, count, row_step, rows, pitch - count);
+                                 }});
+          row.finish();
         } else if (planar) {
           const Dims tap = walker.tap(k);
           const WindowAxis &rows_axis = walker.axis(0), &columns_axis = walker.axis(1);
@@ -548,18 +487,22 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
             }
           }
           if (r1 < last0) fill(r1 * width, (last0 - r1) * width);
-        } else if (stride2_rows) {
-          RunBlocks<T> runs(dst, col_step, src);
-          walker.walk(walker.tap(k), first0, last0, position_strides, /*base_offset=*/0, fill,
-                      [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
-                        runs.add(col, offset, step, count);
-                      });
-          runs.flush();
         } else {
           walker.walk(walker.tap(k), first0, last0, position_strides, /*base_offset=*/0, fill,
-                      [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
-                        copy_row<T>(dst + col * col_step, col_step, src + offset, step, count);
-                      });
+                      Overloaded{[&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+                                   copy_row<T>(dst + col * col_step, col_step, src + offset, step, count);
+                                 },
+                                 [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count,
+                                     std::int64_t row_step, std::int64_t rows, std::int64_t pitch) {
+                                   copy_rows<T>(dst + col * col_step, pitch * col_step, col_step, src + offset, row_step,
+                                                step, count, rows);
+                                   const std::int64_t gap = pitch - count;
+                                   if (gap == 0) return;
+                                   if (col_step == std::int64_t{sizeof(T)})
+                                     fill_rows<T>(dst + (col + count) * col_step, pitch * col_step, T{0}, gap, rows - 1);
+                                   else
+                                     for (std::int64_t r = 0; r + 1 < rows; ++r) fill(col + r * pitch + count, gap);
+                                 }});
         }
       }
       if (streamed) stream_fence();

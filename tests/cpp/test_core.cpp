@@ -2126,22 +2126,36 @@ struct WalkRecord {
 // Records one walk of `tap` and checks it block by block: each block with in_range(col, b) is
 // reported exactly once, in increasing col order, as padding exactly when some axis reads
 // outside the input, else with offset base + sum_d p_d * position_strides[d]; no other block is.
-template <class Walk, class InRange>
+// With kRowsForm, `inside` also takes the rows form (several runs in one call), as a caller may.
+template <bool kRowsForm, class Walk, class InRange>
 void expect_walk_matches(const std::vector<WindowAxis>& axes, const Dims& tap, const Dims& position_strides,
                          std::int64_t base, Walk&& walk, InRange&& in_range, const std::string& context) {
   const int rank = static_cast<int>(axes.size());
   std::int64_t blocks = 1;
   for (const WindowAxis& a : axes) blocks *= a.out();
   WalkRecord record(blocks);
-  walk(
-      [&](std::int64_t col, std::int64_t count) {
-        record.run(col, count);
-        for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Padding, 0);
-      },
-      [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
-        record.run(col, count);
-        for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Inside, offset + j * step);
-      });
+  const auto padding = [&](std::int64_t col, std::int64_t count) {
+    record.run(col, count);
+    for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Padding, 0);
+  };
+  const auto inside = [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count) {
+    record.run(col, count);
+    for (std::int64_t j = 0; j < count; ++j) record.mark(col + j, WalkRecord::Inside, offset + j * step);
+  };
+  if constexpr (kRowsForm) {
+    walk(padding, Overloaded{inside, [&](std::int64_t col, std::int64_t offset, std::int64_t step, std::int64_t count,
+                                         std::int64_t row_step, std::int64_t rows, std::int64_t pitch) {
+                               record.run(col, rows * pitch);
+                               for (std::int64_t r = 0; r < rows; ++r) {
+                                 for (std::int64_t j = 0; j < count; ++j)
+                                   record.mark(col + r * pitch + j, WalkRecord::Inside, offset + r * row_step + j * step);
+                                 for (std::int64_t j = count; j < pitch && r + 1 < rows; ++j)  // padding between runs
+                                   record.mark(col + r * pitch + j, WalkRecord::Padding, 0);
+                               }
+                             }});
+  } else {
+    walk(padding, inside);
+  }
   ASSERT_TRUE(record.in_order) << context;
   ASSERT_FALSE(record.overlap) << context;
   for (std::int64_t col = 0; col < blocks; ++col) {
@@ -2194,11 +2208,13 @@ TEST(BlockWalker, WalkMatchesEveryBlockComputedDirectly) {
     const std::int64_t base = pick(-5, 5);
     for (std::int64_t k = 0; k < taps; ++k) {
       const Dims tap = walker.tap(k);
-      expect_walk_matches(
-          axes, tap, position_strides, base,
-          [&](auto&& padding, auto&& inside) { walker.walk(tap, b0_first, b0_last, position_strides, base, padding, inside); },
-          [&](std::int64_t, const Dims& b) { return b[0] >= b0_first && b[0] < b0_last; },
-          "trial " + std::to_string(trial) + " tap " + std::to_string(k));
+      const auto walk = [&](auto&& padding, auto&& inside) {
+        walker.walk(tap, b0_first, b0_last, position_strides, base, padding, inside);
+      };
+      const auto in_range = [&](std::int64_t, const Dims& b) { return b[0] >= b0_first && b[0] < b0_last; };
+      const std::string context = "trial " + std::to_string(trial) + " tap " + std::to_string(k);
+      expect_walk_matches<false>(axes, tap, position_strides, base, walk, in_range, context);
+      expect_walk_matches<true>(axes, tap, position_strides, base, walk, in_range, context + " (rows form)");
     }
   }
 }
@@ -2227,12 +2243,14 @@ TEST(BlockWalker, WalkSpanMatchesEveryBlockComputedDirectly) {
     const std::int64_t base = pick(-5, 5);
     for (std::int64_t k = 0; k < walker.tap_count(); ++k) {
       const Dims tap = walker.tap(k);
-      expect_walk_matches(
-          axes, tap, position_strides, base,
-          [&](auto&& padding, auto&& inside) { walker.walk_span(tap, c0, c1, position_strides, base, padding, inside); },
-          [&](std::int64_t col, const Dims&) { return col >= c0 && col < c1; },
-          "trial " + std::to_string(trial) + " tap " + std::to_string(k) + " span [" + std::to_string(c0) + ", " +
-              std::to_string(c1) + ")");
+      const auto walk = [&](auto&& padding, auto&& inside) {
+        walker.walk_span(tap, c0, c1, position_strides, base, padding, inside);
+      };
+      const auto in_range = [&](std::int64_t col, const Dims&) { return col >= c0 && col < c1; };
+      const std::string context = "trial " + std::to_string(trial) + " tap " + std::to_string(k) + " span [" +
+                                  std::to_string(c0) + ", " + std::to_string(c1) + ")";
+      expect_walk_matches<false>(axes, tap, position_strides, base, walk, in_range, context);
+      expect_walk_matches<true>(axes, tap, position_strides, base, walk, in_range, context + " (rows form)");
     }
   }
 }
@@ -2260,6 +2278,33 @@ TEST(BlockWalker, MergesBackToBackRuns) {
   EXPECT_EQ(walker.tap(5), (Dims{1, 2}));
   EXPECT_EQ(walker.block_stride(0), 5);
   EXPECT_EQ(walker.blocks(), (Dims{4, 5}));
+}
+
+TEST(BlockWalker, HandsATapsRowsToTheRowsForm) {
+  // A 3x3x3 window on a 4x5x5 box: each b_0 of a tap is 3 rows of blocks along the last two
+  // axes, back to back in col but not in the input, so a caller that takes the rows form gets
+  // one call per b_0. Padded by 1 along the last axis, a corner tap's rows have a padding block
+  // before each: the first one and the padding after the last row are reported as padding.
+  const auto walk = [](const WindowAxis& last, std::int64_t k) {
+    const BlockWalker walker({WindowAxis{4, 3, 1, 1, 0, 0}, WindowAxis{5, 3, 1, 1, 0, 0}, last});
+    std::vector<std::string> runs;
+    walker.walk(
+        walker.tap(k), 0, walker.blocks()[0], Dims{25, 5, 1}, 0,
+        [&](std::int64_t col, std::int64_t count) { runs.push_back("pad " + std::to_string(col) + "+" + std::to_string(count)); },
+        Overloaded{[&](std::int64_t col, std::int64_t offset, std::int64_t, std::int64_t count) {
+                     runs.push_back("in " + std::to_string(col) + "+" + std::to_string(count) + " @" + std::to_string(offset));
+                   },
+                   [&](std::int64_t col, std::int64_t offset, std::int64_t, std::int64_t count, std::int64_t row_step,
+                       std::int64_t rows, std::int64_t pitch) {
+                     runs.push_back("rows " + std::to_string(col) + " " + std::to_string(rows) + "x" + std::to_string(count) +
+                                    "/" + std::to_string(pitch) + " @" + std::to_string(offset) + "+" +
+                                    std::to_string(row_step));
+                   }});
+    return runs;
+  };
+  EXPECT_EQ(walk(WindowAxis{5, 3, 1, 1, 0, 0}, 13), (std::vector<std::string>{"rows 0 3x3/3 @31+5", "rows 9 3x3/3 @56+5"}));
+  EXPECT_EQ(walk(WindowAxis{5, 3, 1, 1, 1, 1}, 0),
+            (std::vector<std::string>{"pad 0+1", "rows 1 3x4/5 @0+5", "pad 15+1", "rows 16 3x4/5 @25+5"}));
 }
 
 TEST(BlockWalker, RejectsInvalidAxes) {

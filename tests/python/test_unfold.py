@@ -352,7 +352,7 @@ def test_fold_drops_padding_and_leaves_uncovered_zero():
 
 # Outputs larger than the last-level cache go through a buffer in L1 and out with streaming
 # stores, and fold prefetches inputs that large; a 1 MiB "L3" makes these small ones take those
-# paths: 1-D, 2-D and 3-D windows with padding, strides and dilations, 1- to 8-byte elements,
+# paths: 1-D, 2-D and 3-D windows with and without padding, strides and dilations, 1- to 8-byte elements,
 # outputs that start at every alignment, a strided `out` (not streamed), thread counts that cut
 # rows into pieces.
 STREAMING_CHECK = """
@@ -366,7 +366,11 @@ rng = np.random.default_rng(7)
 cases = [((2, 3, 20, 21, 22), "float32", (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 0, 2), (0, 1, 1)),
          ((1, 16, 140, 150), "float16", (3, 3), (2, 2), (1, 1), (1, 1), (1, 1)),
          ((2, 5, 40000), "uint8", (5,), (1,), (2,), (3,), (1,)),
-         ((1, 8, 200, 100), "float64", (2, 2), (1, 3), (1, 1), (0, 2), (1, 0))]
+         ((1, 8, 200, 100), "float64", (2, 2), (1, 3), (1, 1), (0, 2), (1, 0)),
+         # no padding along the last axis: whole rows go into the buffer as blocks
+         ((1, 4, 12, 30, 34), "float32", (3, 3, 3), (1, 1, 1), (1, 1, 1), (0, 0, 0), (0, 0, 0)),
+         ((2, 5, 9, 41, 37), "int16", (2, 3, 2), (1, 2, 1), (2, 1, 1), (1, 0, 0), (0, 1, 0)),
+         ((1, 20, 120, 90), "uint8", (2, 3), (1, 1), (1, 1), (0, 0), (0, 0))]
 for shape, dtype, window, strides, dilations, start, end in cases:
     x = rng.integers(0, 200, shape).astype(dtype)
     kwargs = dict(strides=strides, dilations=dilations, start_padding=start, end_padding=end)

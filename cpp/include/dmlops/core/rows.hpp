@@ -275,11 +275,13 @@ void copy_row(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::
   for (std::int64_t i = 0; i < n; ++i, dst += dst_step, src += src_step) std::memcpy(dst, src, sizeof(T));
 }
 
-// copy_row over `rows` rows, row r at dst + r * dst_row_step and src + r * src_row_step: aligned
-// stride-2 rows as one copy_even_rows call.
+// copy_row over `rows` rows, row r at dst + r * dst_row_step and src + r * src_row_step: packed
+// rows as one copy_byte_rows call, aligned stride-2 rows as one copy_even_rows call.
 template <class T>
 void copy_rows(std::byte* dst, std::int64_t dst_row_step, std::int64_t dst_step, const std::byte* src,
                std::int64_t src_row_step, std::int64_t src_step, std::int64_t n, std::int64_t rows) {
+  if (rows > 1 && dst_step == sizeof(T) && src_step == sizeof(T))
+    return copy_byte_rows(dst, dst_row_step, src, src_row_step, static_cast<std::size_t>(n) * sizeof(T), rows);
   if (rows > 1 && dst_step == sizeof(T) && src_step == 2 * sizeof(T) &&
       (reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src) |
        static_cast<std::uintptr_t>(dst_row_step) | static_cast<std::uintptr_t>(src_row_step)) % alignof(T) == 0)

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -69,6 +70,15 @@ struct WindowParams {
 std::vector<WindowAxis> window_axes(const std::string& op, const char* window_field, const Dims& spatial_in,
                                     const WindowParams& params);
 
+// Callables in one object, each overload from its own lambda: BlockWalker::walk's `inside` with
+// and without its rows form.
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;  // C++17's guide: compilers before clang 17 need it
+
 // The blocks of a sliding window seen from one window tap.
 //
 // A block is one placement of the window, b = (b_0, ..., b_{D-1}) with b_d < axes[d].out(),
@@ -80,6 +90,12 @@ std::vector<WindowAxis> window_axes(const std::string& op, const char* window_fi
 //   padding(col, count)               blocks col .. col+count-1 read the padding on some axis
 //   inside(col, offset, step, count)  blocks col .. col+count-1 read the input at
 //                                     offset + j * step, j < count
+//   inside(col, offset, step, count, row_step, rows, pitch), where `inside` takes this form:
+//                                     `rows` such runs, run r at col + r * pitch reading
+//                                     from offset + r * row_step; the pitch - count blocks
+//                                     between two runs read padding and are reported only so
+//                                     (a tap's rows along the last two axes: one call instead
+//                                     of two per row)
 // where offset = base_offset + sum_d p_d * position_strides[d], in whatever unit the caller's
 // strides are (bytes of a tensor, elements of a scratch buffer); only in-bounds positions
 // produce offsets. Runs arrive in increasing `col` order, cover exactly the blocks with b_0 in
@@ -220,8 +236,9 @@ class BlockWalker {
 
     // The hot loop: rows b_d in [lo, hi), all inside on axis d, each split the same way on
     // the last axis (padding, inside, padding). Rows can only merge when they are all padding
-    // or back to back in both col and offset; otherwise the runs go out directly, the padding
-    // between two rows' inside parts as one run.
+    // or back to back in both col and offset; otherwise they go out in one call of the rows
+    // form where `inside` takes it, else run by run, the padding between two rows' inside parts
+    // as one run.
     void rows(int d, std::int64_t lo, std::int64_t hi, std::int64_t col, std::int64_t offset) {
       const int e = d + 1;
       const std::int64_t width = g.blocks_[e];
@@ -235,6 +252,13 @@ class BlockWalker {
       if (count == 0) return add_padding(col, (hi - lo) * width);
       if (gap == 0 && row_step == width * step) return add_inside(col, offset, step, (hi - lo) * width);
       if (in_lo > 0) add_padding(col, in_lo);
+      if constexpr (std::is_invocable_v<InsideFn&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                                        std::int64_t, std::int64_t>) {
+        flush();
+        inside(col + in_lo, offset, step, count, row_step, hi - lo, width);
+        if (in_hi < width) add_padding(col + (hi - lo - 1) * width + in_hi, width - in_hi);
+        return;
+      }
       add_inside(col + in_lo, offset, step, count);
       if (lo + 1 == hi) {
         if (in_hi < width) add_padding(col + in_hi, width - in_hi);
