@@ -417,8 +417,9 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
   const std::int64_t col_step = out.byte_strides[2];
   visit_width(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    // Rows read every other input element (stride 2 along the last axis) into unit-stride output
-    // rows: a planar unfold's box goes to zeros_then_even_rows.
+    // Rows that read every other input element (stride 2 along the last axis) into unit-stride
+    // output rows: a planar box's rows go to zeros_then_even_rows together (the walk's rows
+    // form reaches the same narrowing kernel through copy_rows).
     const int last = walker.rank() - 1;
     const bool stride2_rows = walker.axis(last).stride * position_strides[last] == 2 * std::int64_t{sizeof(T)} &&
                               col_step == std::int64_t{sizeof(T)};
