@@ -370,7 +370,8 @@ cases = [((2, 3, 20, 21, 22), "float32", (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 0,
          # no padding along the last axis: whole rows go into the buffer as blocks
          ((1, 4, 12, 30, 34), "float32", (3, 3, 3), (1, 1, 1), (1, 1, 1), (0, 0, 0), (0, 0, 0)),
          ((2, 5, 9, 41, 37), "int16", (2, 3, 2), (1, 2, 1), (2, 1, 1), (1, 0, 0), (0, 1, 0)),
-         ((1, 20, 120, 90), "uint8", (2, 3), (1, 1), (1, 1), (0, 0), (0, 0))]
+         ((1, 20, 120, 90), "uint8", (2, 3), (1, 1), (1, 1), (0, 0), (0, 0)),
+         ((1, 6, 10, 40, 64), "float16", (3, 3, 3), (1, 2, 2), (1, 1, 1), (1, 1, 1), (1, 1, 1))]
 for shape, dtype, window, strides, dilations, start, end in cases:
     x = rng.integers(0, 200, shape).astype(dtype)
     kwargs = dict(strides=strides, dilations=dilations, start_padding=start, end_padding=end)
