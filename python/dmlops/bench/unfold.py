@@ -156,6 +156,7 @@ def cases() -> list:
     target = Geometry((1, 64, 56, 56), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1))
     volume = Geometry((1, 16, 32, 32, 32), (3, 3, 3), (1, 1, 1), (1, 1, 1), (0, 0, 0), (0, 0, 0))
     strided = Geometry((1, 64, 112, 112), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1))
+    strided_volume = Geometry((1, 16, 32, 64, 64), (3, 3, 3), (1, 2, 2), (1, 1, 1), (1, 1, 1), (1, 1, 1))
     smoke = Geometry((1, 3, 7, 6), (3, 2), (2, 1), (1, 2), (1, 0), (0, 1))
     chain = "torch: Tensor.unfold chain + copy"
     return [
@@ -164,6 +165,7 @@ def cases() -> list:
         unfold_case("ncdhw 3x3x3", "float32", volume, note=chain),
         fold_case("ncdhw 3x3x3", "float32", volume),
         unfold_case("nchw 3x3 s2 f16", "float16", strided),
+        unfold_case("ncdhw 3x3x3 s2 pad1 f16", "float16", strided_volume, note=chain),
         fold_case("nchw 3x3 s2 f16", "float16", strided),
         unfold_case("smoke", "float32", smoke, ("smoke",)),
         fold_case("smoke", "float32", smoke, ("smoke",)),
