@@ -203,6 +203,24 @@ def sweep_case(seed: int, max_rank: int = 8):
     return rng, shape, scales, out_shape, offsets, explicit
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nearest_downsampling_by_two_bit_exact(dtype):
+    # Rows that read every other input element are copied as stride-2 runs (a narrowing kernel),
+    # several evenly spaced rows in one call: long and short rows, odd sizes, a sliced input,
+    # a row of runs mixed with a nearest 0.7 axis, every rounding, 1 and 3 threads.
+    rng = np.random.default_rng(2)
+    for shape, scales in [((2, 3, 12, 40), (1, 1, 0.5, 0.5)), ((1, 2, 7, 33), (1, 1, 0.5, 0.5)),
+                          ((3, 70), (1, 0.5)), ((2, 5, 9, 18), (1, 0.5, 0.7, 0.5))]:
+        x = random_array(rng, shape, dtype)
+        for view in (x, random_array(rng, shape[:-1] + (2 * shape[-1],), dtype)[..., 1::2]):
+            out_shape = tuple(int(np.floor(n * as_float32(s) + 1e-6)) for n, s in zip(shape, scales))
+            for rounding in (None, "decreasing", "increasing"):
+                expected = resample_reference(view, out_shape, scales, "nearest_neighbor", None, None, rounding)
+                for threads in (1, 3):
+                    with dmlops.threads(threads):
+                        assert_same_bits(dmlops.resample(view, scales, rounding_direction=rounding), expected)
+
+
 @pytest.mark.parametrize("seed", range(150))
 def test_random_nearest_sweep_bit_exact(seed):
     rng, shape, scales, out_shape, (in_off, out_off), explicit = sweep_case(seed)

@@ -36,7 +36,7 @@ constexpr std::int64_t kCacheLine = 64;
 // nearest resampling by 1.75) are gathered element by element from a precomputed offset list.
 enum class RunKind : std::uint8_t {
   Fill,       // the fill value
-  Copy,       // in[src + i * step], step +1 (memcpy) or -1 (mirror)
+  Copy,       // in[src + i * step], step +1 (memcpy), -1 (mirror) or +2
   Broadcast,  // in[src] for every element
   Repeat,     // in[src + i / step]: each element `step` times in a row (nearest upsampling)
   Gather,     // in[index[i]], the indices stored from Plan::gather_offsets[src] on
@@ -88,7 +88,9 @@ void compile_explicit(const std::vector<std::int64_t>& map, std::int64_t base, s
       o = e;
       continue;
     }
-    if (k == 1 && e < size && map[e] >= 0 && std::llabs(map[e] - s) == 1) {
+    // Runs of step +1, -1 (a mirror) and +2 (nearest downsampling by 2: copy_row's narrowing
+    // kernel; gathered, 8 lanes never fit one window's permute).
+    if (k == 1 && e < size && map[e] >= 0 && (std::llabs(map[e] - s) == 1 || map[e] - s == 2)) {
       const std::int64_t step = map[e] - s;
       while (e < size && map[e] >= 0 && map[e] - map[e - 1] == step) ++e;
       if (e - o >= kMinBulkRun) {
@@ -172,6 +174,15 @@ void repeat(std::byte* dst, std::int64_t dst_step, const std::byte* src, std::in
   src += groups * src_step;
   const std::int64_t tail = e - std::max(head_end, (first + groups) * k);
   if (tail > 0) fill_row<T>(dst, dst_step, load<T>(src), tail);
+}
+
+// Whether rows outs[r] and ins[r], r < count (count >= 2), lie evenly apart on both sides.
+inline bool evenly_spaced(std::byte* const* outs, const std::byte* const* ins, int count) {
+  const std::ptrdiff_t out_step = outs[1] - outs[0], in_step = ins[1] - ins[0];
+  for (int r = 2; r < count; ++r) {
+    if (outs[r] - outs[r - 1] != out_step || ins[r] - ins[r - 1] != in_step) return false;
+  }
+  return true;
 }
 
 template <class T>
@@ -494,6 +505,8 @@ DMLOPS_ALWAYS_INLINE inline void write_run(const Plan& plan, const Run& run, T f
         } else {
           for (int r = 0; r < count; ++r) copy_bytes(outs[r] + out_at, ins[r] + in_at, bytes);
         }
+      } else if (count > 1 && evenly_spaced(outs, ins, count)) {  // stride-2 rows: one narrowing call for all
+        copy_rows<T>(outs[0] + out_at, outs[1] - outs[0], out_step, ins[0] + in_at, ins[1] - ins[0], in_stride, n, count);
       } else {
         for (int r = 0; r < count; ++r) copy_row<T>(outs[r] + out_at, out_step, ins[r] + in_at, in_stride, n);
       }
