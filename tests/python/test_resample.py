@@ -207,7 +207,7 @@ def sweep_case(seed: int, max_rank: int = 8):
 def test_nearest_downsampling_by_two_bit_exact(dtype):
     # Rows that read every other input element are copied as stride-2 runs (a narrowing kernel),
     # several evenly spaced rows in one call: long and short rows, odd sizes, a sliced input,
-    # a row of runs mixed with a nearest 0.7 axis, every rounding, 1 and 3 threads.
+    # another axis resampled by 0.7 (rows not evenly spaced), every rounding, 1 and 3 threads.
     rng = np.random.default_rng(2)
     for shape, scales in [((2, 3, 12, 40), (1, 1, 0.5, 0.5)), ((1, 2, 7, 33), (1, 1, 0.5, 0.5)),
                           ((3, 70), (1, 0.5)), ((2, 5, 9, 18), (1, 0.5, 0.7, 0.5))]:

@@ -505,7 +505,7 @@ DMLOPS_ALWAYS_INLINE inline void write_run(const Plan& plan, const Run& run, T f
         } else {
           for (int r = 0; r < count; ++r) copy_bytes(outs[r] + out_at, ins[r] + in_at, bytes);
         }
-      } else if (count > 1 && evenly_spaced(outs, ins, count)) {  // stride-2 rows: one narrowing call for all
+      } else if (count > 1 && evenly_spaced(outs, ins, count)) {  // stride 2: one narrowing call for all the rows
         copy_rows<T>(outs[0] + out_at, outs[1] - outs[0], out_step, ins[0] + in_at, ins[1] - ins[0], in_stride, n, count);
       } else {
         for (int r = 0; r < count; ++r) copy_row<T>(outs[r] + out_at, out_step, ins[r] + in_at, in_stride, n);
