@@ -3,7 +3,7 @@
 // wide blocks leave threads idle, while that many remain, then 2, then 1); a block's filter is
 // packed once, [k][o]. A task is (n, group,
 // band of consecutive output positions, channel block): per pass over some input channels
-// (whose packed filter, direct_filter_bytes(), stays in L1 or L2), direct_window_product adds their terms
+// (whose packed filter stays in L1 or L2: direct_pass_channels()), direct_window_product adds their terms
 // to the band's interleaved sums (position-major, `width` channels), every output reading its
 // window in the padded planes at row_base + column: output channels in the vector lanes, every
 // input value broadcast from the padded planes, no im2col copy. Then the bias and activation go
@@ -23,20 +23,28 @@
 namespace dmlops::conv {
 namespace {
 
-// A direct pass's packed filter, read once per tile, and the most of it a pass takes. At two
-// vector FMAs per cycle it must come from L1, next to the tile's input lines and sums: half an
-// L1 (on the 16-core Xeon 3x3 layers ran 8-14% and 1x1 layers 3-8% faster so than with a whole
-// one), a quarter for a pointwise layer, whose tiles read a new input line per channel (1x1
-// layers 8-22% faster again). At one (Zen 4's AVX-512) L2 keeps up with the tiles, and every
+constexpr std::int64_t kCacheLine = 64;  // bytes
+
+// The input channels of a direct pass, whose packed filter is read once per tile. At two vector
+// FMAs per cycle it must come from L1, next to the tile's input lines and sums: half an L1 for
+// window layers (on the 16-core Xeon 3x3 layers ran 8-14% faster so than with a whole one). A
+// pointwise tile reads a new input line per channel, and the line after it (pointwise_tile's
+// prefetch): its passes keep the filter and those two lines per channel in three eighths of L1.
+// That is 48 channels of 64 weights on the 16-core Xeon (AVX-512, 48 KiB of L1: 1x1 layers
+// 8-22% faster than with passes of half an L1) and 64 of 16 on Zen 3 (AVX2, 32 KiB), where
+// passes of 128 left the tiles waiting on their 128 input streams: paired, 1x1 256>64@56 0.88x
+// the time at 1 thread and 0.86x at 2, 512>128@28 0.93x at both, s2 256>512@56 0.93x and
+// 0.94x, s2 1024>2048@14 0.94x and 0.97x, the other ResNet 1x1 layers 0.97-1.00x. At one (Zen 4's AVX-512) L2 keeps up with the tiles, and every
 // pass costs each tile a load and a store of its sums and a pipeline's start and end: up to half
 // of L2, few long passes (a tile alone, its filter in L2, ran at 97% of the FMA peak with 14
 // channels a pass, 100% with 56 or more). Zen 4, paired against passes of a whole L1: 3x3
 // layers 0.92-0.98x the time at 1 thread (prepared filters 0.97-0.98x), 1x1 0.97-0.99x; 3x3
 // and 1x1 0.97-0.99x at 2 threads.
-std::int64_t direct_filter_bytes(bool pointwise) {
-  if (vector_fmas_per_cycle() == 1) return platform::cache_sizes().l2 / 2;
+std::int64_t direct_pass_channels(std::int64_t taps, std::int64_t width) {
+  const std::int64_t filter_bytes = taps * width * std::int64_t{sizeof(float)};
+  if (vector_fmas_per_cycle() == 1) return platform::cache_sizes().l2 / 2 / filter_bytes;
   const std::int64_t l1 = platform::cache_sizes().l1d;
-  return pointwise ? l1 / 4 : l1 / 2;
+  return taps == 1 ? l1 * 3 / 8 / (filter_bytes + 2 * kCacheLine) : l1 / 2 / filter_bytes;
 }
 // A direct task's sums stay in L2: an eighth of it (128 KiB on Zen 4 and 5, where it was tuned).
 std::int64_t direct_band_bytes() { return platform::cache_sizes().l2 / 8; }
@@ -50,7 +58,6 @@ constexpr std::int64_t kDirectPointwiseChannels = 128;  // input channels a 1x1 
 // won by 1.09x and 1.42x on 8 and 16 threads: direct splits its filter over more tasks).
 constexpr int kDirectFewThreads = 4;
 constexpr std::int64_t kDirectPackColumns = 64;         // filter columns packed per task
-constexpr std::int64_t kCacheLine = 64;                 // bytes
 
 struct ChannelBlock {
   std::int64_t first, vectors;  // first output channel in the group
@@ -102,10 +109,9 @@ struct Blocking {
     bands = std::max(bands, std::min(ceil_div(kDirectTasksPerThread * threads, per_band), positions / kDirectSpareBand));
     bands = std::clamp<std::int64_t>(balanced_count(per_band, bands, threads), 1, positions);
     band_max = ceil_div(positions, bands);
-    // Input channels per pass: their packed filter at most direct_filter_bytes(), in passes of
-    // near-equal size (3x3 512@7 on Zen 4: 3 passes of 171 channels, not 227, 227 and 58).
-    const std::int64_t most_channels = std::clamp<std::int64_t>(
-        direct_filter_bytes(taps == 1) / (taps * max_width * std::int64_t{sizeof(Acc)}), 1, g.in_per_group);
+    // Input channels per pass: at most direct_pass_channels(), in passes of near-equal size
+    // (3x3 512@7 on Zen 4: 3 passes of 171 channels, not 227, 227 and 58).
+    const std::int64_t most_channels = std::clamp<std::int64_t>(direct_pass_channels(taps, max_width), 1, g.in_per_group);
     channel_pass = ceil_div(g.in_per_group, ceil_div(g.in_per_group, most_channels));
     // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7 on a few
     // threads, whose filter is 9 MB) is packed by that task as it goes, a pass at a time; so is
