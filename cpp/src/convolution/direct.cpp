@@ -34,7 +34,9 @@ constexpr std::int64_t kCacheLine = 64;  // bytes
 // 8-22% faster than with passes of half an L1) and 64 of 16 on Zen 3 (AVX2, 32 KiB), where
 // passes of 128 left the tiles waiting on their 128 input streams: paired, 1x1 256>64@56 0.88x
 // the time at 1 thread and 0.86x at 2, 512>128@28 0.93x at both, s2 256>512@56 0.93x and
-// 0.94x, s2 1024>2048@14 0.94x and 0.97x, the other ResNet 1x1 layers 0.97-1.00x. At one (Zen 4's AVX-512) L2 keeps up with the tiles, and every
+// 0.94x, s2 1024>2048@14 0.94x and 0.97x, the other ResNet 1x1 layers 0.97-1.00x. The 16-core
+// Xeon's AVX2 kernels (96 channels, not 192), pinned, paired: 256>64@56 0.87x the time at 1
+// thread, 512>128@28 0.94x, the others 0.98-1.02x; 0.85-0.98x at 16 threads, 0.93-1.05x at 4. At one (Zen 4's AVX-512) L2 keeps up with the tiles, and every
 // pass costs each tile a load and a store of its sums and a pipeline's start and end: up to half
 // of L2, few long passes (a tile alone, its filter in L2, ran at 97% of the FMA peak with 14
 // channels a pass, 100% with 56 or more). Zen 4, paired against passes of a whole L1: 3x3
