@@ -385,6 +385,29 @@ TEST(Resample, NearestEveryRankRoundingAndOffsets) {
   }
 }
 
+// Rows long enough for the AVX2 window kernel (4- and 8-byte elements): blocks whose sources
+// lie in one 32-byte window and blocks that do not (downsampling), and gather runs entered
+// part-way, off their blocks, when a row cut into column blocks for the threads starts with a
+// broadcast of its first element (the output offset): the elements before the first block.
+TEST(Resample, NearestWindowsOfLongRows) {
+  for (DataType dtype : {DataType::Float32, DataType::Int32, DataType::Float64, DataType::Int64}) {
+    for (float scale : {1.75f, 0.6f, 2.5f, 1.0001f, 3.3f}) {
+      for (int threads : {1, 2, 3, 8}) {
+        for (const Dims& sizes : {Dims{1, 1, 1, 40003}, Dims{1, 2, 3, 1000}}) {
+          ResampleTester().sizes(sizes).scales({1, 1, 1, scale}).dtype(dtype).threads(threads).Test();
+          ResampleTester()
+              .sizes(sizes)
+              .scales({1, 1, 1, scale})
+              .offsets({0, 0, 0, 0.25f}, {0, 0, 0, 20.5f})
+              .dtype(dtype)
+              .threads(threads)
+              .Test();
+        }
+      }
+    }
+  }
+}
+
 TEST(Resample, LinearEveryRank) {
   for (int rank = 1; rank <= 6; ++rank) {
     for (DataType dtype : kFloatDtypes) {
