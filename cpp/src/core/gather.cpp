@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -234,6 +235,10 @@ struct PermuteBlock {
   std::array<std::uint8_t, 64> index{};
   std::uint64_t fill = 0, store = ~std::uint64_t{0};
   std::int64_t offset = 0;  // bytes into the output row
+  // The same for AVX2's vpermd (4- and 8-byte elements, input rows of at most 64 bytes), per
+  // 32-bit lane of the block: the lane of its input vector (bits 0-2), from the second vector
+  // (bit 30), the fill value (bit 31).
+  std::array<std::int32_t, 16> lanes{};
 };
 
 // The mask of bytes [0, bytes) of a 64-byte vector.
@@ -241,9 +246,10 @@ inline std::uint64_t byte_prefix(std::int64_t bytes) {
   return bytes <= 0 ? 0 : bytes >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bytes) - 1;
 }
 
-// Narrow rows need AVX-512BW (byte masks, word permutes), and VBMI to permute bytes: every
-// AVX-512 CPU since Skylake has BW (Ice Lake and Zen 4 have VBMI).
-bool narrow_rows_supported(std::int64_t element) {
+// Narrow rows take AVX-512BW (byte masks, word permutes), and VBMI to permute bytes: every
+// AVX-512 CPU since Skylake has BW (Ice Lake and Zen 4 have VBMI). Without them, AVX2 permutes
+// 4- and 8-byte elements (vpermd) from input rows of at most two of its vectors.
+bool narrow_rows_avx512(std::int64_t element) {
 #if DMLOPS_X86
   if (element == 1) return avx512_vbmi_enabled();
   return (element == 2 || element == 4 || element == 8) && avx512_enabled() && platform::cpu_features().avx512bw;
@@ -251,6 +257,18 @@ bool narrow_rows_supported(std::int64_t element) {
   (void)element;
   return false;
 #endif
+}
+bool narrow_rows_avx2(std::int64_t element) {
+#if DMLOPS_X86
+  return (element == 4 || element == 8) && !narrow_rows_avx512(element) && avx2_enabled();
+#else
+  (void)element;
+  return false;
+#endif
+}
+// The longest input row a narrow row loads: two vectors.
+std::int64_t narrow_in_limit(std::int64_t element) {
+  return narrow_rows_avx512(element) ? 128 : narrow_rows_avx2(element) ? 64 : 0;
 }
 
 #if DMLOPS_X86
@@ -323,6 +341,56 @@ void permute_elements(const std::vector<PermuteBlock>& blocks, std::int64_t in_b
                       const std::byte* const* ins, int count) {
   permute_rows_with<kBytes>(blocks, in_bytes, fill, outs, ins, count);
 }
+
+// The 32-bit lanes of an AVX2 vector that bytes [0, bytes) cover (all ones), for masked loads.
+DMLOPS_TARGET("avx2") inline __m256i lanes_before(std::int64_t bytes) {
+  const auto lanes = static_cast<int>(std::clamp<std::int64_t>(bytes / 4, 0, 8));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// The first n of the 8 lanes of v at p, in stores of 4, 2 and 1 lanes (a masked store,
+// vmaskmovps, made rows of 7 to 13 floats 1.1-1.3x slower than run_rows' gathers on Zen 3).
+DMLOPS_TARGET("avx2") inline void store_first_lanes(float* p, __m256 v, int n) {
+  if (n == 8) return _mm256_storeu_ps(p, v);
+  __m128 part = _mm256_castps256_ps128(v);
+  if (n & 4) {
+    _mm_storeu_ps(p, part);
+    part = _mm256_extractf128_ps(v, 1);
+    p += 4;
+  }
+  if (n & 2) {
+    _mm_storel_pi(reinterpret_cast<__m64*>(p), part);
+    part = _mm_movehl_ps(part, part);
+    p += 2;
+  }
+  if (n & 1) _mm_store_ss(p, part);
+}
+
+// permute_rows_with for AVX2 (PermuteBlock::lanes): two masked loads (no byte past the row is
+// read), then per 32 bytes of a block a vpermd of each input vector, a blend of the two, a blend
+// of the fill value and a store (of the lanes in the row, in a block that ends it early).
+DMLOPS_TARGET("avx2")
+void permute_lanes_avx2(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes, std::uint64_t fill, std::byte* const* outs,
+                        const std::byte* const* ins, int count) {
+  const __m256 fills = _mm256_castsi256_ps(_mm256_set1_epi64x(static_cast<long long>(fill)));
+  const __m256i first = lanes_before(in_bytes), second = lanes_before(in_bytes - 32);
+  for (int r = 0; r < count; ++r) {
+    const auto* in = reinterpret_cast<const int*>(ins[r]);
+    const __m256 a = _mm256_castsi256_ps(_mm256_maskload_epi32(in, first));
+    const __m256 b = _mm256_castsi256_ps(_mm256_maskload_epi32(in + 8, second));
+    for (const PermuteBlock& block : blocks) {
+      for (int half = 0; half < 2; ++half) {
+        const __m256i lanes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.lanes.data() + 8 * half));
+        __m256 v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(a, lanes), _mm256_permutevar8x32_ps(b, lanes),
+                                    _mm256_castsi256_ps(_mm256_slli_epi32(lanes, 1)));
+        v = _mm256_blendv_ps(v, fills, _mm256_castsi256_ps(lanes));
+        auto* out = reinterpret_cast<float*>(outs[r] + block.offset + 32 * half);
+        if (block.store == ~std::uint64_t{0}) _mm256_storeu_ps(out, v);
+        else store_first_lanes(out, v, std::clamp(std::popcount(block.store) / 4 - 8 * half, 0, 8));
+      }
+    }
+  }
+}
 #endif
 
 // Rows of Plan::permute_blocks from their input rows, `fill_value` where the blocks say so.
@@ -333,6 +401,7 @@ void permute_rows(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes
   std::uint64_t fill = 0;  // the value repeated over 8 bytes
   for (std::size_t at = 0; at < 8; at += sizeof(T)) std::memcpy(reinterpret_cast<std::byte*>(&fill) + at, &fill_value, sizeof(T));
   if constexpr (sizeof(T) == 1) permute_bytes(blocks, in_bytes, fill, outs, ins, count);
+  else if (narrow_rows_avx2(sizeof(T))) permute_lanes_avx2(blocks, in_bytes, fill, outs, ins, count);
   else permute_elements<static_cast<int>(sizeof(T))>(blocks, in_bytes, fill, outs, ins, count);
 #else
   (void)blocks, (void)in_bytes, (void)fill_value, (void)outs, (void)ins, (void)count;
@@ -1028,7 +1097,7 @@ bool stream_rows_of(const Plan& plan, std::int64_t element) {
 
 // Narrow rows: input rows of at most two vectors, output rows of at most kMaxNarrowRowBytes (longer
 // ones are long runs, which the run kernels move at full speed).
-constexpr std::int64_t kMaxNarrowInBytes = 128, kMaxNarrowRowBytes = 4096;
+constexpr std::int64_t kMaxNarrowRowBytes = 4096;
 // A border row (find_border) whose copy is at least this long stays on run_border_rows: on Zen 4
 // a 32x32 float32 plane padded by 1 ran 1.00-1.14x the time as narrow rows, 28x28 by 2 0.93-0.94x;
 // shorter copies gain (7x7 float32 by 1 0.63-0.65x the time, 32x32 float16 by 5 0.55-0.70x).
@@ -1036,8 +1105,8 @@ constexpr std::int64_t kBorderCopyOverNarrow = 96;
 
 bool narrow_rows_fit(const Plan& plan, std::int64_t element) {
   const std::int64_t out_bytes = plan.inner_size * element;
-  return narrow_rows_supported(element) && plan.inner_in_stride == element && plan.inner_out_stride == element &&
-         plan.inner_in_size * element <= kMaxNarrowInBytes && out_bytes > 0 && out_bytes <= kMaxNarrowRowBytes;
+  return plan.inner_in_stride == element && plan.inner_out_stride == element &&
+         plan.inner_in_size * element <= narrow_in_limit(element) && out_bytes > 0 && out_bytes <= kMaxNarrowRowBytes;
 }
 
 // Plan::permute_blocks, for an inner axis whose map `indices` (-1: fill) reads a contiguous input
@@ -1061,6 +1130,11 @@ void narrow_rows_of(Plan& plan, const std::vector<std::int64_t>& indices, std::i
       if (src < 0) block.fill |= byte_prefix(element) << (j * element);
       const std::uint64_t index = src < 0 ? 0 : static_cast<std::uint64_t>(src);
       std::memcpy(block.index.data() + j * element, &index, std::min(sizeof index, static_cast<std::size_t>(element)));  // little-endian
+      for (std::int64_t w = 0; w < element / 4; ++w) {  // the element's 32-bit lanes (AVX2)
+        const std::int64_t lane = (static_cast<std::int64_t>(index) * element) / 4 + w;
+        block.lanes[static_cast<std::size_t>(j * element / 4 + w)] =
+            static_cast<std::int32_t>((lane % 8) | (lane >= 8 ? 1u << 30 : 0u) | (src < 0 ? 1u << 31 : 0u));
+      }
     }
     return block;
   };
@@ -1158,7 +1232,14 @@ Plan make_plan(const TensorView& in, const TensorView& out, const std::vector<Ax
   // Narrow rows write with ordinary stores: not for outputs that are streamed.
   const bool long_border_copy =
       plan.border_rows() && plan.runs[static_cast<std::size_t>(plan.border_copy)].length * element >= kBorderCopyOverNarrow;
-  if (!all_fill && !plan.stream && !plan.stream_rows && !long_border_copy) narrow_rows_of(plan, inner_indices, element);
+  // AVX2's permutes (two per 32 output bytes) only replace gathers: border rows, repeats and
+  // rows copied by fold_repeated_rows were faster their own way on Zen 3.
+  const bool avx2_declines =
+      narrow_rows_avx2(element) &&
+      (plan.border_rows() || plan.row_copies > 1 ||
+       std::none_of(plan.runs.begin(), plan.runs.end(), [](const Run& run) { return run.kind == RunKind::Gather; }));
+  if (!all_fill && !plan.stream && !plan.stream_rows && !long_border_copy && !avx2_declines)
+    narrow_rows_of(plan, inner_indices, element);
   if (!plan.permute_blocks.empty()) plan.border_copy = -1;  // narrow rows, not border rows
   for (int d = plan.outer_rank - 1; d >= 0; --d)
     plan.row_span[d] = d + 1 < plan.outer_rank ? plan.row_span[d + 1] * plan.outer_sizes[d + 1] : 1;
@@ -1215,7 +1296,8 @@ KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out
       plan.all_fill     ? "a size-1 output axis lies in the padding: every element is the fill value"
       : plan.any_pinned ? "each output row as runs along its inner axis (copies, mirrors, fills, broadcasts, repeats, gathers)"
                         : "every axis maps onto itself: a strided copy, row by row",
-      plan.permute_blocks.empty() ? kernel_isa(KernelKind::Avx2) : "avx512", plan.rows * plan.column_blocks);
+      plan.permute_blocks.empty() || narrow_rows_avx2(element_size(out.dtype)) ? kernel_isa(KernelKind::Avx2) : "avx512",
+      plan.rows * plan.column_blocks);
   k.tiles = {{"rows", plan.rows}, {"row", plan.inner_size}};
   if (plan.column_blocks > 1) {
     k.tile("column_blocks", plan.column_blocks);
@@ -1245,7 +1327,9 @@ KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out
       k.reason += ", one by one";
     } else if (!plan.permute_blocks.empty()) {
       k.tile("permutes", std::ssize(plan.permute_blocks));
-      k.reason += "; each input row (at most 128 bytes) loaded whole, every 64 output bytes one permute of it";
+      k.reason += narrow_rows_avx2(element_size(out.dtype))
+                      ? "; each input row (at most 64 bytes) loaded whole, every 32 output bytes a permute of each half (avx2)"
+                      : "; each input row (at most 128 bytes) loaded whole, every 64 output bytes one permute of it";
     } else if (counts[static_cast<int>(RunKind::Gather)] > 0 && !plan.gather_index.empty()) {
       k.reason += "; gathers permute 32-byte windows (avx2)";
     }
