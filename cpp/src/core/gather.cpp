@@ -933,7 +933,7 @@ void run_rows(const Plan& plan, std::byte* out_base, const std::byte* in_base, T
 
 // Plan::window_base and Plan::window_lanes, from Plan::gather_index and the gather runs.
 void find_windows(Plan& plan, std::int64_t element) {
-  const std::int64_t lanes = 32 / element, size = std::ssize(plan.gather_index);
+  const std::int64_t lanes = 32 / element, words = element / 4, size = std::ssize(plan.gather_index);
   plan.window_base.assign(static_cast<std::size_t>(size), -1);
   plan.window_lanes.assign(static_cast<std::size_t>(2 * size), 0);
   for (const Run& run : plan.runs) {
@@ -947,10 +947,8 @@ void find_windows(Plan& plan, std::int64_t element) {
       if (!fits) continue;
       plan.window_base[static_cast<std::size_t>(at)] = base;
       std::int32_t* out = plan.window_lanes.data() + 2 * at;
-      for (std::int64_t j = 0; j < 8; ++j) {  // element e of the window is 32-bit lanes [e * words, (e + 1) * words)
-        const std::int64_t words = element / 4;
+      for (std::int64_t j = 0; j < 8; ++j)  // element e of the window is 32-bit lanes [e * words, (e + 1) * words)
         out[j] = static_cast<std::int32_t>((index[j / words] - base) * words + j % words);
-      }
     }
   }
 }
