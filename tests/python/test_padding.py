@@ -477,11 +477,10 @@ def narrow_rows_expected(dtype) -> tuple[int, bool]:
 def test_narrow_rows(dtype):
     """Input rows of at most two vectors (128 bytes with AVX-512, 64 with AVX2, and there only rows
     with gathers) are loaded whole and permuted into place, 64 output bytes at a time (plan():
-    permutes): every mode, row lengths from
-    1 element to 128 bytes, pads from 0 to several times the row (reflections folded), fill planes
-    and rows, outputs under and over one block and longer than 64 bytes, thread counts and strided
-    outputs, all against the reference.
-    Rows whose copy is 96 bytes or more with a few elements each side stay border rows."""
+    permutes): every mode, row lengths from 1 element to 128 bytes, pads from 0 to several times
+    the row (reflections folded), fill planes and rows, outputs under and over one block and longer
+    than 64 bytes, thread counts and strided outputs, all against the reference. Rows whose copy
+    is 96 bytes or more with a few elements each side stay border rows."""
     rng = np.random.default_rng(23)
     itemsize = np.dtype(dtype).itemsize
     narrow_bytes, gathers_only = narrow_rows_expected(dtype)

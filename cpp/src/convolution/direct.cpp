@@ -36,9 +36,10 @@ constexpr std::int64_t kCacheLine = 64;  // bytes
 // the time at 1 thread and 0.86x at 2, 512>128@28 0.93x at both, s2 256>512@56 0.93x and
 // 0.94x, s2 1024>2048@14 0.94x and 0.97x, the other ResNet 1x1 layers 0.97-1.00x. The 16-core
 // Xeon's AVX2 kernels (96 channels, not 192), pinned, paired: 256>64@56 0.87x the time at 1
-// thread, 512>128@28 0.94x, the others 0.98-1.02x; 0.85-0.98x at 16 threads, 0.93-1.05x at 4. At one (Zen 4's AVX-512) L2 keeps up with the tiles, and every
-// pass costs each tile a load and a store of its sums and a pipeline's start and end: up to half
-// of L2, few long passes (a tile alone, its filter in L2, ran at 97% of the FMA peak with 14
+// thread, 512>128@28 0.94x, the others 0.98-1.02x; 0.85-0.98x at 16 threads, 0.93-1.05x at 4.
+// At one FMA per cycle (Zen 4's AVX-512) L2 keeps up with the tiles, and every pass costs each
+// tile a load and a store of its sums and a pipeline's start and end: a filter of up to half of
+// L2, few long passes (a tile alone, its filter in L2, ran at 97% of the FMA peak with 14
 // channels a pass, 100% with 56 or more). Zen 4, paired against passes of a whole L1: 3x3
 // layers 0.92-0.98x the time at 1 thread (prepared filters 0.97-0.98x), 1x1 0.97-0.99x; 3x3
 // and 1x1 0.97-0.99x at 2 threads.

@@ -258,6 +258,9 @@ bool narrow_rows_avx512(std::int64_t element) {
   return false;
 #endif
 }
+// The w-th 32-bit word of element `index` (of `element` bytes) of a row: the lane vpermd picks.
+constexpr std::int64_t word_of(std::int64_t index, std::int64_t element, std::int64_t w) { return index * (element / 4) + w; }
+
 bool narrow_rows_avx2(std::int64_t element) {
 #if DMLOPS_X86
   return (element == 4 || element == 8) && !narrow_rows_avx512(element) && avx2_enabled();
@@ -384,9 +387,8 @@ void permute_lanes_avx2(const std::vector<PermuteBlock>& blocks, std::int64_t in
         __m256 v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(a, lanes), _mm256_permutevar8x32_ps(b, lanes),
                                     _mm256_castsi256_ps(_mm256_slli_epi32(lanes, 1)));
         v = _mm256_blendv_ps(v, fills, _mm256_castsi256_ps(lanes));
-        auto* out = reinterpret_cast<float*>(outs[r] + block.offset + 32 * half);
-        if (block.store == ~std::uint64_t{0}) _mm256_storeu_ps(out, v);
-        else store_first_lanes(out, v, std::clamp(std::popcount(block.store) / 4 - 8 * half, 0, 8));
+        store_first_lanes(reinterpret_cast<float*>(outs[r] + block.offset + 32 * half), v,
+                          std::clamp(std::popcount(block.store) / 4 - 8 * half, 0, 8));
       }
     }
   }
@@ -947,8 +949,7 @@ void find_windows(Plan& plan, std::int64_t element) {
       if (!fits) continue;
       plan.window_base[static_cast<std::size_t>(at)] = base;
       std::int32_t* out = plan.window_lanes.data() + 2 * at;
-      for (std::int64_t j = 0; j < 8; ++j)  // element e of the window is 32-bit lanes [e * words, (e + 1) * words)
-        out[j] = static_cast<std::int32_t>((index[j / words] - base) * words + j % words);
+      for (std::int64_t j = 0; j < 8; ++j) out[j] = static_cast<std::int32_t>(word_of(index[j / words] - base, element, j % words));
     }
   }
 }
@@ -1101,6 +1102,18 @@ constexpr std::int64_t kMaxNarrowRowBytes = 4096;
 // shorter copies gain (7x7 float32 by 1 0.63-0.65x the time, 32x32 float16 by 5 0.55-0.70x).
 constexpr std::int64_t kBorderCopyOverNarrow = 96;
 
+// Whether a plan that fits narrow rows gains from them, where its rows have their own faster form:
+// not a border row whose copy is kBorderCopyOverNarrow or longer, and with AVX2's permutes (two
+// per 32 output bytes) only rows that gather: border rows, repeats and rows copied by
+// fold_repeated_rows were faster their own way on Zen 3.
+bool narrow_rows_pay(const Plan& plan, std::int64_t element) {
+  if (plan.border_rows() && plan.runs[static_cast<std::size_t>(plan.border_copy)].length * element >= kBorderCopyOverNarrow)
+    return false;
+  if (!narrow_rows_avx2(element)) return true;
+  return !plan.border_rows() && plan.row_copies == 1 &&
+         std::any_of(plan.runs.begin(), plan.runs.end(), [](const Run& run) { return run.kind == RunKind::Gather; });
+}
+
 bool narrow_rows_fit(const Plan& plan, std::int64_t element) {
   const std::int64_t out_bytes = plan.inner_size * element;
   return plan.inner_in_stride == element && plan.inner_out_stride == element &&
@@ -1129,8 +1142,8 @@ void narrow_rows_of(Plan& plan, const std::vector<std::int64_t>& indices, std::i
       const std::uint64_t index = src < 0 ? 0 : static_cast<std::uint64_t>(src);
       std::memcpy(block.index.data() + j * element, &index, std::min(sizeof index, static_cast<std::size_t>(element)));  // little-endian
       for (std::int64_t w = 0; w < element / 4; ++w) {  // the element's 32-bit lanes (AVX2)
-        const std::int64_t lane = (static_cast<std::int64_t>(index) * element) / 4 + w;
-        block.lanes[static_cast<std::size_t>(j * element / 4 + w)] =
+        const std::int64_t lane = word_of(static_cast<std::int64_t>(index), element, w);
+        block.lanes[static_cast<std::size_t>(word_of(j, element, w))] =
             static_cast<std::int32_t>((lane % 8) | (lane >= 8 ? 1u << 30 : 0u) | (src < 0 ? 1u << 31 : 0u));
       }
     }
@@ -1228,15 +1241,7 @@ Plan make_plan(const TensorView& in, const TensorView& out, const std::vector<Ax
   plan.stream = !plan.stream_rows && stream_output(out.element_count() * element);
   if (!all_fill) find_border(plan, element);
   // Narrow rows write with ordinary stores: not for outputs that are streamed.
-  const bool long_border_copy =
-      plan.border_rows() && plan.runs[static_cast<std::size_t>(plan.border_copy)].length * element >= kBorderCopyOverNarrow;
-  // AVX2's permutes (two per 32 output bytes) only replace gathers: border rows, repeats and
-  // rows copied by fold_repeated_rows were faster their own way on Zen 3.
-  const bool avx2_declines =
-      narrow_rows_avx2(element) &&
-      (plan.border_rows() || plan.row_copies > 1 ||
-       std::none_of(plan.runs.begin(), plan.runs.end(), [](const Run& run) { return run.kind == RunKind::Gather; }));
-  if (!all_fill && !plan.stream && !plan.stream_rows && !long_border_copy && !avx2_declines)
+  if (!all_fill && !plan.stream && !plan.stream_rows && narrow_rows_pay(plan, element))
     narrow_rows_of(plan, inner_indices, element);
   if (!plan.permute_blocks.empty()) plan.border_copy = -1;  // narrow rows, not border rows
   for (int d = plan.outer_rank - 1; d >= 0; --d)
