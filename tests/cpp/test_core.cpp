@@ -1704,19 +1704,33 @@ TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
   check_random_gathers<std::uint8_t>(DataType::UInt8, 2027);
 }
 
-// Input rows of at most two vectors are loaded whole and permuted, 64 output bytes at a time,
-// where the ISA has the permutes (AVX-512BW, VBMI for bytes: rows of 128 bytes; else AVX2 for 4-
-// and 8-byte elements: 64): input rows of one vector, of one vector and an element, of two, and
+// Input rows of at most 128 bytes are loaded whole and permuted, 64 output bytes at a time,
+// where the ISA has the permutes (AVX-512BW, VBMI for bytes: two vectors; else AVX2 for 4- and
+// 8-byte elements: four): input rows of one vector, of one vector and an element, of two, and
 // output rows under one block, of one, and longer (the last block overlapping the one before),
 // with fills anywhere, rows of the fill (outer map) and copies of rows (a repeated outer index).
+// Random maps read any word of the row; `runs` maps are made of copies, mirrors, broadcasts and
+// fills of 1-12 elements, whose 32-byte pieces mostly read a window of 8 words (AVX2 loads the
+// window and permutes it) and, where two runs meet, not always.
 template <class E>
-void check_narrow_rows(DataType dtype, std::int64_t permuted_in_bytes) {
+void check_narrow_rows(DataType dtype, std::int64_t permuted_in_bytes, bool runs) {
   const std::int64_t e = sizeof(E);
-  std::mt19937_64 rng(static_cast<std::uint64_t>(e) * 97);
-  for (const std::int64_t in : {std::int64_t{1}, 64 / e - 1, 64 / e, 64 / e + 1, 128 / e - 1, 128 / e}) {
+  std::mt19937_64 rng(static_cast<std::uint64_t>(e) * 97 + (runs ? 1 : 0));
+  const auto below = [&](std::int64_t n) { return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n)); };
+  for (const std::int64_t in : {std::int64_t{1}, 64 / e - 1, 64 / e, 64 / e + 1, 96 / e + 1, 128 / e - 1, 128 / e}) {
     for (const std::int64_t out : {std::int64_t{1}, 64 / e - 1, 64 / e, 64 / e + 3, 200 / e, 4096 / e}) {
       std::vector<std::int64_t> map(static_cast<std::size_t>(out));
-      for (std::int64_t& m : map) m = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(in + 1)) - 1;  // -1: fill
+      if (runs) {
+        for (std::int64_t o = 0; o < out;) {
+          const std::int64_t length = std::min(1 + below(12), out - o), kind = below(4), from = below(in);
+          for (std::int64_t j = 0; j < length; ++j, ++o) {
+            const std::int64_t source = kind == 0 ? from + j : kind == 1 ? from - j : kind == 2 ? from : -1;
+            map[static_cast<std::size_t>(o)] = kind == 3 ? -1 : std::clamp<std::int64_t>(source, 0, in - 1);
+          }
+        }
+      } else {
+        for (std::int64_t& m : map) m = below(in + 1) - 1;  // -1: fill
+      }
       map[0] = in - 1;  // never all fill (a fill row is not a permute)
       const std::vector<std::int64_t> rows = {1, -1, 0, 0, 2};
       std::vector<E> src(static_cast<std::size_t>(3 * in));
@@ -1730,7 +1744,6 @@ void check_narrow_rows(DataType dtype, std::int64_t permuted_in_bytes) {
       // (An output axis of 1 element reads a fixed one: then the rows are the inner axis.)
       const bool border = tiles.count("border_elements") > 0;
       if (out > 1) {
-        // (AVX2 permutes rows with gathers only, which these random maps all have.)
         EXPECT_EQ(tiles.count("permutes") > 0, in * e <= permuted_in_bytes && !border) << name(dtype) << " " << in << " -> " << out;
       }
       if (tiles.count("permutes")) {
@@ -1741,7 +1754,8 @@ void check_narrow_rows(DataType dtype, std::int64_t permuted_in_bytes) {
         for (std::int64_t o = 0; o < out; ++o) {
           const std::int64_t row = rows[static_cast<std::size_t>(r)], column = map[static_cast<std::size_t>(o)];
           const E want = row < 0 || column < 0 ? fill : src[static_cast<std::size_t>(row * in + column)];
-          ASSERT_EQ(dst[static_cast<std::size_t>(r * out + o)], want) << name(dtype) << " " << in << " -> " << out << " row " << r << " column " << o;
+          ASSERT_EQ(dst[static_cast<std::size_t>(r * out + o)], want)
+              << name(dtype) << " " << in << " -> " << out << (runs ? " runs" : "") << " row " << r << " column " << o;
         }
       }
     }
@@ -1750,11 +1764,13 @@ void check_narrow_rows(DataType dtype, std::int64_t permuted_in_bytes) {
 
 TEST(SeparableGather, NarrowRowsPermuteEveryElementSize) {
   const bool bw = DMLOPS_X86 && avx512_enabled() && platform::cpu_features().avx512bw;
-  const std::int64_t wide = bw ? 128 : DMLOPS_X86 && avx2_enabled() ? 64 : 0;  // 4- and 8-byte elements
-  check_narrow_rows<std::uint8_t>(DataType::UInt8, DMLOPS_X86 && avx512_vbmi_enabled() ? 128 : 0);
-  check_narrow_rows<std::uint16_t>(DataType::UInt16, bw ? 128 : 0);
-  check_narrow_rows<std::uint32_t>(DataType::UInt32, wide);
-  check_narrow_rows<std::uint64_t>(DataType::UInt64, wide);
+  const std::int64_t wide = bw || (DMLOPS_X86 && avx2_enabled()) ? 128 : 0;  // 4- and 8-byte elements
+  for (const bool runs : {false, true}) {
+    check_narrow_rows<std::uint8_t>(DataType::UInt8, DMLOPS_X86 && avx512_vbmi_enabled() ? 128 : 0, runs);
+    check_narrow_rows<std::uint16_t>(DataType::UInt16, bw ? 128 : 0, runs);
+    check_narrow_rows<std::uint32_t>(DataType::UInt32, wide, runs);
+    check_narrow_rows<std::uint64_t>(DataType::UInt64, wide, runs);
+  }
 }
 
 // Irregular stretches are gathered through 32-byte windows when AVX2 is on: groups whose

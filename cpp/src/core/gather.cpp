@@ -235,10 +235,15 @@ struct PermuteBlock {
   std::array<std::uint8_t, 64> index{};
   std::uint64_t fill = 0, store = ~std::uint64_t{0};
   std::int64_t offset = 0;  // bytes into the output row
-  // The same for AVX2's vpermd (4- and 8-byte elements, input rows of at most 64 bytes), per
-  // 32-bit lane of the block: the lane of its input vector (bits 0-2), from the second vector
-  // (bit 30), the fill value (bit 31).
+  // The same for AVX2's vpermd (4- and 8-byte elements, input rows of at most 128 bytes), per
+  // 32-bit lane of the block: the 32-bit word of the input row (bits 0-4: its lane in bits 0-2,
+  // its vector in bits 3-4), or of the half's window, the fill value (bit 31).
   std::array<std::int32_t, 16> lanes{};
+  // Per 32 bytes of the block, in input rows of over two vectors: the first word of a window of
+  // 8 words inside the input row that holds every word those bytes read (their lanes count from
+  // it), or -1 (none does). Copies, mirrors, folds and broadcasts fill 32 bytes from 8 words or
+  // fewer: one load of the window and one vpermd, not four and three blends.
+  std::array<std::int32_t, 2> window{-1, -1};
 };
 
 // The mask of bytes [0, bytes) of a 64-byte vector.
@@ -248,7 +253,7 @@ inline std::uint64_t byte_prefix(std::int64_t bytes) {
 
 // Narrow rows take AVX-512BW (byte masks, word permutes), and VBMI to permute bytes: every
 // AVX-512 CPU since Skylake has BW (Ice Lake and Zen 4 have VBMI). Without them, AVX2 permutes
-// 4- and 8-byte elements (vpermd) from input rows of at most two of its vectors.
+// 4- and 8-byte elements (vpermd) from input rows of at most four of its vectors.
 bool narrow_rows_avx512(std::int64_t element) {
 #if DMLOPS_X86
   if (element == 1) return avx512_vbmi_enabled();
@@ -269,9 +274,9 @@ bool narrow_rows_avx2(std::int64_t element) {
   return false;
 #endif
 }
-// The longest input row a narrow row loads: two vectors.
+// The longest input row a narrow row loads: two AVX-512 vectors, four AVX2 ones.
 std::int64_t narrow_in_limit(std::int64_t element) {
-  return narrow_rows_avx512(element) ? 128 : narrow_rows_avx2(element) ? 64 : 0;
+  return narrow_rows_avx512(element) || narrow_rows_avx2(element) ? 128 : 0;
 }
 
 #if DMLOPS_X86
@@ -369,27 +374,52 @@ DMLOPS_TARGET("avx2") inline void store_first_lanes(float* p, __m256 v, int n) {
   if (n & 1) _mm_store_ss(p, part);
 }
 
-// permute_rows_with for AVX2 (PermuteBlock::lanes): two masked loads (no byte past the row is
-// read), then per 32 bytes of a block a vpermd of each input vector, a blend of the two, a blend
-// of the fill value and a store (of the lanes in the row, in a block that ends it early).
+// 32 output bytes of a block (half 0 or 1) of an AVX2 narrow row: the words of the row (kVectors
+// vectors), or of the half's window, permuted into place, the fill value blended in.
+template <int kVectors>
+DMLOPS_TARGET("avx2") inline __m256 permuted_half(const PermuteBlock& block, int half, const __m256 (&row)[kVectors],
+                                                  const int* in, __m256 fills) {
+  const __m256i lanes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.lanes.data() + 8 * half));
+  __m256 v;
+  if (kVectors == 4 && block.window[half] >= 0) {
+    v = _mm256_permutevar8x32_ps(_mm256_loadu_ps(reinterpret_cast<const float*>(in + block.window[half])), lanes);
+  } else {
+    const __m256 odd = _mm256_castsi256_ps(_mm256_slli_epi32(lanes, 28));  // bit 3: the odd vector of a pair
+    v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(row[0], lanes), _mm256_permutevar8x32_ps(row[1], lanes), odd);
+    if constexpr (kVectors == 4) {
+      const __m256 high = _mm256_blendv_ps(_mm256_permutevar8x32_ps(row[2], lanes), _mm256_permutevar8x32_ps(row[3], lanes), odd);
+      v = _mm256_blendv_ps(v, high, _mm256_castsi256_ps(_mm256_slli_epi32(lanes, 27)));  // bit 4: the second pair
+    }
+  }
+  return _mm256_blendv_ps(v, fills, _mm256_castsi256_ps(lanes));
+}
+
+// permute_rows_with for AVX2 (PermuteBlock::lanes): kVectors masked loads (no byte past the row
+// is read), then per 32 bytes of a block a vpermd of each input vector (or one of a window) and
+// blends by the word's vector bits (3, then 4), a blend of the fill value and a store. Only a
+// row of under 64 bytes (one block) stores part of a block: its lanes in the row.
+template <int kVectors>
 DMLOPS_TARGET("avx2")
 void permute_lanes_avx2(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes, std::uint64_t fill, std::byte* const* outs,
                         const std::byte* const* ins, int count) {
   const __m256 fills = _mm256_castsi256_ps(_mm256_set1_epi64x(static_cast<long long>(fill)));
-  const __m256i first = lanes_before(in_bytes), second = lanes_before(in_bytes - 32);
+  __m256i within[kVectors];
+  for (int v = 0; v < kVectors; ++v) within[v] = lanes_before(in_bytes - 32 * v);
+  const int short_row = blocks.front().store == ~std::uint64_t{0} ? 0 : std::popcount(blocks.front().store) / 4;  // lanes
   for (int r = 0; r < count; ++r) {
     const auto* in = reinterpret_cast<const int*>(ins[r]);
-    const __m256 a = _mm256_castsi256_ps(_mm256_maskload_epi32(in, first));
-    const __m256 b = _mm256_castsi256_ps(_mm256_maskload_epi32(in + 8, second));
+    __m256 row[kVectors];
+    for (int v = 0; v < kVectors; ++v) row[v] = _mm256_castsi256_ps(_mm256_maskload_epi32(in + 8 * v, within[v]));
+    if (short_row > 0) {
+      auto* out = reinterpret_cast<float*>(outs[r]);
+      store_first_lanes(out, permuted_half<kVectors>(blocks.front(), 0, row, in, fills), std::min(short_row, 8));
+      if (short_row > 8) store_first_lanes(out + 8, permuted_half<kVectors>(blocks.front(), 1, row, in, fills), short_row - 8);
+      continue;
+    }
     for (const PermuteBlock& block : blocks) {
-      for (int half = 0; half < 2; ++half) {
-        const __m256i lanes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.lanes.data() + 8 * half));
-        __m256 v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(a, lanes), _mm256_permutevar8x32_ps(b, lanes),
-                                    _mm256_castsi256_ps(_mm256_slli_epi32(lanes, 1)));
-        v = _mm256_blendv_ps(v, fills, _mm256_castsi256_ps(lanes));
-        store_first_lanes(reinterpret_cast<float*>(outs[r] + block.offset + 32 * half), v,
-                          std::clamp(std::popcount(block.store) / 4 - 8 * half, 0, 8));
-      }
+      auto* out = reinterpret_cast<float*>(outs[r] + block.offset);
+      _mm256_storeu_ps(out, permuted_half<kVectors>(block, 0, row, in, fills));
+      _mm256_storeu_ps(out + 8, permuted_half<kVectors>(block, 1, row, in, fills));
     }
   }
 }
@@ -403,7 +433,8 @@ void permute_rows(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes
   std::uint64_t fill = 0;  // the value repeated over 8 bytes
   for (std::size_t at = 0; at < 8; at += sizeof(T)) std::memcpy(reinterpret_cast<std::byte*>(&fill) + at, &fill_value, sizeof(T));
   if constexpr (sizeof(T) == 1) permute_bytes(blocks, in_bytes, fill, outs, ins, count);
-  else if (narrow_rows_avx2(sizeof(T))) permute_lanes_avx2(blocks, in_bytes, fill, outs, ins, count);
+  else if (narrow_rows_avx2(sizeof(T)) && in_bytes <= 64) permute_lanes_avx2<2>(blocks, in_bytes, fill, outs, ins, count);
+  else if (narrow_rows_avx2(sizeof(T))) permute_lanes_avx2<4>(blocks, in_bytes, fill, outs, ins, count);
   else permute_elements<static_cast<int>(sizeof(T))>(blocks, in_bytes, fill, outs, ins, count);
 #else
   (void)blocks, (void)in_bytes, (void)fill_value, (void)outs, (void)ins, (void)count;
@@ -1102,16 +1133,23 @@ constexpr std::int64_t kMaxNarrowRowBytes = 4096;
 // shorter copies gain (7x7 float32 by 1 0.63-0.65x the time, 32x32 float16 by 5 0.55-0.70x).
 constexpr std::int64_t kBorderCopyOverNarrow = 96;
 
+// AVX2's permutes cost more than AVX-512's (where no window of 8 words holds the sources of 32
+// output bytes, two vpermd and a blend per 32 bytes from rows of two vectors, four and three
+// blends from rows of four), so two more kinds of rows keep their own form there: border rows
+// that write fewer than kAvx2BorderElements elements one by one (rows padded by 1 or 2 each side
+// took 1.04-1.28x the time as permutes on Zen 3; by 3 each side 0.92-0.96x), and rows that
+// fold_repeated_rows copies, from input rows of over two vectors (nearest upsampling of 32x32
+// float32 by 2 1.04x the time, of 16x16 float64 by 3 1.20x; of 7x7 to 16x16 float32 0.68-0.75x).
+constexpr std::int64_t kAvx2BorderElements = 6;
+
 // Whether a plan that fits narrow rows gains from them, where its rows have their own faster form:
-// not a border row whose copy is kBorderCopyOverNarrow or longer, and with AVX2's permutes (two
-// per 32 output bytes) only rows that gather: border rows, repeats and rows copied by
-// fold_repeated_rows were faster their own way on Zen 3.
+// not a border row whose copy is kBorderCopyOverNarrow or longer, nor with AVX2 the rows above.
 bool narrow_rows_pay(const Plan& plan, std::int64_t element) {
   if (plan.border_rows() && plan.runs[static_cast<std::size_t>(plan.border_copy)].length * element >= kBorderCopyOverNarrow)
     return false;
   if (!narrow_rows_avx2(element)) return true;
-  return !plan.border_rows() && plan.row_copies == 1 &&
-         std::any_of(plan.runs.begin(), plan.runs.end(), [](const Run& run) { return run.kind == RunKind::Gather; });
+  if (plan.border_rows() && std::ssize(plan.border) < kAvx2BorderElements) return false;
+  return plan.row_copies == 1 || plan.inner_in_size * element <= 64;
 }
 
 bool narrow_rows_fit(const Plan& plan, std::int64_t element) {
@@ -1144,7 +1182,22 @@ void narrow_rows_of(Plan& plan, const std::vector<std::int64_t>& indices, std::i
       for (std::int64_t w = 0; w < element / 4; ++w) {  // the element's 32-bit lanes (AVX2)
         const std::int64_t lane = word_of(static_cast<std::int64_t>(index), element, w);
         block.lanes[static_cast<std::size_t>(word_of(j, element, w))] =
-            static_cast<std::int32_t>((lane % 8) | (lane >= 8 ? 1u << 30 : 0u) | (src < 0 ? 1u << 31 : 0u));
+            static_cast<std::int32_t>(static_cast<std::uint32_t>(lane) | (src < 0 ? 1u << 31 : 0u));
+      }
+    }
+    const std::int64_t in_words = in_bytes / 4;
+    for (int half = 0; half < 2 && in_bytes > 64; ++half) {
+      std::int64_t low = in_words, high = -1;
+      for (int w = 8 * half; w < 8 * half + 8; ++w) {
+        const std::int32_t lane = block.lanes[static_cast<std::size_t>(w)];
+        if (lane >= 0) low = std::min<std::int64_t>(low, lane), high = std::max<std::int64_t>(high, lane);
+      }
+      if (high - low >= 8) continue;
+      const std::int64_t base = std::clamp<std::int64_t>(low, 0, in_words - 8);
+      block.window[static_cast<std::size_t>(half)] = static_cast<std::int32_t>(base);
+      for (int w = 8 * half; w < 8 * half + 8; ++w) {
+        std::int32_t& lane = block.lanes[static_cast<std::size_t>(w)];
+        if (lane >= 0) lane -= static_cast<std::int32_t>(base);
       }
     }
     return block;
