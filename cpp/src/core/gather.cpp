@@ -486,8 +486,8 @@ struct Plan {
   std::vector<std::pair<std::int64_t, std::int64_t>> border;  // (output, input) byte offsets; input kFillOffset: fill
   std::vector<Run> border_runs;                               // fills and mirrors (Copy, step -1)
   bool border_rows() const { return border_copy >= 0 && column_blocks == 1 && row_copies == 1; }
-  // Rows whose input row fits two vectors (see narrow_rows_of): each is loaded whole and every
-  // 64 output bytes are one permute of it (and a blend with the fill value); empty otherwise.
+  // Rows whose input row fits 128 bytes (see narrow_rows_of): each is loaded whole and every 64
+  // output bytes are permutes of it (and a blend with the fill value); empty otherwise.
   std::vector<PermuteBlock> permute_blocks;
   std::int64_t narrow_in_bytes = 0;
 };
@@ -1125,7 +1125,7 @@ bool stream_rows_of(const Plan& plan, std::int64_t element) {
   return d < 0 || plan.out_stride[d] == span;
 }
 
-// Narrow rows: input rows of at most two vectors, output rows of at most kMaxNarrowRowBytes (longer
+// Narrow rows: input rows of at most 128 bytes, output rows of at most kMaxNarrowRowBytes (longer
 // ones are long runs, which the run kernels move at full speed).
 constexpr std::int64_t kMaxNarrowRowBytes = 4096;
 // A border row (find_border) whose copy is at least this long stays on run_border_rows: on Zen 4
@@ -1159,7 +1159,7 @@ bool narrow_rows_fit(const Plan& plan, std::int64_t element) {
 }
 
 // Plan::permute_blocks, for an inner axis whose map `indices` (-1: fill) reads a contiguous input
-// row of at most two vectors into a contiguous output row, where the ISA has the permutes
+// row of at most 128 bytes into a contiguous output row, where the ISA has the permutes
 // (narrow_rows_fit). A padded, upsampled or nearest-resampled small plane (a 7x7 to 32x32 feature
 // map, a reflection wider than its input) otherwise spends most of its time on the per-run work
 // of its short runs: on Zen 4, 1 thread, narrow rows took 0.50-0.65x the time of upsampling 7x7
@@ -1384,7 +1384,7 @@ KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out
     } else if (!plan.permute_blocks.empty()) {
       k.tile("permutes", std::ssize(plan.permute_blocks));
       k.reason += narrow_rows_avx2(element_size(out.dtype))
-                      ? "; each input row (at most 64 bytes) loaded whole, every 32 output bytes a permute of each half (avx2)"
+                      ? "; each input row (at most 128 bytes) loaded whole, every 32 output bytes a permute of 8 words of it (avx2)"
                       : "; each input row (at most 128 bytes) loaded whole, every 64 output bytes one permute of it";
     } else if (counts[static_cast<int>(RunKind::Gather)] > 0 && !plan.gather_index.empty()) {
       k.reason += "; gathers permute 32-byte windows (avx2)";
