@@ -266,6 +266,23 @@ bool narrow_rows_avx512(std::int64_t element) {
 // The w-th 32-bit word of element `index` (of `element` bytes) of a row: the lane vpermd picks.
 constexpr std::int64_t word_of(std::int64_t index, std::int64_t element, std::int64_t w) { return index * (element / 4) + w; }
 
+// The window of 32 output bytes for AVX2: given the input row's word each of their 8 lanes reads
+// (negative: none, a fill), the first word of 8 consecutive words inside the row (in_words long)
+// that hold them all, with `lanes` rebased to it; -1 (lanes untouched) where no 8 words do. One
+// load of the window and one vpermd then make the 32 bytes (nearest gathers, narrow rows).
+std::int32_t window_of(std::int32_t* lanes, std::int64_t in_words) {
+  std::int64_t low = in_words, high = -1;
+  for (int j = 0; j < 8; ++j) {
+    if (lanes[j] >= 0) low = std::min<std::int64_t>(low, lanes[j]), high = std::max<std::int64_t>(high, lanes[j]);
+  }
+  if (in_words < 8 || high - low >= 8) return -1;
+  const auto base = static_cast<std::int32_t>(std::clamp<std::int64_t>(low, 0, in_words - 8));
+  for (int j = 0; j < 8; ++j) {
+    if (lanes[j] >= 0) lanes[j] -= base;
+  }
+  return base;
+}
+
 bool narrow_rows_avx2(std::int64_t element) {
 #if DMLOPS_X86
   return (element == 4 || element == 8) && !narrow_rows_avx512(element) && avx2_enabled();
@@ -433,9 +450,9 @@ void permute_rows(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes
   std::uint64_t fill = 0;  // the value repeated over 8 bytes
   for (std::size_t at = 0; at < 8; at += sizeof(T)) std::memcpy(reinterpret_cast<std::byte*>(&fill) + at, &fill_value, sizeof(T));
   if constexpr (sizeof(T) == 1) permute_bytes(blocks, in_bytes, fill, outs, ins, count);
-  else if (narrow_rows_avx2(sizeof(T)) && in_bytes <= 64) permute_lanes_avx2<2>(blocks, in_bytes, fill, outs, ins, count);
-  else if (narrow_rows_avx2(sizeof(T))) permute_lanes_avx2<4>(blocks, in_bytes, fill, outs, ins, count);
-  else permute_elements<static_cast<int>(sizeof(T))>(blocks, in_bytes, fill, outs, ins, count);
+  else if (!narrow_rows_avx2(sizeof(T))) permute_elements<static_cast<int>(sizeof(T))>(blocks, in_bytes, fill, outs, ins, count);
+  else if (in_bytes <= 64) permute_lanes_avx2<2>(blocks, in_bytes, fill, outs, ins, count);
+  else permute_lanes_avx2<4>(blocks, in_bytes, fill, outs, ins, count);
 #else
   (void)blocks, (void)in_bytes, (void)fill_value, (void)outs, (void)ins, (void)count;
 #endif
@@ -974,13 +991,16 @@ void find_windows(Plan& plan, std::int64_t element) {
     for (std::int64_t k = 0; k + lanes <= run.length; k += lanes) {
       const std::int64_t at = run.src + k;
       const std::int32_t* index = plan.gather_index.data() + at;
-      const std::int32_t base = index[0];
-      bool fits = base + lanes <= plan.inner_in_size;
-      for (std::int64_t j = 0; j < lanes && fits; ++j) fits = index[j] >= base && index[j] < base + lanes;
-      if (!fits) continue;
-      plan.window_base[static_cast<std::size_t>(at)] = base;
+      // The words from the block's lowest source (a row of 2^30 float64 has more words than int32
+      // holds); a word past int32 is never in a window.
+      const std::int32_t first = *std::min_element(index, index + lanes);
       std::int32_t* out = plan.window_lanes.data() + 2 * at;
-      for (std::int64_t j = 0; j < 8; ++j) out[j] = static_cast<std::int32_t>(word_of(index[j / words] - base, element, j % words));
+      for (std::int64_t j = 0; j < 8; ++j)
+        out[j] = static_cast<std::int32_t>(std::min<std::int64_t>(word_of(index[j / words] - first, element, j % words),
+                                                                  std::numeric_limits<std::int32_t>::max()));
+      // (The window starts on an element: its lowest word and the clamp, in_words - 8, are even for 8 bytes.)
+      const std::int32_t base = window_of(out, (plan.inner_in_size - first) * words);
+      plan.window_base[static_cast<std::size_t>(at)] = base < 0 ? -1 : first + base / static_cast<std::int32_t>(words);
     }
   }
 }
@@ -1185,21 +1205,8 @@ void narrow_rows_of(Plan& plan, const std::vector<std::int64_t>& indices, std::i
             static_cast<std::int32_t>(static_cast<std::uint32_t>(lane) | (src < 0 ? 1u << 31 : 0u));
       }
     }
-    const std::int64_t in_words = in_bytes / 4;
-    for (int half = 0; half < 2 && in_bytes > 64; ++half) {
-      std::int64_t low = in_words, high = -1;
-      for (int w = 8 * half; w < 8 * half + 8; ++w) {
-        const std::int32_t lane = block.lanes[static_cast<std::size_t>(w)];
-        if (lane >= 0) low = std::min<std::int64_t>(low, lane), high = std::max<std::int64_t>(high, lane);
-      }
-      if (high - low >= 8) continue;
-      const std::int64_t base = std::clamp<std::int64_t>(low, 0, in_words - 8);
-      block.window[static_cast<std::size_t>(half)] = static_cast<std::int32_t>(base);
-      for (int w = 8 * half; w < 8 * half + 8; ++w) {
-        std::int32_t& lane = block.lanes[static_cast<std::size_t>(w)];
-        if (lane >= 0) lane -= static_cast<std::int32_t>(base);
-      }
-    }
+    for (int half = 0; half < 2 && in_bytes > 64; ++half)  // (two vectors: their permutes are as cheap)
+      block.window[static_cast<std::size_t>(half)] = window_of(block.lanes.data() + 8 * half, in_bytes / 4);
     return block;
   };
   if (out_bytes <= 64) {
