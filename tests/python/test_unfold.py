@@ -474,6 +474,38 @@ def test_thread_counts_give_identical_results(threads):
                                                                          (0, 0), (0, 0)))
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+def test_rows_of_every_batch_channel_and_tap_in_pieces(threads):
+    # Each task finds its row (batch, channel, tap) and piece from the first task's and counts on:
+    # several batches and channels, rows cut into pieces (few rows for the threads), and taps
+    # whose boxes are empty, partial or whole, all land where the reference puts them.
+    rng = np.random.default_rng(threads + 40)
+    for shape, window, kwargs in [
+        ((3, 2, 9, 40), (3, 2), window_kwargs((2, 3), (1, 2), (2, 1), (0, 3))),
+        ((2, 1, 64, 6), (5, 3), window_kwargs((1, 1), (1, 1), (4, 1), (4, 1))),   # taps with no input
+        ((4, 3, 7, 11), (2, 2), window_kwargs((3, 2), (2, 3), (0, 0), (1, 0))),
+        ((1, 2, 30, 30), (3, 3), window_kwargs((2, 2), (1, 1), (1, 1), (1, 1))),  # stride-2 narrowing
+    ]:
+        x = random_array(rng, shape, "float16")
+        with dmlops.threads(threads):
+            y = dmlops.unfold(x, window, **kwargs)
+        assert_same_bits(y, unfold_reference(x, window, *(kwargs[k] for k in (
+            "strides", "dilations", "start_padding", "end_padding"))))
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_windows_wider_than_the_tap_table(threads):
+    # A 2-D unfold keeps each tap's valid outputs per axis in a table of at most 1024 taps an axis;
+    # a wider window (1030 taps on the last axis) computes them per row: same result.
+    rng = np.random.default_rng(threads)
+    x = random_array(rng, (1, 2, 3, 1040), "int16")
+    kwargs = window_kwargs((1, 4), (1, 1), (1, 3), (0, 2))
+    with dmlops.threads(threads):
+        y = dmlops.unfold(x, (2, 1030), **kwargs)
+    assert y.shape == (1, 2 * 2 * 1030, 3 * 4)
+    assert_same_bits(y, unfold_reference(x, (2, 1030), (1, 4), (1, 1), (1, 3), (0, 2)))
+
+
 def test_concurrent_python_threads():
     rng = np.random.default_rng(3)
     inputs = [random_array(rng, (2, 8, 20, 20), "float64") for _ in range(6)]
