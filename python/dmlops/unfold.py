@@ -40,11 +40,22 @@ _WindowArrays = tuple[_Dims, _Dims, _Dims, _Dims, _Dims]  # in _WINDOW_FIELDS or
 _PerAxis = Union[int, Sequence[int]]
 
 
+_SCALARS = frozenset((int, type(None)))  # exact types: a bool is not an int here
+
+
 def _window_arrays(op: str, spatial: int, window_sizes: _PerAxis, strides: Optional[_PerAxis],
                    dilations: Optional[_PerAxis], start_padding: Optional[_PerAxis],
                    end_padding: Optional[_PerAxis]) -> _WindowArrays:
     """The five per-dimension arrays for ``spatial`` dimensions: an int is repeated on each,
     omitted strides and dilations are 1, omitted paddings 0."""
+    if (type(window_sizes) is int and type(strides) in _SCALARS and type(dilations) in _SCALARS
+            and type(start_padding) in _SCALARS and type(end_padding) in _SCALARS):
+        # The common call, every argument an int or omitted, without five per_axis calls (they
+        # took 2 of a small unfold's 5.5 us on Zen 5, more than its C++ call).
+        n = max(spatial, 0)
+        return ((window_sizes,) * n, (1 if strides is None else strides,) * n,
+                (1 if dilations is None else dilations,) * n, (0 if start_padding is None else start_padding,) * n,
+                (0 if end_padding is None else end_padding,) * n)
     return (per_axis(window_sizes, spatial, f"{op}: window_sizes"),
             per_axis(strides, spatial, f"{op}: strides", 1), per_axis(dilations, spatial, f"{op}: dilations", 1),
             per_axis(start_padding, spatial, f"{op}: start_padding", 0),
