@@ -50,8 +50,8 @@ def _window_arrays(op: str, spatial: int, window_sizes: _PerAxis, strides: Optio
     omitted strides and dilations are 1, omitted paddings 0."""
     if (type(window_sizes) is int and type(strides) in _SCALARS and type(dilations) in _SCALARS
             and type(start_padding) in _SCALARS and type(end_padding) in _SCALARS):
-        # The common call, every argument an int or omitted, without five per_axis calls (they
-        # took 2 of a small unfold's 5.5 us on Zen 5, more than its C++ call).
+        # The common call, every argument an int or omitted, without five per_axis calls: a
+        # small unfold's Python overhead 2.6 us, not 3.3, on Zen 5 (its C++ call takes 1.8).
         n = max(spatial, 0)
         return ((window_sizes,) * n, (1 if strides is None else strides,) * n,
                 (1 if dilations is None else dilations,) * n, (0 if start_padding is None else start_padding,) * n,
