@@ -394,9 +394,8 @@ class StreamedRow {
   std::int64_t used_ = 0, limit_ = kChunk;
 };
 
-// A 2-D unfold's taps: each tap's 2-D index and, per axis, the outputs that read inside the
-// input, made once per call for the rows of every channel, not per row (WindowAxis::valid_outputs
-// divides). With the tasks' rows counted (execute), paired, 1 thread: a float16 stride-2 3x3
+// A 2-D unfold's taps: per axis, each tap's outputs that read inside the input, made once per
+// call for the rows of every channel, not per row (WindowAxis::valid_outputs divides). With the tasks' rows counted (execute), paired, 1 thread: a float16 stride-2 3x3
 // unfold of 1x64x112x112 took 0.91x the time on Zen 5 and 0.97x on the 16-core Xeon (0.94x at
 // 16 threads), 3x3 of 1x256x14x14 0.67x and 0.57x.
 // Windows of over kMaxTable taps along an axis (hostile sizes: the table would outgrow the
@@ -412,10 +411,6 @@ class PlanarTaps {
       valid_[d].resize(static_cast<std::size_t>(axis.window));
       for (std::int64_t t = 0; t < axis.window; ++t) valid_[d][static_cast<std::size_t>(t)] = axis.valid_outputs(t);
     }
-  }
-  Dims tap(std::int64_t k) const {
-    const std::int64_t columns = walker_.axis(1).window;
-    return Dims{k / columns, k % columns};
   }
   std::pair<std::int64_t, std::int64_t> valid_outputs(int axis, std::int64_t t) const {
     const auto& table = valid_[axis];
@@ -494,7 +489,7 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
                                  }});
           row.finish();
         } else if (planar) {
-          const Dims tap = planar_taps.tap(k);
+          const Dims tap = walker.tap(k);
           const WindowAxis &rows_axis = walker.axis(0), &columns_axis = walker.axis(1);
           const auto [valid0, valid1] = planar_taps.valid_outputs(0, tap[0]);
           const std::int64_t r0 = std::clamp(valid0, first0, last0), r1 = std::clamp(valid1, r0, last0);

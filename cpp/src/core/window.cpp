@@ -59,11 +59,15 @@ BlockWalker::BlockWalker(std::vector<WindowAxis> axes) : axes_(std::move(axes)) 
 }
 
 Dims BlockWalker::tap(std::int64_t flat) const {
+  // What is left for axis 0 is its index (flat < tap_count()): no division there, one fewer per
+  // call (a 2-D unfold finds each output row's tap here; 3x3 of 1x256x14x14 took 1.13x the
+  // time on Zen 5 with it).
   Dims k = Dims::filled(rank(), 0);
-  for (int d = rank() - 1; d >= 0; --d) {
+  for (int d = rank() - 1; d > 0; --d) {
     k[d] = flat % window_[d];
     flat /= window_[d];
   }
+  k[0] = flat;
   return k;
 }
 

@@ -112,7 +112,7 @@ class BlockWalker {
   // Blocks per step of b_d: the product of blocks() after d.
   std::int64_t block_stride(int d) const { return block_strides_[d]; }
   std::int64_t tap_count() const { return tap_count_; }  // product of the window sizes
-  // The multi-index of tap `flat` (row-major over the window).
+  // The multi-index of tap `flat` < tap_count() (row-major over the window).
   Dims tap(std::int64_t flat) const;
 
   template <class Padding, class Inside>
