@@ -250,7 +250,7 @@ def test_sharing_report_runs_every_scenario(capsys):
     assert [r["case"] for r in rows] == list(sharing.cases())
     for r in rows:
         assert r["alone"] > 0 and r["busy process"] > 0
-        assert ("after torch" in r) == installed("torch")
+        assert ("after torch" in r) == ("after 1-thread torch" in r) == installed("torch")
         assert r["case"] in text
 
 
