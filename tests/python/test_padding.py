@@ -304,6 +304,26 @@ def test_rows_folded_many_times_match_at_every_thread_count(mode, threads):
         assert_same_bits(dmlops.pad(x, start, end, mode=mode), pad_reference(x, start, end, mode))
 
 
+@pytest.mark.parametrize("mode", ["reflection", "symmetric", "wrap"])
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+def test_rows_folded_many_times_in_long_copies(mode, threads):
+    """Rows of 3.4 KB folded several times on both axes: runs of rows that repeat earlier ones
+    are copied several KiB at a time (the C library's memcpy from 4 KiB), into `out` views at
+    several alignments."""
+    rng = np.random.default_rng(18)
+    x = random_array(rng, (1, 2, 5, 260), "float32")
+    start, end = (0, 0, 23, 300), (0, 1, 19, 280)
+    expected = pad_reference(x, start, end, mode)
+    with dmlops.threads(threads):
+        assert_same_bits(dmlops.pad(x, start, end, mode=mode), expected)
+        for offset in (4, 36):
+            buffer = np.zeros(expected.nbytes + 64, np.uint8)
+            out = buffer[offset:offset + expected.nbytes].view(np.float32).reshape(expected.shape)
+            dmlops.pad(x, start, end, mode=mode, out=out)
+            assert_same_bits(out, expected)
+            assert not buffer[:offset].any() and not buffer[offset + expected.nbytes:].any()
+
+
 # Outputs larger than the last-level cache are written with streaming stores; a 1 MiB "L3" makes
 # these small ones take that path. Misaligned input and output views move every head and tail.
 STREAMING_CHECK = """
