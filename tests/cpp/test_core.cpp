@@ -2333,21 +2333,23 @@ TEST(BlockWalker, RejectsInvalidAxes) {
 }
 
 // fill_row / copy_row: every step the kernels use (unit, stride 2, other, negative, broadcast),
-// aligned and misaligned, short and long rows; nothing outside the row is touched.
+// aligned and misaligned, short and long rows (past kWideFillBytes: AVX2's fill, and its tail);
+// nothing outside the row is touched.
 template <class T>
 void check_rows() {
   constexpr auto e = static_cast<std::int64_t>(sizeof(T));
+  constexpr std::int64_t kMax = 200;  // the longest row
   for (std::int64_t misalign : {std::int64_t{0}, std::int64_t{1}}) {
-    for (std::int64_t n : {0, 1, 2, 3, 17, 64}) {
+    for (std::int64_t n : std::initializer_list<std::int64_t>{0, 1, 2, 3, 17, 64, 65, 127, kMax}) {
       for (std::int64_t src_mul : {-3, -1, 0, 1, 2, 3}) {
         for (std::int64_t dst_mul : {1, 2, -1}) {
-          std::vector<std::byte> src(static_cast<std::size_t>((3 * 64 + 2) * e + 1));
+          std::vector<std::byte> src(static_cast<std::size_t>((3 * kMax + 2) * e + 1));
           for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 37 + 11);
-          std::vector<std::byte> dst(static_cast<std::size_t>((2 * 64 + 2) * e + 1), std::byte{0x5a});
+          std::vector<std::byte> dst(static_cast<std::size_t>((2 * kMax + 2) * e + 1), std::byte{0x5a});
           const std::vector<std::byte> before = dst;
           // Start in the middle so negative steps stay inside the buffers.
-          const std::byte* s = src.data() + misalign + (src_mul < 0 ? 3 * 64 * e : 0);
-          std::byte* d = dst.data() + misalign + (dst_mul < 0 ? 2 * 64 * e : e);
+          const std::byte* s = src.data() + misalign + (src_mul < 0 ? 3 * kMax * e : 0);
+          std::byte* d = dst.data() + misalign + (dst_mul < 0 ? 2 * kMax * e : e);
           copy_row<T>(d, dst_mul * e, s, src_mul * e, n);
           std::vector<bool> written(dst.size(), false);
           for (std::int64_t i = 0; i < n; ++i) {
