@@ -901,7 +901,7 @@ DMLOPS_NOINLINE void run_narrow_rows(const Plan& plan, std::byte* out_base, cons
 // library's memcpy: its source is in cache and its destination lines are written whole, which
 // glibc's copy (rep movsb past a few KiB, on CPUs with fast strings) need not read first. On
 // Zen 5, 1 thread, paired: 1x64x32x32 float32 padded to 147x147 (36 KB copied at a time) took
-// 0.86x the time with reflection, 0.91x with wrap; other pads and upsamplings 0.99-1.02x.
+// 0.86x the time with reflection, 0.91x with wrap; other pads and upsamplings 0.95-1.02x.
 // Copies of input rows keep copy_bytes: memcpy for every copy from 4 KiB made rows of
 // 1x64x64x1100 edge-padded by 1 (input and output beyond L3) 1.19x slower, from 1 KiB those
 // of 1x64x256x256 by 2 1.5x.

@@ -14,7 +14,7 @@ thread count (default: the usable CPUs)
 
 and prints the medians and each one over the time alone; "after torch" also over "after 1-thread
 torch". Both torch calls leave the caches as they leave them: a 1x64x256x256 pad (33 MB read and
-written) took 1.3-1.6x its time alone after either one on a 2-core Zen 5 with a 32 MB L3, as much
+written) took 1.6-2.9x its time alone after either one on a 2-core Zen 5 with a 32 MB L3, as much
 as after one numpy thread read 64 MB. That part no thread pool can share away; the second ratio
 is what torch's threads cost. Three runnable threads (two of
 dmlops', the busy one) on two CPUs get two thirds of a CPU each, so a 2-thread call's fair share
