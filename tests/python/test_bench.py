@@ -245,12 +245,15 @@ def test_progress_writes_lines_to_a_log_and_a_bar_to_a_terminal():
 def test_sharing_report_runs_every_scenario(capsys):
     from dmlops.bench import sharing
 
-    rows = sharing.run(threads=2, calls=2)
+    rows = sharing.run(threads=2, calls=2, rounds=2)
     text = capsys.readouterr().out
     assert [r["case"] for r in rows] == list(sharing.cases())
     for r in rows:
-        assert r["alone"] > 0 and r["busy process"] > 0
+        assert r["alone"] > 0 and r["busy process"] > 0 and r["rounds"] == 2
         assert ("after torch" in r) == ("after 1-thread torch" in r) == installed("torch")
+        scenarios = [k for k in sharing.SCENARIOS if k in r]
+        assert sorted(r["ratios"]) == sorted(scenarios + (["after torch / after 1-thread torch"] if "after torch" in r else []))
+        assert r["ratios"]["alone"] == 1.0 and all(v > 0 for v in r["ratios"].values())
         assert r["case"] in text
 
 
