@@ -41,7 +41,8 @@ from ._harness import usable_cpus
 GOAL = 1.7
 
 
-def _spin(stop, go) -> None:  # the busy process: spins while `go` is set, until `stop` is
+def _spin(stop, go, ready) -> None:  # the busy process: spins while `go` is set, until `stop` is
+    ready.set()
     while not stop.is_set():
         if not go.wait(0.01):
             continue
@@ -102,13 +103,15 @@ def run(threads: int, calls: int, out=sys.stdout, rounds: int = 3) -> list:
             torch_call()
             torch.set_num_threads(threads)
     context = multiprocessing.get_context("spawn")
-    stop, go = context.Event(), context.Event()
-    busy = context.Process(target=_spin, args=(stop, go), daemon=True)
+    stop, go, ready = context.Event(), context.Event(), context.Event()
+    busy = context.Process(target=_spin, args=(stop, go, ready), daemon=True)
     busy.start()
-    times: dict = {name: {k: [] for k in SCENARIOS} for name in cases()}
+    calls_of = cases()
+    times: dict = {name: {k: [] for k in SCENARIOS} for name in calls_of}
     try:
+        ready.wait(60)  # started (its imports done), before anything is timed
         for _ in range(rounds):
-            for name, call in cases().items():
+            for name, call in calls_of.items():
                 t = times[name]
                 t["alone"].append(median_ms(call, calls))
                 if torch_call is not None:
