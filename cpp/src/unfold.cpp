@@ -395,9 +395,10 @@ class StreamedRow {
 };
 
 // A 2-D unfold's taps: per axis, each tap's outputs that read inside the input, made once per
-// call for the rows of every channel, not per row (WindowAxis::valid_outputs divides). With the tasks' rows counted (execute), paired, 1 thread: a float16 stride-2 3x3
-// unfold of 1x64x112x112 took 0.91x the time on Zen 5 and 0.97x on the 16-core Xeon (0.94x at
-// 16 threads), 3x3 of 1x256x14x14 0.67x and 0.57x.
+// call for the rows of every channel, not per row (WindowAxis::valid_outputs divides). With the
+// tasks' rows counted (execute), paired, 1 thread: a float16 stride-2 3x3 unfold of
+// 1x64x112x112 took 0.91x the time on Zen 5 and 0.97x on the 16-core Xeon (0.94x at 16
+// threads), 3x3 of 1x256x14x14 0.67x and 0.57x.
 // Windows of over kMaxTable taps along an axis (hostile sizes: the table would outgrow the
 // output) compute them per row instead.
 class PlanarTaps {

@@ -15,12 +15,14 @@ thread count (default: the usable CPUs)
 in interleaved rounds, and prints the medians and, per scenario, the median over the rounds of its
 time over the same round's time alone; "after torch" also over "after 1-thread torch". (A cloud
 VM's speed drifts with its neighbours: timed one scenario after the other, a 0.25 ms outlier
-alone once made the pad beside the busy process read 3.0x.) Both torch calls leave the caches as they leave them: a 1x64x256x256 pad (33 MB read and
+alone once made the pad beside the busy process read 3.0x.)
+
+Both torch calls leave the caches as they leave them: a 1x64x256x256 pad (33 MB read and
 written) took 1.6-2.9x its time alone after either one on a 2-core Zen 5 with a 32 MB L3, as much
 as after one numpy thread read 32 MB. That part no thread pool can share away; the second ratio
-is what torch's threads cost. Three runnable threads (two of
-dmlops', the busy one) on two CPUs get two thirds of a CPU each, so a 2-thread call's fair share
-is 1.5x its time alone; the goal is at most 1.7x on 2 CPUs.
+is what torch's threads cost. Three runnable threads (two of dmlops', the busy one) on two CPUs
+get two thirds of a CPU each, so a 2-thread call's fair share is 1.5x its time alone; the goal is
+at most 1.7x on 2 CPUs.
 """
 from __future__ import annotations
 
