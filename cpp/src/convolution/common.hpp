@@ -382,8 +382,8 @@ struct PaddedPlane {
   void fill(const Geometry& g, const std::byte* src, std::int64_t channel_step, std::int64_t channels,
             const Dims& in_strides, Acc* dst, Acc* lines, std::int64_t r0 = 0, std::int64_t r1 = -1) const {
     const std::int64_t width = row_stop - row_first, step = in_strides[last];
-    if (g.D == 2 && channels == 1 && phases == 1 && std::is_same_v<T, Acc> && step == sizeof(T) && width > 0)
-      return fill_plane<Acc>(g, src, in_strides[0], reinterpret_cast<std::byte*>(dst), r0, r1 < 0 ? rows : r1);
+    if (g.D == 2 && channels == 1 && phases == 1 && width > 0)
+      return fill_plane<T, Acc>(g, src, in_strides, dst, r0, r1 < 0 ? rows : r1);
     for_each_row(g, in_strides, r0, r1 < 0 ? rows : r1, [&](std::int64_t r, bool inside, std::int64_t offset) {
       Acc* dst_row = dst + (r - r0) * row_len;
       if (!inside) {
@@ -445,25 +445,31 @@ struct PaddedPlane {
   }
 
  private:
-  // fill's rows [r0, r1) of one 2-D plane whose input rows are contiguous elements of its own
-  // type: the input rows in one copy_byte_rows call, and the zeros between two of them (one
-  // row's end and the next one's start) as one run. A row at a time, as a fill, a copy and a
-  // fill call, the 9x9 planes of 3x3 64@7 in batches of 64 took 18% of the layer's time
-  // (512@7, 64@56: 2-3%); per row that is a few nanoseconds for 7 values.
-  template <class Acc>
-  void fill_plane(const Geometry& g, const std::byte* src, std::int64_t in_row_step, std::byte* dst, std::int64_t r0,
+  // fill's rows [r0, r1) of one 2-D plane: the zeros between two input rows (one row's end and
+  // the next one's start) as one run, and the input rows, when they are contiguous values of
+  // Acc, in one copy_byte_rows call. A row at a time, as a fill, a load and a fill call, the 9x9
+  // planes of 3x3 64@7 in batches of 64 took 18% of the layer's time (512@7, 64@56: 2-3%); per
+  // row that is a few nanoseconds for 7 values.
+  template <class T, class Acc>
+  void fill_plane(const Geometry& g, const std::byte* src, const Dims& in_strides, Acc* dst, std::int64_t r0,
                   std::int64_t r1) const {
     constexpr std::int64_t E = sizeof(Acc);
+    auto* bytes = reinterpret_cast<std::byte*>(dst);
     const std::int64_t first = std::clamp(g.start[0], r0, r1);
     const std::int64_t stop = std::clamp(g.start[0] + g.in_spatial[0], first, r1);
-    if (first == stop) return fill_row<Acc>(dst, E, Acc(0), (r1 - r0) * row_len);
+    if (first == stop) return fill_row<Acc>(bytes, E, Acc(0), (r1 - r0) * row_len);
     const std::int64_t head = (first - r0) * row_len + row_first, width = row_stop - row_first;
-    fill_row<Acc>(dst, E, Acc(0), head);  // the rows above and the first input row's start
-    copy_byte_rows(dst + head * E, row_len * E, src + (first - g.start[0]) * in_row_step, in_row_step,
-                   static_cast<std::size_t>(width * E), stop - first);
-    fill_rows<Acc>(dst + (head + width) * E, row_len * E, Acc(0), row_len - width, stop - first - 1);
+    const std::int64_t row_step = in_strides[0], step = in_strides[1];
+    const std::byte* row = src + (first - g.start[0]) * row_step;
+    fill_row<Acc>(bytes, E, Acc(0), head);  // the rows above and the first input row's start
+    if (std::is_same_v<T, Acc> && step == E) {
+      copy_byte_rows(bytes + head * E, row_len * E, row, row_step, static_cast<std::size_t>(width * E), stop - first);
+    } else {
+      for (std::int64_t r = first; r < stop; ++r, row += row_step) load_run<T, Acc>(row, step, width, dst + head + (r - first) * row_len);
+    }
+    fill_rows<Acc>(bytes + (head + width) * E, row_len * E, Acc(0), row_len - width, stop - first - 1);
     const std::int64_t tail = (stop - 1 - r0) * row_len + row_stop;  // the last input row's end and the rows below
-    fill_row<Acc>(dst + tail * E, E, Acc(0), (r1 - r0) * row_len - tail);
+    fill_row<Acc>(bytes + tail * E, E, Acc(0), (r1 - r0) * row_len - tail);
   }
 
   // fn(r, inside, offset) for padded rows [r0, r1): whether row r (its indices on the outer
