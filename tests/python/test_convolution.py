@@ -1030,7 +1030,7 @@ FORCED = [
     ("direct", (2, 8, 10, 9), (32, 8, 3, 3), dict(start_padding=1, end_padding=1)),
     ("direct", (1, 6, 13, 7), (40, 3, 2, 3), dict(group_count=2, strides=(2, 1), dilations=(2, 1), mode="convolution")),
     ("direct", (1, 130, 5, 6), (17, 130, 1, 1), {}),
-    ("direct", (1, 24, 5, 6), (20, 24, 1, 1), {}),  # passed over (few input channels), runs when forced
+    ("direct", (1, 12, 5, 6), (20, 12, 1, 1), {}),  # passed over (few input channels), runs when forced
     ("direct", (2, 5, 9, 8), (6, 5, 3, 3), dict(start_padding=1)),  # passed over (6 output channels)
     ("direct", (1, 4, 5, 6, 7), (16, 4, 2, 2, 3), dict(strides=(1, 1, 2), start_padding=(1, 0, 1))),
     ("depthwise_lanes", (2, 20, 11, 12), (20, 1, 3, 3), dict(group_count=20, strides=(1, 2), start_padding=1)),
@@ -1125,6 +1125,26 @@ def test_a_128_channel_pointwise_layer_runs_gemm_on_few_threads_only():
         assert layer("float32", (1, 129, 28, 28), (512, 129, 1, 1)).plan().algorithm == "direct"
 
 
+@pytest.mark.parametrize("switch", [None, "DMLOPS_DISABLE_AVX512"])
+def test_a_pointwise_layer_of_one_or_two_channel_blocks_runs_direct(switch):
+    """1x1 layers with 16 input channels or more whose output channels are at most two of the
+    direct algorithm's blocks (4 vectors with AVX-512, 2 otherwise) run direct; with fewer input
+    channels or more blocks, the GEMM (below 128 input channels). Judged on the ISA the kernels run."""
+    code = ("import dmlops\n"
+            "T = dmlops.TensorDesc\n"
+            "for ci, co in [(64, 64), (64, 128), (64, 256), (12, 64), (16, 64), (128, 64), (32, 32), (16, 8)]:\n"
+            "    p = dmlops.ConvolutionDesc(T('float32', (1, ci, 20, 20)), T('float32', (co, ci, 1, 1))).plan()\n"
+            "    print(ci, co, p.algorithm, p.isa)\n")
+    lines = run_child(code, DMLOPS_NUM_THREADS="1", **({switch: "1"} if switch else {})).stdout.splitlines()
+    assert len(lines) == 8, lines
+    for line in lines:
+        ci, co, algorithm, isa = line.split()
+        lanes = {"avx512": 16, "avx2": 8}.get(isa, 4)
+        block = lanes * (4 if isa == "avx512" else 2)
+        few_blocks = int(co) >= lanes and int(ci) >= 16 and -(-int(co) // block) <= 2
+        assert algorithm == ("direct" if few_blocks else "gemm"), line
+
+
 def test_forcing_an_algorithm_that_does_not_apply_raises_naming_it():
     x = np.ones((1, 8, 9, 9))
     w = np.ones((16, 8, 3, 3))
@@ -1165,7 +1185,7 @@ def test_direct_splits_the_channels_of_small_planes_on_many_threads():
 
 
 def test_plan_fields():
-    desc = layer("float32", (2, 32, 20, 20), (48, 32, 1, 1))
+    desc = layer("float32", (2, 32, 20, 20), (256, 32, 1, 1))
     with dmlops.threads(3):
         plan = desc.plan()
     assert plan.algorithm == "gemm" and plan.threads == 3 and plan.rewrite == ""
@@ -1240,7 +1260,7 @@ PREPARED = [
     ("direct", (1, 64, 7, 7), (64, 64, 3, 3), dict(start_padding=1, end_padding=1)),
     ("direct", (3, 8, 10, 9), (32, 8, 3, 3), dict(strides=2, mode="convolution")),
     ("gemm", (2, 6, 9, 11), (10, 3, 3, 2), dict(group_count=2, strides=(2, 1))),
-    ("gemm", (1, 24, 9, 9), (40, 24, 1, 1), dict(strides=2)),
+    ("gemm", (1, 12, 9, 9), (40, 12, 1, 1), dict(strides=2)),
     ("gemm", (1, 64, 7, 7), (512, 64, 1, 1), {}),  # one task per channel block: A packed inside the product
     ("depthwise_lanes", (1, 20, 11, 12), (20, 1, 3, 3), dict(group_count=20, start_padding=1)),
     ("backward_phases", (2, 8, 16, 16), (8, 16, 4, 4), dict(direction="backward", strides=2, start_padding=1)),
