@@ -880,7 +880,8 @@ TEST(ConvolutionAlgorithms, TheListsChoiceForRepresentativeLayers) {
       {"ResNet 1x1 1024>256@14", layer(f32, {1, 1024, 14, 14}, {256, 1024, 1, 1}), "direct", ""},
       {"ResNet 1x1 64>256@56", layer(f32, {1, 64, 56, 56}, {256, 64, 1, 1}), "gemm", ""},
       {"ResNet 1x1 512>1024 stride 2", layer(f32, {1, 512, 28, 28}, {1024, 512, 1, 1}, 1, 2), "direct", "sampled"},
-      {"1x1 64>128 stride 2", layer(f32, {1, 64, 28, 28}, {128, 64, 1, 1}, 1, 2), "gemm", "sampled"},
+      {"1x1 64>256 stride 2", layer(f32, {1, 64, 28, 28}, {256, 64, 1, 1}, 1, 2), "gemm", "sampled"},
+      {"1x1 16>16, one block", layer(f32, {1, 16, 56, 56}, {16, 16, 1, 1}), "direct", ""},
       {"3x3 float64", layer(f64, {1, 64, 28, 28}, {64, 64, 3, 3}, 1, 1, 1), "gemm", ""},
       {"depthwise 3x3 32@112", layer(f32, {1, 32, 112, 112}, {32, 1, 3, 3}, 32, 1, 1), "depthwise_lanes", ""},
       {"depthwise 3x3 stride 2", layer(f32, {1, 144, 56, 56}, {144, 1, 3, 3}, 144, 2, 1), "depthwise_lanes", ""},
@@ -938,7 +939,7 @@ TEST(ConvolutionAlgorithms, ForcingOneThatDoesNotApplyIsRefusedSayingWhy) {
 
 TEST(ConvolutionAlgorithms, ThePlanNamesTheAlgorithmItsTilesAndThreads) {
   ThreadCountGuard guard(3);
-  const ConvolutionPlan plan = plan_convolution(layer(DataType::Float32, {2, 32, 20, 20}, {48, 32, 1, 1}));
+  const ConvolutionPlan plan = plan_convolution(layer(DataType::Float32, {2, 32, 20, 20}, {256, 32, 1, 1}));
   EXPECT_EQ(plan.algorithm, "gemm");
   EXPECT_EQ(plan.threads, 3);
   EXPECT_EQ(plan.isa, kernel_isa(KernelKind::Fma));
