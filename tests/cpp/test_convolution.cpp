@@ -881,7 +881,6 @@ TEST(ConvolutionAlgorithms, TheListsChoiceForRepresentativeLayers) {
       {"ResNet 1x1 64>256@56", layer(f32, {1, 64, 56, 56}, {256, 64, 1, 1}), "gemm", ""},
       {"ResNet 1x1 512>1024 stride 2", layer(f32, {1, 512, 28, 28}, {1024, 512, 1, 1}, 1, 2), "direct", "sampled"},
       {"1x1 64>256 stride 2", layer(f32, {1, 64, 28, 28}, {256, 64, 1, 1}, 1, 2), "gemm", "sampled"},
-      {"1x1 16>16, one block", layer(f32, {1, 16, 56, 56}, {16, 16, 1, 1}), "direct", ""},
       {"3x3 float64", layer(f64, {1, 64, 28, 28}, {64, 64, 3, 3}, 1, 1, 1), "gemm", ""},
       {"depthwise 3x3 32@112", layer(f32, {1, 32, 112, 112}, {32, 1, 3, 3}, 32, 1, 1), "depthwise_lanes", ""},
       {"depthwise 3x3 stride 2", layer(f32, {1, 144, 56, 56}, {144, 1, 3, 3}, 144, 2, 1), "depthwise_lanes", ""},
@@ -913,6 +912,22 @@ TEST(ConvolutionAlgorithms, A128ChannelPointwiseLayerRunsGemmOnFewThreadsOnly) {
   EXPECT_EQ(plan_convolution(desc).algorithm, "direct");
   set_local_num_threads(16);
   EXPECT_EQ(plan_convolution(desc).algorithm, "direct");
+  set_local_num_threads(previous);
+}
+
+// 1x1 16>16 and 32>16 (one block of output channels on every ISA): direct on several threads,
+// the GEMM on one; with 8 input channels the GEMM on any.
+TEST(ConvolutionAlgorithms, APointwiseLayerOfFewOutputChannelsRunsDirectOnSeveralThreads) {
+  const ConvolutionDesc one_block = layer(DataType::Float32, {1, 16, 56, 56}, {16, 16, 1, 1});
+  const ConvolutionDesc wider = layer(DataType::Float32, {1, 32, 56, 56}, {16, 32, 1, 1});
+  const ConvolutionDesc few_inputs = layer(DataType::Float32, {1, 8, 56, 56}, {16, 8, 1, 1});
+  const int previous = set_local_num_threads(1);
+  EXPECT_EQ(plan_convolution(one_block).algorithm, "gemm");
+  EXPECT_EQ(plan_convolution(wider).algorithm, "gemm");
+  set_local_num_threads(2);
+  EXPECT_EQ(plan_convolution(one_block).algorithm, "direct");
+  EXPECT_EQ(plan_convolution(wider).algorithm, "direct");
+  EXPECT_EQ(plan_convolution(few_inputs).algorithm, "gemm");
   set_local_num_threads(previous);
 }
 

@@ -1128,20 +1128,24 @@ def test_a_128_channel_pointwise_layer_runs_gemm_on_few_threads_only():
 @pytest.mark.parametrize("switch", [None, "DMLOPS_DISABLE_AVX512"])
 def test_a_pointwise_layer_of_one_or_two_channel_blocks_runs_direct(switch):
     """1x1 layers with 16 input channels or more whose output channels are at most two of the
-    direct algorithm's blocks (4 vectors with AVX-512, 2 otherwise) run direct; with fewer input
-    channels or more blocks, the GEMM (below 128 input channels). Judged on the ISA the kernels run."""
+    direct algorithm's blocks (4 vectors with AVX-512, 2 otherwise) run direct on several threads;
+    with fewer input channels, more blocks or one thread, the GEMM (below 128 input channels).
+    Judged on the ISA the kernels run."""
     code = ("import dmlops\n"
             "T = dmlops.TensorDesc\n"
             "for ci, co in [(64, 64), (64, 128), (64, 256), (12, 64), (16, 64), (128, 64), (32, 32), (16, 8)]:\n"
-            "    p = dmlops.ConvolutionDesc(T('float32', (1, ci, 20, 20)), T('float32', (co, ci, 1, 1))).plan()\n"
-            "    print(ci, co, p.algorithm, p.isa)\n")
-    lines = run_child(code, DMLOPS_NUM_THREADS="1", **({switch: "1"} if switch else {})).stdout.splitlines()
-    assert len(lines) == 8, lines
+            "    d = dmlops.ConvolutionDesc(T('float32', (1, ci, 20, 20)), T('float32', (co, ci, 1, 1)))\n"
+            "    for n in (1, 2):\n"
+            "        with dmlops.threads(n):\n"
+            "            p = d.plan()\n"
+            "        print(n, ci, co, p.algorithm, p.isa)\n")
+    lines = run_child(code, **({switch: "1"} if switch else {})).stdout.splitlines()
+    assert len(lines) == 16, lines
     for line in lines:
-        ci, co, algorithm, isa = line.split()
+        threads, ci, co, algorithm, isa = line.split()
         lanes = {"avx512": 16, "avx2": 8}.get(isa, 4)
         block = lanes * (4 if isa == "avx512" else 2)
-        few_blocks = int(co) >= lanes and int(ci) >= 16 and -(-int(co) // block) <= 2
+        few_blocks = threads == "2" and int(co) >= lanes and int(ci) >= 16 and -(-int(co) // block) <= 2
         assert algorithm == ("direct" if few_blocks else "gemm"), line
 
 

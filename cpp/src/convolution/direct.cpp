@@ -311,17 +311,18 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 }
 
 // Layers of float sums. Preferred with at least a vector of output channels per group (fewer leave
-// lanes of every FMA idle), and for pointwise layers only with enough input channels or few
-// output channels. With fewer input channels a tile sums too few terms to pay for reading the
-// input once per channel block, where the GEMM reads one packed panel for all output channels
-// (1x1 64>256@56 is 5% slower direct on Zen 4, 15% on Zen 5; 256>64@56 12% faster on Zen 4),
-// unless the output channels are one or two blocks: the input is then read once or twice, and
-// the GEMM's packing of it and its 12-row tiles cost more. On Zen 5, paired, direct took
-// 0.81-0.94x the GEMM's time at 1 thread and 0.57-0.75x at 2 for 1x1 64>64@56, 96>64@56,
-// 32>64@56, 128>64@56, 64>32@56 and 128>128@28 (64>128@56 1.01x and 0.69x); with AVX2's blocks of
-// 16 channels 64>32@56 took 0.87x, while four blocks (64>64@56, 32>64@56) ran 0.97-1.11x.
-// Below 16 input channels the GEMM keeps them (3>64@112 1.28x and 1.19x the time direct, 8>64@56
-// 1.08x at 1 thread; 16>64@56 0.92x and 0.88x).
+// lanes of every FMA idle), and for pointwise layers only with enough input channels, or few
+// output channels on several threads. With fewer input channels a tile sums too few terms to pay
+// for reading the input once per channel block, where the GEMM reads one packed panel for all
+// output channels (1x1 64>256@56 is 5% slower direct on Zen 4, 15% on Zen 5; 256>64@56 12%
+// faster on Zen 4). On several threads, output channels of one or two blocks (the input read once
+// or twice) run direct, whose tasks split positions and channel blocks: paired, direct took
+// 0.57-0.75x the GEMM's time on 2 threads of Zen 5 for 1x1 64>64@56, 96>64, 32>64, 128>64,
+// 64>32, 64>128@56 and 128>128@28, and 0.87-0.98x on 4 threads of the 16-core Xeon, 0.69-0.90x
+// on 16 (32>64 and 64>128 1.02-1.05x). On one thread the GEMM, which writes its sums straight
+// into the output, stays: the Xeon ran those layers 1.06-1.25x the time direct (96>64 0.95x),
+// though Zen 5 ran them 0.81-0.94x. Below 16 input channels the GEMM on any thread count (Zen 5,
+// 2 threads: 3>64@112 1.19x the time direct, 1>64@56 1.27x; 8>64@56 0.90x, 16>64@56 0.88x).
 constexpr std::int64_t kDirectPointwiseMaxBlocks = 2;
 constexpr std::int64_t kDirectPointwiseMinChannels = 16;
 
@@ -333,11 +334,12 @@ Verdict applies(const Geometry& g, const Cpu& cpu) {
     return {true, "fewer output channels per group (" + std::to_string(g.out_per_group) + ") than a vector holds (" +
                       std::to_string(lanes) + ")", false};
   const std::int64_t block = lanes * (cpu.isa == "avx512" ? 4 : 2);  // direct_vectors() vectors
-  if (g.kernel.product() == 1 && g.in_per_group >= kDirectPointwiseMinChannels &&
+  if (g.kernel.product() == 1 && num_threads() > 1 && g.in_per_group >= kDirectPointwiseMinChannels &&
       ceil_div(g.out_per_group, block) <= kDirectPointwiseMaxBlocks)
-    return {true, "a pointwise layer whose output channels per group (" + std::to_string(g.out_per_group) +
-                      ") are at most " + std::to_string(kDirectPointwiseMaxBlocks) + " blocks of " + std::to_string(block) +
-                      ", with " + std::to_string(kDirectPointwiseMinChannels) + " input channels or more"};
+    return {true, "a pointwise layer on several threads whose output channels per group (" +
+                      std::to_string(g.out_per_group) + ") are at most " + std::to_string(kDirectPointwiseMaxBlocks) +
+                      " blocks of " + std::to_string(block) + ", with " + std::to_string(kDirectPointwiseMinChannels) +
+                      " input channels or more"};
   if (g.kernel.product() == 1 && g.in_per_group < kDirectPointwiseChannels)
     return {true, "a pointwise layer with fewer than " + std::to_string(kDirectPointwiseChannels) +
                       " input channels per group (the GEMM reads the input once for all output channels)", false};
