@@ -465,7 +465,8 @@ struct PaddedPlane {
     if (std::is_same_v<T, Acc> && step == E) {
       copy_byte_rows(bytes + head * E, row_len * E, row, row_step, static_cast<std::size_t>(width * E), stop - first);
     } else {
-      for (std::int64_t r = first; r < stop; ++r, row += row_step) load_run<T, Acc>(row, step, width, dst + head + (r - first) * row_len);
+      for (std::int64_t r = first; r < stop; ++r, row += row_step)
+        load_run<T, Acc>(row, step, width, dst + head + (r - first) * row_len);
     }
     fill_rows<Acc>(bytes + (head + width) * E, row_len * E, Acc(0), row_len - width, stop - first - 1);
     const std::int64_t tail = (stop - 1 - r0) * row_len + row_stop;  // the last input row's end and the rows below

@@ -321,8 +321,9 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 // 64>32, 64>128@56 and 128>128@28, and 0.87-0.98x on 4 threads of the 16-core Xeon, 0.69-0.90x
 // on 16 (32>64 and 64>128 1.02-1.05x). On one thread the GEMM, which writes its sums straight
 // into the output, stays: the Xeon ran those layers 1.06-1.25x the time direct (96>64 0.95x),
-// though Zen 5 ran them 0.81-0.94x. Below 16 input channels the GEMM on any thread count (Zen 5,
-// 2 threads: 3>64@112 1.19x the time direct, 1>64@56 1.27x; 8>64@56 0.90x, 16>64@56 0.88x).
+// though Zen 5 ran them 0.81-0.94x. Below 16 input channels (a vector with AVX-512) the GEMM on
+// any thread count: on 2 threads of Zen 5, 3>64@112 took 1.19x the time direct and 1>64@56
+// 1.27x; 8>64@56 0.90x and 16>64@56 0.88x (the Xeon was measured from 32 channels up).
 constexpr std::int64_t kDirectPointwiseMaxBlocks = 2;
 constexpr std::int64_t kDirectPointwiseMinChannels = 16;
 
