@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dmlops/core/cpu.hpp"
+#include "dmlops/core/direct.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/ops/convolution.hpp"
@@ -915,19 +916,22 @@ TEST(ConvolutionAlgorithms, A128ChannelPointwiseLayerRunsGemmOnFewThreadsOnly) {
   set_local_num_threads(previous);
 }
 
-// 1x1 16>16 and 32>16 (one block of output channels on every ISA): direct on several threads,
-// the GEMM on one; with 8 input channels the GEMM on any.
-TEST(ConvolutionAlgorithms, APointwiseLayerOfFewOutputChannelsRunsDirectOnSeveralThreads) {
-  const ConvolutionDesc one_block = layer(DataType::Float32, {1, 16, 56, 56}, {16, 16, 1, 1});
-  const ConvolutionDesc wider = layer(DataType::Float32, {1, 32, 56, 56}, {16, 32, 1, 1});
-  const ConvolutionDesc few_inputs = layer(DataType::Float32, {1, 8, 56, 56}, {16, 8, 1, 1});
+// 1x1 layers whose output channels fill one block of the direct tiles (direct_vectors() vectors),
+// with 64 input channels: direct on several threads, the GEMM on one; with 32 input channels, a
+// half block or two blocks, the GEMM on any.
+TEST(ConvolutionAlgorithms, APointwiseLayerOfOneBlockOfOutputChannelsRunsDirectOnSeveralThreads) {
+  const std::int64_t block = direct_vectors() * simd_lanes<float>();
+  const auto pointwise = [](std::int64_t in, std::int64_t out) {
+    return layer(DataType::Float32, {1, in, 40, 40}, {out, in, 1, 1});
+  };
   const int previous = set_local_num_threads(1);
-  EXPECT_EQ(plan_convolution(one_block).algorithm, "gemm");
-  EXPECT_EQ(plan_convolution(wider).algorithm, "gemm");
+  EXPECT_EQ(plan_convolution(pointwise(64, block)).algorithm, "gemm");
   set_local_num_threads(2);
-  EXPECT_EQ(plan_convolution(one_block).algorithm, "direct");
-  EXPECT_EQ(plan_convolution(wider).algorithm, "direct");
-  EXPECT_EQ(plan_convolution(few_inputs).algorithm, "gemm");
+  EXPECT_EQ(plan_convolution(pointwise(64, block)).algorithm, "direct");
+  EXPECT_EQ(plan_convolution(pointwise(96, block - simd_lanes<float>() + 1)).algorithm, "direct");
+  EXPECT_EQ(plan_convolution(pointwise(32, block)).algorithm, "gemm");
+  EXPECT_EQ(plan_convolution(pointwise(64, block / 2)).algorithm, "gemm");
+  EXPECT_EQ(plan_convolution(pointwise(64, 2 * block)).algorithm, "gemm");
   set_local_num_threads(previous);
 }
 

@@ -1126,27 +1126,30 @@ def test_a_128_channel_pointwise_layer_runs_gemm_on_few_threads_only():
 
 
 @pytest.mark.parametrize("switch", [None, "DMLOPS_DISABLE_AVX512"])
-def test_a_pointwise_layer_of_one_or_two_channel_blocks_runs_direct(switch):
-    """1x1 layers with 16 input channels or more whose output channels are at most two of the
-    direct algorithm's blocks (4 vectors with AVX-512, 2 otherwise) run direct on several threads;
-    with fewer input channels, more blocks or one thread, the GEMM (below 128 input channels).
-    Judged on the ISA the kernels run."""
+def test_a_pointwise_layer_of_one_block_of_output_channels_runs_direct(switch):
+    """1x1 layers with 64 input channels or more whose output channels fill one of the direct
+    algorithm's blocks (all of its 4 vectors with AVX-512, 2 otherwise) run direct on
+    several threads; on one thread, with fewer input channels, a half block or two blocks, the
+    GEMM (below 128 input channels). Judged on the ISA the kernels run."""
     code = ("import dmlops\n"
             "T = dmlops.TensorDesc\n"
-            "for ci, co in [(64, 64), (64, 128), (64, 256), (12, 64), (16, 64), (128, 64), (32, 32), (16, 8)]:\n"
+            "for ci, co in [(64, 64), (96, 64), (64, 128), (64, 32), (32, 64), (64, 16), (64, 12), (64, 8), (48, 16)]:\n"
             "    d = dmlops.ConvolutionDesc(T('float32', (1, ci, 20, 20)), T('float32', (co, ci, 1, 1)))\n"
             "    for n in (1, 2):\n"
             "        with dmlops.threads(n):\n"
             "            p = d.plan()\n"
             "        print(n, ci, co, p.algorithm, p.isa)\n")
     lines = run_child(code, **({switch: "1"} if switch else {})).stdout.splitlines()
-    assert len(lines) == 16, lines
+    assert len(lines) == 18, lines
+    directs = 0
     for line in lines:
         threads, ci, co, algorithm, isa = line.split()
         lanes = {"avx512": 16, "avx2": 8}.get(isa, 4)
         block = lanes * (4 if isa == "avx512" else 2)
-        few_blocks = threads == "2" and int(co) >= lanes and int(ci) >= 16 and -(-int(co) // block) <= 2
-        assert algorithm == ("direct" if few_blocks else "gemm"), line
+        one_block = threads == "2" and int(ci) >= 64 and -(-int(co) // lanes) == block // lanes
+        directs += one_block
+        assert algorithm == ("direct" if one_block else "gemm"), line
+    assert directs == 2, lines  # (64, 64) and (96, 64) with AVX-512; (64, 16) and (64, 12) with AVX2
 
 
 def test_forcing_an_algorithm_that_does_not_apply_raises_naming_it():

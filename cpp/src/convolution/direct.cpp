@@ -311,21 +311,20 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
 }
 
 // Layers of float sums. Preferred with at least a vector of output channels per group (fewer leave
-// lanes of every FMA idle), and for pointwise layers only with enough input channels, or few
-// output channels on several threads. With fewer input channels a tile sums too few terms to pay
-// for reading the input once per channel block, where the GEMM reads one packed panel for all
-// output channels (1x1 64>256@56 is 5% slower direct on Zen 4, 15% on Zen 5; 256>64@56 12%
-// faster on Zen 4). On several threads, output channels of one or two blocks (the input read once
-// or twice) run direct, whose tasks split positions and channel blocks: paired, direct took
-// 0.57-0.75x the GEMM's time on 2 threads of Zen 5 for 1x1 64>64@56, 96>64, 32>64, 128>64,
-// 64>32, 64>128@56 and 128>128@28, and 0.87-0.98x on 4 threads of the 16-core Xeon, 0.69-0.90x
-// on 16 (32>64 and 64>128 1.02-1.05x). On one thread the GEMM, which writes its sums straight
-// into the output, stays: the Xeon ran those layers 1.06-1.25x the time direct (96>64 0.95x),
-// though Zen 5 ran them 0.81-0.94x. Below 16 input channels (a vector with AVX-512) the GEMM on
-// any thread count: on 2 threads of Zen 5, 3>64@112 took 1.19x the time direct and 1>64@56
-// 1.27x; 8>64@56 0.90x and 16>64@56 0.88x (the Xeon was measured from 32 channels up).
-constexpr std::int64_t kDirectPointwiseMaxBlocks = 2;
-constexpr std::int64_t kDirectPointwiseMinChannels = 16;
+// lanes of every FMA idle), and for pointwise layers only with enough input channels, or with
+// one block of output channels on several threads. With fewer input channels a tile sums too
+// few terms to pay for reading the input once per channel block, where the GEMM reads one packed
+// panel for all output channels (1x1 64>256@56 is 5% slower direct on Zen 4, 15% on Zen 5;
+// 256>64@56 12% faster on Zen 4). On several threads, output channels that fill one block (all
+// its vectors: the input read once) and 64 input channels or more run direct, whose
+// tasks split positions and channel blocks: paired, 1x1 64>64@56 (a ResNet-50 layer), 96>64@56
+// and 128>64@56 took 0.57-0.75x the GEMM's time on 2 threads of Zen 5 and 0.77-0.90x on 2, 4 and
+// 16 threads of the 16-core Xeon. Not the others measured: on 2 threads of the Xeon two blocks
+// (64>128@56, 128>128@28) took 1.29-1.34x the time direct and 64>32@56 (a half block) 1.12x,
+// and 32>64@56 1.02-1.05x on 2, 4 and 16 (on Zen 5 all of them 0.58-0.76x). On one thread the
+// GEMM, which writes its sums straight into the output: the Xeon ran those three layers
+// 0.95-1.09x the time direct, Zen 5 0.81-0.88x.
+constexpr std::int64_t kDirectPointwiseMinChannels = 64;
 
 Verdict applies(const Geometry& g, const Cpu& cpu) {
   if (g.direction != ConvolutionDirection::Forward) return {false, "a forward algorithm"};
@@ -336,11 +335,10 @@ Verdict applies(const Geometry& g, const Cpu& cpu) {
                       std::to_string(lanes) + ")", false};
   const std::int64_t block = lanes * (cpu.isa == "avx512" ? 4 : 2);  // direct_vectors() vectors
   if (g.kernel.product() == 1 && num_threads() > 1 && g.in_per_group >= kDirectPointwiseMinChannels &&
-      ceil_div(g.out_per_group, block) <= kDirectPointwiseMaxBlocks)
+      ceil_div(g.out_per_group, lanes) == block / lanes)
     return {true, "a pointwise layer on several threads whose output channels per group (" +
-                      std::to_string(g.out_per_group) + ") are at most " + std::to_string(kDirectPointwiseMaxBlocks) +
-                      " blocks of " + std::to_string(block) + ", with " + std::to_string(kDirectPointwiseMinChannels) +
-                      " input channels or more"};
+                      std::to_string(g.out_per_group) + ") fill one block of " + std::to_string(block) + ", with " +
+                      std::to_string(kDirectPointwiseMinChannels) + " input channels or more"};
   if (g.kernel.product() == 1 && g.in_per_group < kDirectPointwiseChannels)
     return {true, "a pointwise layer with fewer than " + std::to_string(kDirectPointwiseChannels) +
                       " input channels per group (the GEMM reads the input once for all output channels)", false};
