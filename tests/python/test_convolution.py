@@ -1152,6 +1152,25 @@ def test_a_pointwise_layer_of_one_block_of_output_channels_runs_direct(switch):
     assert directs == 2, lines  # (64, 64) and (96, 64) with AVX-512; (64, 16) and (64, 12) with AVX2
 
 
+def test_a_pointwise_layer_has_the_same_bits_on_gemm_and_direct():
+    """The pointwise rule picks the GEMM on one thread and direct on several: both sum each output
+    in the same order, so the result does not depend on the thread count."""
+    rng = np.random.default_rng(64)
+    x = rng.standard_normal((2, 96, 23, 17)).astype(np.float32)
+    w = rng.standard_normal((64, 96, 1, 1)).astype(np.float32)
+    b = rng.standard_normal((1, 64, 1, 1)).astype(np.float32)
+    desc = layer("float32", x.shape, w.shape, bias=dmlops.TensorDesc("float32", (1, 64, 1, 1)))
+    results = {}
+    for threads in (1, 2, 3, 7):
+        with dmlops.threads(threads):
+            results[threads] = desc(x, w, b)
+    for algorithm in ("gemm", "direct"):
+        results[algorithm] = desc(x, w, b, algorithm=algorithm)
+    assert_close(results[1], x, w, b)
+    for key, y in results.items():
+        np.testing.assert_array_equal(y, results[1], err_msg=str(key))
+
+
 def test_forcing_an_algorithm_that_does_not_apply_raises_naming_it():
     x = np.ones((1, 8, 9, 9))
     w = np.ones((16, 8, 3, 3))
