@@ -383,7 +383,7 @@ struct PaddedPlane {
             const Dims& in_strides, Acc* dst, Acc* lines, std::int64_t r0 = 0, std::int64_t r1 = -1) const {
     const std::int64_t width = row_stop - row_first, step = in_strides[last];
     if (g.D == 2 && channels == 1 && phases == 1 && width > 0)
-      return fill_plane<T, Acc>(g, src, in_strides, dst, r0, r1 < 0 ? rows : r1);
+      return fill_plane<T, Acc>(g, src, in_strides[0], step, width, dst, r0, r1 < 0 ? rows : r1);
     for_each_row(g, in_strides, r0, r1 < 0 ? rows : r1, [&](std::int64_t r, bool inside, std::int64_t offset) {
       Acc* dst_row = dst + (r - r0) * row_len;
       if (!inside) {
@@ -451,15 +451,14 @@ struct PaddedPlane {
   // planes of 3x3 64@7 in batches of 64 took 18% of the layer's time (512@7, 64@56: 2-3%); per
   // row that is a few nanoseconds for 7 values.
   template <class T, class Acc>
-  void fill_plane(const Geometry& g, const std::byte* src, const Dims& in_strides, Acc* dst, std::int64_t r0,
-                  std::int64_t r1) const {
+  void fill_plane(const Geometry& g, const std::byte* src, std::int64_t row_step, std::int64_t step,
+                  std::int64_t width, Acc* dst, std::int64_t r0, std::int64_t r1) const {
     constexpr std::int64_t E = sizeof(Acc);
     auto* bytes = reinterpret_cast<std::byte*>(dst);
     const std::int64_t first = std::clamp(g.start[0], r0, r1);
     const std::int64_t stop = std::clamp(g.start[0] + g.in_spatial[0], first, r1);
     if (first == stop) return fill_row<Acc>(bytes, E, Acc(0), (r1 - r0) * row_len);
-    const std::int64_t head = (first - r0) * row_len + row_first, width = row_stop - row_first;
-    const std::int64_t row_step = in_strides[0], step = in_strides[1];
+    const std::int64_t head = (first - r0) * row_len + row_first;
     const std::byte* row = src + (first - g.start[0]) * row_step;
     fill_row<Acc>(bytes, E, Acc(0), head);  // the rows above and the first input row's start
     if (std::is_same_v<T, Acc> && step == E) {

@@ -333,12 +333,12 @@ Verdict applies(const Geometry& g, const Cpu& cpu) {
   if (g.out_per_group < lanes)
     return {true, "fewer output channels per group (" + std::to_string(g.out_per_group) + ") than a vector holds (" +
                       std::to_string(lanes) + ")", false};
-  const std::int64_t block = lanes * (cpu.isa == "avx512" ? 4 : 2);  // direct_vectors() vectors
+  const std::int64_t block_vectors = direct_vectors();  // Blocking's widest block
   if (g.kernel.product() == 1 && num_threads() > 1 && g.in_per_group >= kDirectPointwiseMinChannels &&
-      ceil_div(g.out_per_group, lanes) == block / lanes)
+      ceil_div(g.out_per_group, lanes) == block_vectors)
     return {true, "a pointwise layer on several threads whose output channels per group (" +
-                      std::to_string(g.out_per_group) + ") fill one block of " + std::to_string(block) + ", with " +
-                      std::to_string(kDirectPointwiseMinChannels) + " input channels or more"};
+                      std::to_string(g.out_per_group) + ") fill one block of " + std::to_string(block_vectors * lanes) +
+                      ", with " + std::to_string(kDirectPointwiseMinChannels) + " input channels or more"};
   if (g.kernel.product() == 1 && g.in_per_group < kDirectPointwiseChannels)
     return {true, "a pointwise layer with fewer than " + std::to_string(kDirectPointwiseChannels) +
                       " input channels per group (the GEMM reads the input once for all output channels)", false};
