@@ -2691,6 +2691,35 @@ void check_gemm() {
                       [&](std::int64_t i, std::int64_t k) { return a[static_cast<std::size_t>((m0 + i) * K + k0 + k)]; }, dst);
         };
         gemm_pack_a_inline(round_up(M, kGemmRows), N, K, pack_a, b_packed.data(), c_inline_a.data(), ldc);
+        // With an epilogue, each driver gives the sums plus the row's bias (the one addition
+        // after the last K block), then relu: exactly what a pass over c would give.
+        std::vector<Acc> bias(static_cast<std::size_t>(round_up(M, kGemmRows)));
+        for (Acc& v : bias) v = static_cast<Acc>(value(rng));
+        std::vector<Acc> c_bias(c.size()), c_bias_inline(c.size()), c_bias_inline_a(c.size());
+        for (const GemmEpilogue<Acc> epilogue : {GemmEpilogue<Acc>{bias.data(), false}, GemmEpilogue<Acc>{bias.data(), true},
+                                                 GemmEpilogue<Acc>{nullptr, true}}) {
+          gemm_packed(round_up(M, kGemmRows), N, K, packed.data(), b_packed.data(), c_bias.data(), ldc, epilogue);
+          gemm_pack_b_inline(round_up(M, kGemmRows), N, K, packed.data(), pack_b, c_bias_inline.data(), ldc, epilogue);
+          gemm_pack_a_inline(round_up(M, kGemmRows), N, K, pack_a, b_packed.data(), c_bias_inline_a.data(), ldc, epilogue);
+          std::int64_t clamped = 0;
+          for (std::int64_t i = 0; i < M; ++i) {
+            for (std::int64_t j = 0; j < N; ++j) {
+              const std::size_t at = static_cast<std::size_t>(i * ldc + j);
+              Acc expected = epilogue.bias ? c[at] + bias[static_cast<std::size_t>(i)] : c[at];
+              if (epilogue.relu) {
+                clamped += expected <= Acc(0);
+                expected = expected > Acc(0) ? expected : Acc(0);
+              }
+              ASSERT_EQ(c_bias[at], expected) << "epilogue " << (epilogue.bias != nullptr) << epilogue.relu << ", M " << M
+                                              << " N " << N << " K " << K << " at " << i << ", " << j;
+              ASSERT_EQ(c_bias_inline[at], expected) << "epilogue, inline B, M " << M << " N " << N << " K " << K;
+              ASSERT_EQ(c_bias_inline_a[at], expected) << "epilogue, inline A, M " << M << " N " << N << " K " << K;
+            }
+          }
+          if (epilogue.relu && M * N >= 64) {
+            EXPECT_GT(clamped, 0) << "the relu clamped nothing: M " << M << " N " << N;
+          }
+        }
         for (std::int64_t i = 0; i < M; ++i) {
           for (std::int64_t j = 0; j < N; ++j) {
             ASSERT_EQ(c_inline[static_cast<std::size_t>(i * ldc + j)], c[static_cast<std::size_t>(i * ldc + j)])

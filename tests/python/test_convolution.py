@@ -1171,6 +1171,33 @@ def test_a_pointwise_layer_has_the_same_bits_on_gemm_and_direct():
         np.testing.assert_array_equal(y, results[1], err_msg=str(key))
 
 
+@pytest.mark.parametrize("activation", ["relu", dmlops.Activation("leaky_relu", alpha=0.25), None])
+@pytest.mark.parametrize("in_channels", [40, 200])  # sums written in place; sums through a scratch
+def test_the_gemm_tiles_bias_and_relu_give_the_bits_of_direct(activation, in_channels):
+    """The GEMM's tiles add the bias and apply a relu as they store the sums (other activations
+    run over them after): the bits of direct, which applies both after its sums, on every thread
+    count. 43 output channels and 23x17 positions leave partial tiles on both edges; zero biases
+    and a row of zero inputs give exact zeros for the relu to meet."""
+    rng = np.random.default_rng(43)
+    x = rng.standard_normal((2, in_channels, 23, 17)).astype(np.float32)
+    x[:, :, 3] = 0
+    w = rng.standard_normal((43, in_channels, 1, 1)).astype(np.float32)
+    b = rng.standard_normal((1, 43, 1, 1)).astype(np.float32)
+    b[0, :5] = 0
+    desc = layer("float32", x.shape, w.shape, bias=dmlops.TensorDesc("float32", b.shape), fused_activation=activation)
+    expected = desc(x, w, b, algorithm="direct")
+    spec = None if activation is None else ("relu", {}) if activation == "relu" else ("leaky_relu", {"alpha": 0.25})
+    assert_close(expected, x, w, b, spec)
+    for threads in (1, 2, 5):
+        with dmlops.threads(threads):
+            y = desc(x, w, b, algorithm="gemm")
+        np.testing.assert_array_equal(y.view(np.uint32), expected.view(np.uint32), err_msg=f"{threads} threads")
+    for dtype in ("float16", "float64"):
+        xd, wd, bd = x.astype(dtype), w.astype(dtype), b.astype(dtype)
+        d = layer(dtype, x.shape, w.shape, bias=dmlops.TensorDesc(dtype, b.shape), fused_activation=activation)
+        assert_close(d(xd, wd, bd, algorithm="gemm"), xd, wd, bd, spec)
+
+
 def test_forcing_an_algorithm_that_does_not_apply_raises_naming_it():
     x = np.ones((1, 8, 9, 9))
     w = np.ones((16, 8, 3, 3))

@@ -145,6 +145,10 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const bool in_place = K <= kInPlaceDepth && (M % kGemmRows == 0 || M >= kInPlaceRows) && std::is_same_v<T, Acc> && planes_contiguous<Acc>(v.out);
   auto* out_base = static_cast<std::byte*>(v.out.data);
 
+  // A relu goes into the tiles' epilogue; other activations run over the stored sums.
+  const bool tile_relu = desc.fused_activation && desc.fused_activation->kind == ActivationKind::Relu;
+  const std::optional<FusedActivation> activation_after = tile_relu ? std::nullopt : desc.fused_activation;
+
   const PaddedPlane pad(g, tap, true);
   const PaddedInput<T> input(g, pad, v.in);
   const auto plane_of = [&](std::int64_t n, std::int64_t c) { return input.plane(n, c); };
@@ -213,6 +217,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     std::vector<const Acc*> sources;
     const Scratch<Acc> own_panel(inline_b || shared_b ? 0 : K * block);
     const Scratch<Acc> result(channel_block * block);
+    std::vector<Acc> task_bias(v.bias ? static_cast<std::size_t>(channel_block) : 0);
     std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t position_task = task / channel_blocks, m0 = task % channel_blocks * channel_block;
@@ -227,32 +232,39 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       }
       const std::int64_t rows = std::min(channel_block, M - m0);
       const Acc* a = inline_a ? nullptr : packed + (grp * M_pad + m0) * K;
+      // The rows' biases, which the tiles add as they store the sums (zeros past the rows), and
+      // a relu, which they apply then; any other activation is a pass over the sums after them.
+      if (v.bias) {
+        for (std::int64_t i = 0; i < round_up(rows, kGemmRows); ++i)
+          task_bias[i] = i < rows ? bias_of<T, Acc>(v.bias, grp * M + m0 + i) : Acc(0);
+      }
       // The product of rows [r0, r0 + panel_rows) (whole panels) and columns [j0, j0 + columns)
-      // (whole micro-panels) of this task's block into c.
+      // (whole micro-panels) of this task's block into c, the epilogue applied.
       const auto product = [&](std::int64_t r0, std::int64_t panel_rows, std::int64_t j0, std::int64_t columns, Acc* c,
                                std::int64_t ldc) {
+        const GemmEpilogue<Acc> epilogue{v.bias ? task_bias.data() + r0 : nullptr, tile_relu};
         if (inline_b) {
           const GemmPackB<Acc> pack_piece = [&](std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t n, Acc* dst) {
             pack_columns(pieces, sources, k0, depth, j0 + j, n, dst);
           };
-          gemm_pack_b_inline(panel_rows, columns, K, a + r0 * K, pack_piece, c, ldc);
+          gemm_pack_b_inline(panel_rows, columns, K, a + r0 * K, pack_piece, c, ldc, epilogue);
         } else if (inline_a) {
           const GemmPackA<Acc> pack_rows = [&](std::int64_t k0, std::int64_t depth, std::int64_t r, std::int64_t n, Acc* dst) {
             a_matrix->pack(grp, m0 + r0 + r, std::min(n, rows - r0 - r), k0, depth, dst);
           };
-          gemm_pack_a_inline(panel_rows, columns, K, pack_rows, panel + j0 * K, c, ldc);
+          gemm_pack_a_inline(panel_rows, columns, K, pack_rows, panel + j0 * K, c, ldc, epilogue);
         } else {
-          gemm_packed(panel_rows, columns, K, a + r0 * K, panel + j0 * K, c, ldc);
+          gemm_packed(panel_rows, columns, K, a + r0 * K, panel + j0 * K, c, ldc, epilogue);
         }
       };
       std::byte* first_plane = out_base + n * v.out.byte_strides[0] + (grp * M + m0) * v.out.byte_strides[1];
+      // The activation (unless the tiles applied it) and the store of rows [r0, r1) of results of
+      // columns [j0, j1).
       const auto finish = [&](Acc* result_rows, std::int64_t ld, std::int64_t r0, std::int64_t r1, std::int64_t j0,
                               std::int64_t j1) {
         for (std::int64_t i = r0; i < r1; ++i) {
-          const std::int64_t oc = grp * M + m0 + i;
-          finish_row<T, Acc>(result_rows + (i - r0) * ld, j1 - j0, bias_of<T, Acc>(v.bias, oc),
-                             desc.fused_activation, first_plane + i * v.out.byte_strides[1], g.out_spatial, out_strides,
-                             p0 + j0);
+          finish_row<T, Acc>(result_rows + (i - r0) * ld, j1 - j0, Acc(0), activation_after,
+                             first_plane + i * v.out.byte_strides[1], g.out_spatial, out_strides, p0 + j0);
         }
       };
       // Whole tiles straight into the output when its planes are contiguous and K is short (see
@@ -264,8 +276,9 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         Acc* c = reinterpret_cast<Acc*>(first_plane) + p0;
         const std::int64_t ldc = v.out.byte_strides[1] / std::int64_t{sizeof(Acc)};
         product(0, whole_rows, 0, whole_columns, c, ldc);
-        for (std::int64_t i = 0; i < whole_rows; ++i)
-          add_bias_and_activate(c + i * ldc, whole_columns, bias_of<T, Acc>(v.bias, grp * M + m0 + i), desc.fused_activation);
+        if (activation_after) {
+          for (std::int64_t i = 0; i < whole_rows; ++i) apply_activation(*activation_after, c + i * ldc, whole_columns);
+        }
         if (whole_columns < count) {  // the last micro-panel, every row
           product(0, round_up(rows, kGemmRows), whole_columns, NR, result.get(), NR);
           finish(result.get(), NR, 0, rows, whole_columns, count);

@@ -4,7 +4,9 @@
 #include <cctype>
 #include <cmath>
 
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/platform.hpp"
 
 namespace dmlops {
 namespace {
@@ -49,9 +51,11 @@ A log1p_exp(A z) {
 }
 
 // The one switch over the kinds: the row loop sits inside each case so that the compiler
-// sees a simple elementwise loop.
+// sees a simple elementwise loop. Run through IsaKernel, so the piecewise-linear ones (relu,
+// leaky relu, clip...) move AVX2 vectors where the CPU has them: with SSE2's, relu after a 1x1
+// 64>256@56 layer was 14% of its time on a Zen 5. No FMA in either variant, so the same bits.
 template <class A>
-void apply(const FusedActivation& act, A* row, std::int64_t n) {
+DMLOPS_ALWAYS_INLINE inline void apply(const FusedActivation& act, A* row, std::int64_t n) {
   const A p = act.parameters.size() > 0 ? A(act.parameters[0]) : A(0);
   const A q = act.parameters.size() > 1 ? A(act.parameters[1]) : A(0);
   const auto each = [&](auto f) {
@@ -126,7 +130,11 @@ FusedActivation make_activation(const std::string& op, std::string_view name, co
   fail(op, ": fused_activation '", name, "' is unknown; expected one of ", names);
 }
 
-void apply_activation(const FusedActivation& activation, float* row, std::int64_t n) { apply(activation, row, n); }
-void apply_activation(const FusedActivation& activation, double* row, std::int64_t n) { apply(activation, row, n); }
+void apply_activation(const FusedActivation& activation, float* row, std::int64_t n) {
+  IsaKernel<&apply<float>>::run(activation, row, n);
+}
+void apply_activation(const FusedActivation& activation, double* row, std::int64_t n) {
+  IsaKernel<&apply<double>>::run(activation, row, n);
+}
 
 }  // namespace dmlops

@@ -20,9 +20,13 @@ namespace {
 constexpr int R = static_cast<int>(kGemmRows);
 
 // One R x NR tile, portable: the compiler vectorises the j loops.
-// Each tile sums K rows; with `accumulate` it adds to C (the sums of the earlier K blocks).
+// Each tile sums K rows; with `accumulate` it adds to C (the sums of the earlier K blocks). With
+// an epilogue (the last K block) it adds bias[r] to row r's sums (when there is a bias) and
+// applies relu before it stores them: the operations the caller would apply after the product,
+// in the same order, so the same bits.
 template <class Acc>
-void tile_portable(std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int64_t ldc, bool accumulate) {
+void tile_portable(std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int64_t ldc, bool accumulate,
+                   const Acc* bias, bool relu) {
   constexpr int NR = static_cast<int>(gemm_columns<Acc>());
   Acc acc[R][NR] = {};
   if (accumulate) {
@@ -37,14 +41,19 @@ void tile_portable(std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int6
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
+    for (int j = 0; j < NR; ++j) {
+      Acc x = acc[r][j];
+      if (bias) x += bias[r];
+      c[r * ldc + j] = relu ? (x > Acc(0) ? x : Acc(0)) : x;
+    }
   }
 }
 
 #if DMLOPS_X86
 // The 6 x 16 float tile in twelve registers: per k, two loads of B, six broadcasts of A, twelve FMAs.
 DMLOPS_TARGET("avx2,fma") void tile_f32_avx2(std::int64_t K, const float* a, const float* b,
-                                                       float* c, std::int64_t ldc, bool accumulate) {
+                                                       float* c, std::int64_t ldc, bool accumulate, const float* bias,
+                                              bool relu) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   if (accumulate) {
@@ -70,8 +79,15 @@ DMLOPS_TARGET("avx2,fma") void tile_f32_avx2(std::int64_t K, const float* a, con
     x = _mm256_broadcast_ss(a + 5);
     c50 = _mm256_fmadd_ps(x, b0, c50), c51 = _mm256_fmadd_ps(x, b1, c51);
   }
-  const __m256 rows[R][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  __m256 rows[R][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   for (int r = 0; r < R; ++r) {
+    if (bias) {
+      const __m256 add = _mm256_broadcast_ss(bias + r);
+      rows[r][0] = _mm256_add_ps(rows[r][0], add), rows[r][1] = _mm256_add_ps(rows[r][1], add);
+    }
+    if (relu) {  // max(x, 0) returns its second operand for a NaN or a zero x: x > 0 ? x : 0
+      rows[r][0] = _mm256_max_ps(rows[r][0], _mm256_setzero_ps()), rows[r][1] = _mm256_max_ps(rows[r][1], _mm256_setzero_ps());
+    }
     _mm256_storeu_ps(c + r * ldc, rows[r][0]);
     _mm256_storeu_ps(c + r * ldc + 8, rows[r][1]);
   }
@@ -93,7 +109,7 @@ DMLOPS_TARGET("avx2,fma") void tile_f32_avx2(std::int64_t K, const float* a, con
 template <int kPanels, int kMicro>
 DMLOPS_TARGET("avx512f") void tile_f32_avx512(std::int64_t K, std::int64_t a_stride, std::int64_t b_stride,
                                                        const float* a, const float* b, float* c, std::int64_t ldc,
-                                                       bool accumulate) {
+                                                       bool accumulate, const float* bias, bool relu) {
   constexpr int kRows = kPanels * R;
   __m512 acc[kRows][kMicro];
 DMLOPS_UNROLL(12)
@@ -112,6 +128,23 @@ DMLOPS_UNROLL(2)
       for (int v = 0; v < kMicro; ++v) acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
     }
   }
+  if (bias) {
+DMLOPS_UNROLL(12)
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 add = _mm512_set1_ps(bias[r]);
+DMLOPS_UNROLL(2)
+      for (int v = 0; v < kMicro; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], add);
+    }
+  }
+  if (relu) {  // max(x, 0) returns its second operand for a NaN or a zero x: x > 0 ? x : 0
+    // (the masked form of vmaxps: GCC 12 warns that _mm512_max_ps's undefined source is unset)
+    const __m512 zero = _mm512_setzero_ps();
+DMLOPS_UNROLL(12)
+    for (int r = 0; r < kRows; ++r) {
+DMLOPS_UNROLL(2)
+      for (int v = 0; v < kMicro; ++v) acc[r][v] = _mm512_mask_max_ps(zero, 0xFFFF, acc[r][v], zero);
+    }
+  }
 DMLOPS_UNROLL(12)
   for (int r = 0; r < kRows; ++r) {
 DMLOPS_UNROLL(2)
@@ -128,7 +161,8 @@ struct Avx512Tiles {
 
 // The 6 x 8 double tile, same shape of loop.
 DMLOPS_TARGET("avx2,fma") void tile_f64_avx2(std::int64_t K, const double* a, const double* b,
-                                                       double* c, std::int64_t ldc, bool accumulate) {
+                                                       double* c, std::int64_t ldc, bool accumulate, const double* bias,
+                                              bool relu) {
   __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256d c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   if (accumulate) {
@@ -154,8 +188,13 @@ DMLOPS_TARGET("avx2,fma") void tile_f64_avx2(std::int64_t K, const double* a, co
     x = _mm256_broadcast_sd(a + 5);
     c50 = _mm256_fmadd_pd(x, b0, c50), c51 = _mm256_fmadd_pd(x, b1, c51);
   }
-  const __m256d rows[R][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  __m256d rows[R][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   for (int r = 0; r < R; ++r) {
+    if (bias) {
+      const __m256d add = _mm256_broadcast_sd(bias + r);
+      rows[r][0] = _mm256_add_pd(rows[r][0], add), rows[r][1] = _mm256_add_pd(rows[r][1], add);
+    }
+    if (relu) rows[r][0] = _mm256_max_pd(rows[r][0], _mm256_setzero_pd()), rows[r][1] = _mm256_max_pd(rows[r][1], _mm256_setzero_pd());
     _mm256_storeu_pd(c + r * ldc, rows[r][0]);
     _mm256_storeu_pd(c + r * ldc + 4, rows[r][1]);
   }
@@ -169,13 +208,15 @@ constexpr std::nullptr_t kNoPairTile = nullptr;
 // at a_at(p)): two panels at a time with the wide tiles, else one by one.
 template <class Acc, class Tile, class PairTile, class PanelAt>
 void single_micro_panel(std::int64_t depth, std::int64_t p0, std::int64_t p1, PanelAt a_at, const Acc* b, Acc* c,
-                        std::int64_t ldc, bool accumulate, Tile tile, PairTile wide) {
+                        std::int64_t ldc, bool accumulate, const GemmEpilogue<Acc>* end, Tile tile, PairTile wide) {
+  const auto bias_at = [&](std::int64_t p) { return end && end->bias ? end->bias + p : nullptr; };
+  const bool relu = end && end->relu;
   std::int64_t p = p0;
   if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
     for (; p + 2 * kGemmRows <= p1; p += 2 * kGemmRows)
-      wide.rows(depth, a_at(p + kGemmRows) - a_at(p), 0, a_at(p), b, c + p * ldc, ldc, accumulate);
+      wide.rows(depth, a_at(p + kGemmRows) - a_at(p), 0, a_at(p), b, c + p * ldc, ldc, accumulate, bias_at(p), relu);
   }
-  for (; p < p1; p += kGemmRows) tile(depth, a_at(p), b, c + p * ldc, ldc, accumulate);
+  for (; p < p1; p += kGemmRows) tile(depth, a_at(p), b, c + p * ldc, ldc, accumulate, bias_at(p), relu);
 }
 
 // Rows of A per pass: their K block (gemm_block_bytes()) stays in L2 while the micro-panels of B
@@ -192,11 +233,15 @@ std::int64_t block_rows_of() {
 // `a_block` first and read from there; else `a` is the whole packed A.
 template <class Acc, class Tile, class PairTile = std::nullptr_t>
 void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const Acc* b, Acc* c, std::int64_t ldc,
-           Tile tile, PairTile pair_tile = kNoPairTile, const GemmPackA<Acc>* pack_a = nullptr, Acc* a_block = nullptr) {
+           const GemmEpilogue<Acc>& epilogue, Tile tile, PairTile pair_tile = kNoPairTile, const GemmPackA<Acc>* pack_a = nullptr,
+           Acc* a_block = nullptr) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
   const std::int64_t block_rows = block_rows_of<Acc>();
   for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
     const std::int64_t depth = std::min(kGemmDepth, K - k0);
+    const GemmEpilogue<Acc>* end = k0 + depth == K ? &epilogue : nullptr;  // with the last K block
+    const auto bias_at = [&](std::int64_t p) { return end && end->bias ? end->bias + p : nullptr; };
+    const bool relu = end && end->relu;
     for (std::int64_t m0 = 0; m0 < M; m0 += block_rows) {
       const std::int64_t m1 = std::min(M, m0 + block_rows);
       // Panel p's K block: in the whole packed A, or in the block just packed.
@@ -210,13 +255,15 @@ void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const A
           if (j + 2 * NR <= N) {
             std::int64_t p = m0;
             for (; p + 2 * kGemmRows <= m1; p += 2 * kGemmRows)
-              pair_tile.quad(depth, a_at(p + kGemmRows) - a_at(p), K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
-            for (; p < m1; p += kGemmRows) pair_tile.columns(depth, 0, K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0);
+              pair_tile.quad(depth, a_at(p + kGemmRows) - a_at(p), K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0,
+                             bias_at(p), relu);
+            for (; p < m1; p += kGemmRows)
+              pair_tile.columns(depth, 0, K * NR, a_at(p), b_block, c + p * ldc + j, ldc, k0 > 0, bias_at(p), relu);
             j += 2 * NR;
             continue;
           }
         }
-        single_micro_panel(depth, m0, m1, a_at, b_block, c + j, ldc, k0 > 0, tile, pair_tile);
+        single_micro_panel(depth, m0, m1, a_at, b_block, c + j, ldc, k0 > 0, end, tile, pair_tile);
         j += NR;
       }
     }
@@ -227,11 +274,15 @@ void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const A
 // pack the piece, then pass every panel of A over it.
 template <class Acc, class Tile, class PairTile = std::nullptr_t>
 void drive_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const GemmPackB<Acc>& pack_b,
-                         Acc* c, std::int64_t ldc, Tile tile, PairTile pair_tile = kNoPairTile) {
+                         Acc* c, std::int64_t ldc, const GemmEpilogue<Acc>& epilogue, Tile tile,
+                         PairTile pair_tile = kNoPairTile) {
   constexpr std::int64_t NR = gemm_columns<Acc>();
   const Scratch<Acc> piece(2 * NR * kGemmDepth);
   for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
     const std::int64_t depth = std::min(kGemmDepth, K - k0);
+    const GemmEpilogue<Acc>* end = k0 + depth == K ? &epilogue : nullptr;
+    const auto bias_at = [&](std::int64_t p) { return end && end->bias ? end->bias + p : nullptr; };
+    const bool relu = end && end->relu;
     for (std::int64_t j = 0; j < N;) {
       if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
         if (j + 2 * NR <= N) {
@@ -239,16 +290,17 @@ void drive_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const A
           std::int64_t p = 0;
           for (; p + 2 * kGemmRows <= M; p += 2 * kGemmRows)
             pair_tile.quad(depth, kGemmRows * K, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc,
-                           k0 > 0);
+                           k0 > 0, bias_at(p), relu);
           for (; p < M; p += kGemmRows)
-            pair_tile.columns(depth, 0, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0);
+            pair_tile.columns(depth, 0, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0,
+                              bias_at(p), relu);
           j += 2 * NR;
           continue;
         }
       }
       pack_b(k0, depth, j, NR, piece.get());
       const auto a_at = [&](std::int64_t p) { return a + p * K + k0 * kGemmRows; };
-      single_micro_panel(depth, 0, M, a_at, piece.get(), c + j, ldc, k0 > 0, tile, pair_tile);
+      single_micro_panel(depth, 0, M, a_at, piece.get(), c + j, ldc, k0 > 0, end, tile, pair_tile);
       j += NR;
     }
   }
@@ -452,57 +504,57 @@ void weighted_row_sum(std::int64_t taps, const double* const* rows, const double
 }
 
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const float* b, float* c,
-                 std::int64_t ldc) {
+                 std::int64_t ldc, const GemmEpilogue<float>& epilogue) {
 #if DMLOPS_X86
-  if (avx512_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2, Avx512Tiles{});
-  if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f32_avx2);
+  if (avx512_enabled()) return drive(M, N, K, a, b, c, ldc, epilogue, tile_f32_avx2, Avx512Tiles{});
+  if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, epilogue, tile_f32_avx2);
 #endif
-  drive(M, N, K, a, b, c, ldc, tile_portable<float>);
+  drive(M, N, K, a, b, c, ldc, epilogue, tile_portable<float>);
 }
 
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a, const double* b, double* c,
-                 std::int64_t ldc) {
+                 std::int64_t ldc, const GemmEpilogue<double>& epilogue) {
 #if DMLOPS_X86
-  if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, tile_f64_avx2);
+  if (avx2_fma_enabled()) return drive(M, N, K, a, b, c, ldc, epilogue, tile_f64_avx2);
 #endif
-  drive(M, N, K, a, b, c, ldc, tile_portable<double>);
+  drive(M, N, K, a, b, c, ldc, epilogue, tile_portable<double>);
 }
 
 void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<float>& pack_a, const float* b,
-                        float* c, std::int64_t ldc) {
+                        float* c, std::int64_t ldc, const GemmEpilogue<float>& epilogue) {
   const Scratch<float> block(block_rows_of<float>() * kGemmDepth);
 #if DMLOPS_X86
   if (avx512_enabled())
-    return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, Avx512Tiles{}, &pack_a, block.get());
-  if (avx2_fma_enabled()) return drive<float>(M, N, K, nullptr, b, c, ldc, tile_f32_avx2, kNoPairTile, &pack_a, block.get());
+    return drive<float>(M, N, K, nullptr, b, c, ldc, epilogue, tile_f32_avx2, Avx512Tiles{}, &pack_a, block.get());
+  if (avx2_fma_enabled()) return drive<float>(M, N, K, nullptr, b, c, ldc, epilogue, tile_f32_avx2, kNoPairTile, &pack_a, block.get());
 #endif
-  drive<float>(M, N, K, nullptr, b, c, ldc, tile_portable<float>, kNoPairTile, &pack_a, block.get());
+  drive<float>(M, N, K, nullptr, b, c, ldc, epilogue, tile_portable<float>, kNoPairTile, &pack_a, block.get());
 }
 
 void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const GemmPackA<double>& pack_a,
-                        const double* b, double* c, std::int64_t ldc) {
+                        const double* b, double* c, std::int64_t ldc, const GemmEpilogue<double>& epilogue) {
   const Scratch<double> block(block_rows_of<double>() * kGemmDepth);
 #if DMLOPS_X86
-  if (avx2_fma_enabled()) return drive<double>(M, N, K, nullptr, b, c, ldc, tile_f64_avx2, kNoPairTile, &pack_a, block.get());
+  if (avx2_fma_enabled()) return drive<double>(M, N, K, nullptr, b, c, ldc, epilogue, tile_f64_avx2, kNoPairTile, &pack_a, block.get());
 #endif
-  drive<double>(M, N, K, nullptr, b, c, ldc, tile_portable<double>, kNoPairTile, &pack_a, block.get());
+  drive<double>(M, N, K, nullptr, b, c, ldc, epilogue, tile_portable<double>, kNoPairTile, &pack_a, block.get());
 }
 
 void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const GemmPackB<float>& pack_b,
-                        float* c, std::int64_t ldc) {
+                        float* c, std::int64_t ldc, const GemmEpilogue<float>& epilogue) {
 #if DMLOPS_X86
-  if (avx512_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2, Avx512Tiles{});
-  if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f32_avx2);
+  if (avx512_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, epilogue, tile_f32_avx2, Avx512Tiles{});
+  if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, epilogue, tile_f32_avx2);
 #endif
-  drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_portable<float>);
+  drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, epilogue, tile_portable<float>);
 }
 
 void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const double* a,
-                        const GemmPackB<double>& pack_b, double* c, std::int64_t ldc) {
+                        const GemmPackB<double>& pack_b, double* c, std::int64_t ldc, const GemmEpilogue<double>& epilogue) {
 #if DMLOPS_X86
-  if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_f64_avx2);
+  if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, epilogue, tile_f64_avx2);
 #endif
-  drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, tile_portable<double>);
+  drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, epilogue, tile_portable<double>);
 }
 
 }  // namespace dmlops
