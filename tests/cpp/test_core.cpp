@@ -2827,6 +2827,25 @@ void check_gemm_b_gather() {
     pack_gemm_b_gather(K, source.data(), pieces.data() + 1, std::ssize(pieces) - 1, NR, N - NR, tail.data());
     EXPECT_TRUE(std::equal(tail.begin(), tail.end(), expected.begin() + K * NR)) << "K " << K << " from column " << NR;
   }
+  // A run of 19 micro-panels, each one piece following the last (a pointwise layer's rows), copied
+  // in chunks of a few micro-panels; then one piece elsewhere.
+  std::vector<GemmPiece> run;
+  for (std::int64_t q = 0; q < 19; ++q) run.push_back({q * NR, 500 + q * NR, NR});
+  run.push_back({19 * NR, 100, NR});
+  for (std::int64_t K : {1, 3, 10}) {
+    std::vector<const Acc*> source;
+    for (std::int64_t k = 0; k < K; ++k) source.push_back(storage.data() + 1 + 37 * k);
+    const std::int64_t N = 20 * NR;
+    std::vector<Acc> expected(static_cast<std::size_t>(K * N)), b(expected.size(), Acc(-1));
+    for (const GemmPiece& piece : run) {
+      for (std::int64_t k = 0; k < K; ++k) {
+        for (std::int64_t j = 0; j < piece.length; ++j)
+          expected[static_cast<std::size_t>(gemm_b_offset<Acc>(K, k, piece.column + j))] = source[k][piece.offset + j];
+      }
+    }
+    pack_gemm_b_gather(K, source.data(), run.data(), std::ssize(run), 0, N, b.data());
+    EXPECT_EQ(b, expected) << "a run of 19, K " << K;
+  }
 }
 
 // Scratch blocks: aligned, reused by the next request that fits (the same memory, no new
