@@ -1198,6 +1198,26 @@ def test_the_gemm_tiles_bias_and_relu_give_the_bits_of_direct(activation, in_cha
         assert_close(d(xd, wd, bd, algorithm="gemm"), xd, wd, bd, spec)
 
 
+def test_gemm_tasks_spread_evenly_over_two_threads_with_blocks_that_only_shrink():
+    """Each GEMM task packs its own im2col panel, which must fit the cache: on several threads the
+    count of position blocks is raised (never lowered) until the tasks spread evenly (5 tasks on 2
+    threads take 3 units of time, 6 take 3 units of less work each)."""
+    desc = layer("float64", (1, 64, 28, 28), (64, 64, 3, 3), start_padding=1, end_padding=1)
+    with dmlops.threads(1):
+        alone = desc.plan()
+    with dmlops.threads(2):
+        two = desc.plan()
+    assert alone.algorithm == two.algorithm == "gemm"
+    assert two.tasks % 2 == 0, two
+    assert two.tiles["position_block"] <= alone.tiles["position_block"], (alone, two)
+    x = np.random.default_rng(2).standard_normal((1, 64, 28, 28))
+    w = np.random.default_rng(3).standard_normal((64, 64, 3, 3))
+    with dmlops.threads(2):
+        y = desc(x, w)
+    with dmlops.threads(1):
+        np.testing.assert_array_equal(desc(x, w), y)
+
+
 def test_forcing_an_algorithm_that_does_not_apply_raises_naming_it():
     x = np.ones((1, 8, 9, 9))
     w = np.ones((16, 8, 3, 3))

@@ -21,14 +21,14 @@ DMLOPS_TARGET("avx2") void split_pairs_avx2(const float* src, std::int64_t pairs
 }
 #endif
 
-std::int64_t balanced_count(std::int64_t per_block, std::int64_t blocks, std::int64_t threads) {
+std::int64_t balanced_count(std::int64_t per_block, std::int64_t blocks, std::int64_t threads, bool fewer) {
   if (threads == 1) return blocks;
   const std::int64_t chunks = kParallelChunksPerThread * threads;
   const auto even = [&](std::int64_t count) {
     const std::int64_t tasks = per_block * count;
     return tasks % threads == 0 && (tasks <= chunks || tasks % chunks == 0);
   };
-  for (std::int64_t count = blocks; count >= std::max<std::int64_t>(1, blocks / 2); --count) {
+  for (std::int64_t count = blocks; count >= (fewer ? std::max<std::int64_t>(1, blocks / 2) : blocks); --count) {
     if (even(count)) return count;
   }
   for (std::int64_t count = blocks + 1; count <= 2 * blocks; ++count) {

@@ -582,7 +582,8 @@ class PaddedInput {
 // evenly over parallel_for's chunks: a multiple of the threads within one round of chunks (one
 // task per chunk), else a multiple of the chunk count. A thread that runs one task more than the
 // others sets the time (5 tasks on 2 threads take 3 units, not 2.5). `blocks` itself when no
-// count within a factor of two qualifies.
-std::int64_t balanced_count(std::int64_t per_block, std::int64_t blocks, std::int64_t threads);
+// count within a factor of two qualifies. Without `fewer`, only counts from `blocks` up (when
+// `blocks` is a bound: blocks that must fit a cache).
+std::int64_t balanced_count(std::int64_t per_block, std::int64_t blocks, std::int64_t threads, bool fewer = true);
 
 }  // namespace dmlops::conv

@@ -42,7 +42,7 @@ struct Blocking {
   static constexpr std::int64_t NR = gemm_columns<Acc>();
   std::int64_t taps, positions, K, M, M_pad;
   std::int64_t position_panels = 0, blocks = 0, channel_blocks = 0, channel_block = 0;
-  bool shared_b = false, inline_b = false, inline_a = false;
+  bool shared_b = false, inline_a = false;
   std::int64_t block = 0, outer = 0, tasks = 0, grain = 0;
 
   Blocking(const Geometry& g, const BlockWalker& walker)
@@ -68,12 +68,13 @@ struct Blocking {
     // up front, by all threads together, and shared by its channel blocks' tasks (packing it in
     // each task would repeat the copy per channel block and leave the threads waiting on it).
     shared_b = channel_blocks > 1;
-    // Else B is packed piece by piece inside the product (in L1, never written out whole) when
-    // A's K block fits L2, which that order needs; else the whole panel first, once per task.
-    inline_b = !shared_b && channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} <= gemm_block_bytes();
-    // A B that is never written out does not bound the blocks: their count is then chosen so that
-    // the (equal) tasks spread evenly over the threads.
-    if (inline_b) blocks = balanced_count(g.batch * g.groups, blocks, threads);
+    // Else each task packs its whole panel first, then multiplies it. (Packing it piece by piece
+    // inside the product, two micro-panels at a time in L1, was slower: a pointwise layer's rows
+    // copied 128 bytes at a time, per piece, against few panels of A. On a Zen 5 at 1 thread 1x1
+    // 64>64@56 took 0.139 ms so and 0.116 ms whole, 3x3 32>32 in 4 groups 0.86x the time.) Its
+    // count is then raised, if need be, so that the (equal) tasks spread evenly over the threads:
+    // raised, as the panel must fit.
+    if (!shared_b) blocks = balanced_count(g.batch * g.groups, blocks, threads, false);
     // Still too few tasks when the channel blocks ran out (few output channels, and a panel bound
     // that a large L2 raises: 1x1 64>256@56 had 5 tasks for 16 threads with a 2 MiB L2): more,
     // smaller position blocks, down to kMinBlock positions.
@@ -84,10 +85,12 @@ struct Blocking {
     block = NR * ceil_div(position_panels, blocks);  // the largest
     outer = g.batch * g.groups * blocks, tasks = outer * channel_blocks;
     grain = std::max<std::int64_t>(1, kMinTaskFlops / std::max<std::int64_t>(1, 2 * channel_block * K * block));
-    // A larger A used by one task only (one batch item, one position block: e.g. 3x3 512@7, whose
-    // filter is 9 MB) is packed inside the product too, a K block of an L2 block of rows at a
-    // time, instead of being written out whole and read back; else once, up front, in parallel.
-    inline_a = !inline_b && g.batch * blocks == 1;
+    // A larger A (its K block past gemm_block_bytes()) used by one task only (one batch item,
+    // one position block: e.g. 3x3 512@7, whose filter is 9 MB) is packed inside the product, a
+    // K block of an L2 block of rows at a time, instead of being written out whole and read
+    // back; else once, up front, in parallel.
+    const bool large_a = channel_block * kGemmDepth * std::int64_t{sizeof(Acc)} > gemm_block_bytes();
+    inline_a = (shared_b || large_a) && g.batch * blocks == 1;
   }
 };
 
@@ -131,7 +134,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const std::int64_t taps = blocking.taps, positions = blocking.positions, K = blocking.K, M = blocking.M;
   const std::int64_t M_pad = blocking.M_pad, position_panels = blocking.position_panels, blocks = blocking.blocks;
   const std::int64_t channel_blocks = blocking.channel_blocks, channel_block = blocking.channel_block;
-  const bool shared_b = blocking.shared_b, inline_b = blocking.inline_b;
+  const bool shared_b = blocking.shared_b;
   const std::int64_t block = blocking.block, outer = blocking.outer, tasks = blocking.tasks, grain = blocking.grain;
 
   // The filter as A, unless it comes packed (then neither widened nor packed here).
@@ -179,13 +182,13 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       for (std::int64_t t = 0; t < taps; ++t) sources[c * taps + t] = plane + pad.tap_offset[t];
     }
   };
-  // Rows [k0, k0 + depth) of columns [j, j + columns) of a located B, as micro-panels at dst.
-  const auto pack_columns = [](const std::vector<GemmPiece>& pieces, const std::vector<const Acc*>& sources,
-                               std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst) {
+  // Columns [j, j + columns) of a located B, as micro-panels at dst.
+  const auto pack_columns = [K](const std::vector<GemmPiece>& pieces, const std::vector<const Acc*>& sources,
+                                std::int64_t j, std::int64_t columns, Acc* dst) {
     const auto by_column = [](const GemmPiece& piece, std::int64_t column) { return piece.column < column; };
     const auto first = std::lower_bound(pieces.begin(), pieces.end(), j, by_column);
     const auto stop = std::lower_bound(first, pieces.end(), j + columns, by_column);
-    pack_gemm_b_gather(depth, sources.data() + k0, pieces.data() + (first - pieces.begin()), stop - first, j, columns, dst);
+    pack_gemm_b_gather(K, sources.data(), pieces.data() + (first - pieces.begin()), stop - first, j, columns, dst);
   };
 
   // Unless inline_a, every group's A once, up front, in parallel (or once for all calls: packed).
@@ -206,7 +209,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         locate(position_task, pieces, sources);
         const std::int64_t j1 = std::min(q1 * NR, width);
         if (j1 > q0 * NR)
-          pack_columns(pieces, sources, 0, K, q0 * NR, j1 - q0 * NR, shared.get() + position_task * K * block + q0 * NR * K);
+          pack_columns(pieces, sources, q0 * NR, j1 - q0 * NR, shared.get() + position_task * K * block + q0 * NR * K);
         i += q1 - q0;
       }
     });
@@ -215,7 +218,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     // Consecutive tasks of one position block (channel blocks vary fastest) reuse the packed panel.
     std::vector<GemmPiece> pieces;
     std::vector<const Acc*> sources;
-    const Scratch<Acc> own_panel(inline_b || shared_b ? 0 : K * block);
+    const Scratch<Acc> own_panel(shared_b ? 0 : K * block);
     const Scratch<Acc> result(channel_block * block);
     std::vector<Acc> task_bias(v.bias ? static_cast<std::size_t>(channel_block) : 0);
     std::int64_t packed_for = -1;
@@ -228,7 +231,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       if (!shared_b && packed_for != position_task) {
         packed_for = position_task;
         locate(position_task, pieces, sources);
-        if (!inline_b) pack_columns(pieces, sources, 0, K, 0, width, own_panel.get());
+        pack_columns(pieces, sources, 0, width, own_panel.get());
       }
       const std::int64_t rows = std::min(channel_block, M - m0);
       const Acc* a = inline_a ? nullptr : packed + (grp * M_pad + m0) * K;
@@ -243,12 +246,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       const auto product = [&](std::int64_t r0, std::int64_t panel_rows, std::int64_t j0, std::int64_t columns, Acc* c,
                                std::int64_t ldc) {
         const GemmEpilogue<Acc> epilogue{v.bias ? task_bias.data() + r0 : nullptr, tile_relu};
-        if (inline_b) {
-          const GemmPackB<Acc> pack_piece = [&](std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t n, Acc* dst) {
-            pack_columns(pieces, sources, k0, depth, j0 + j, n, dst);
-          };
-          gemm_pack_b_inline(panel_rows, columns, K, a + r0 * K, pack_piece, c, ldc, epilogue);
-        } else if (inline_a) {
+        if (inline_a) {
           const GemmPackA<Acc> pack_rows = [&](std::int64_t k0, std::int64_t depth, std::int64_t r, std::int64_t n, Acc* dst) {
             a_matrix->pack(grp, m0 + r0 + r, std::min(n, rows - r0 - r), k0, depth, dst);
           };

@@ -270,42 +270,6 @@ void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const A
   }
 }
 
-// gemm_pack_b_inline's loops: per K block and piece of B (two micro-panels with a pair tile),
-// pack the piece, then pass every panel of A over it.
-template <class Acc, class Tile, class PairTile = std::nullptr_t>
-void drive_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const GemmPackB<Acc>& pack_b,
-                         Acc* c, std::int64_t ldc, const GemmEpilogue<Acc>& epilogue, Tile tile,
-                         PairTile pair_tile = kNoPairTile) {
-  constexpr std::int64_t NR = gemm_columns<Acc>();
-  const Scratch<Acc> piece(2 * NR * kGemmDepth);
-  for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
-    const std::int64_t depth = std::min(kGemmDepth, K - k0);
-    const GemmEpilogue<Acc>* end = k0 + depth == K ? &epilogue : nullptr;
-    const auto bias_at = [&](std::int64_t p) { return end && end->bias ? end->bias + p : nullptr; };
-    const bool relu = end && end->relu;
-    for (std::int64_t j = 0; j < N;) {
-      if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
-        if (j + 2 * NR <= N) {
-          pack_b(k0, depth, j, 2 * NR, piece.get());
-          std::int64_t p = 0;
-          for (; p + 2 * kGemmRows <= M; p += 2 * kGemmRows)
-            pair_tile.quad(depth, kGemmRows * K, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc,
-                           k0 > 0, bias_at(p), relu);
-          for (; p < M; p += kGemmRows)
-            pair_tile.columns(depth, 0, depth * NR, a + p * K + k0 * kGemmRows, piece.get(), c + p * ldc + j, ldc, k0 > 0,
-                              bias_at(p), relu);
-          j += 2 * NR;
-          continue;
-        }
-      }
-      pack_b(k0, depth, j, NR, piece.get());
-      const auto a_at = [&](std::int64_t p) { return a + p * K + k0 * kGemmRows; };
-      single_micro_panel(depth, 0, M, a_at, piece.get(), c + j, ldc, k0 > 0, end, tile, pair_tile);
-      j += NR;
-    }
-  }
-}
-
 template <class Acc>
 void weighted_row_sum_portable(std::int64_t taps, const Acc* const* rows, const Acc* weights, std::int64_t n, Acc* out) {
   std::fill_n(out, n, Acc(0));
@@ -546,23 +510,6 @@ void gemm_pack_a_inline(std::int64_t M, std::int64_t N, std::int64_t K, const Ge
   if (avx2_fma_enabled()) return drive<double>(M, N, K, nullptr, b, c, ldc, epilogue, tile_f64_avx2, kNoPairTile, &pack_a, block.get());
 #endif
   drive<double>(M, N, K, nullptr, b, c, ldc, epilogue, tile_portable<double>, kNoPairTile, &pack_a, block.get());
-}
-
-void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, const GemmPackB<float>& pack_b,
-                        float* c, std::int64_t ldc, const GemmEpilogue<float>& epilogue) {
-#if DMLOPS_X86
-  if (avx512_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, epilogue, tile_f32_avx2, Avx512Tiles{});
-  if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, epilogue, tile_f32_avx2);
-#endif
-  drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, epilogue, tile_portable<float>);
-}
-
-void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const double* a,
-                        const GemmPackB<double>& pack_b, double* c, std::int64_t ldc, const GemmEpilogue<double>& epilogue) {
-#if DMLOPS_X86
-  if (avx2_fma_enabled()) return drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, epilogue, tile_f64_avx2);
-#endif
-  drive_pack_b_inline(M, N, K, a, pack_b, c, ldc, epilogue, tile_portable<double>);
 }
 
 }  // namespace dmlops

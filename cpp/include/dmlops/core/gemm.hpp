@@ -145,18 +145,6 @@ void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const float* a_
 void gemm_packed(std::int64_t M, std::int64_t N, std::int64_t K, const double* a_packed, const double* b_packed,
                  double* c, std::int64_t ldc, const GemmEpilogue<double>& epilogue = {});
 
-// C = A * B with B packed on the fly, one K block of one or two micro-panels at a time, just
-// before the tiles that read it, so B never leaves L1: pack_b(k0, depth, j, columns, dst) writes
-// rows [k0, k0 + depth) of columns [j, j + columns) as columns / NR micro-panels of depth rows
-// (micro-panel q at dst + q * depth * NR). Same tiles and sums as gemm_packed, so the same
-// bits; every panel of A passes over each piece, so A's K block (M x kGemmDepth) should fit L2.
-template <class Acc>
-using GemmPackB = std::function<void(std::int64_t k0, std::int64_t depth, std::int64_t j, std::int64_t columns, Acc* dst)>;
-void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const float* a_packed,
-                        const GemmPackB<float>& pack_b, float* c, std::int64_t ldc, const GemmEpilogue<float>& epilogue = {});
-void gemm_pack_b_inline(std::int64_t M, std::int64_t N, std::int64_t K, const double* a_packed,
-                        const GemmPackB<double>& pack_b, double* c, std::int64_t ldc, const GemmEpilogue<double>& epilogue = {});
-
 // C = A * B with A packed on the fly, one K block of an L2-sized block of rows at a time, just
 // before the tiles that read it: pack_a(k0, depth, m0, rows, dst) writes rows [m0, m0 + rows)
 // (rows a multiple of kGemmRows) of columns [k0, k0 + depth) as rows / kGemmRows panels of depth
