@@ -68,12 +68,12 @@ struct Blocking {
     // up front, by all threads together, and shared by its channel blocks' tasks (packing it in
     // each task would repeat the copy per channel block and leave the threads waiting on it).
     shared_b = channel_blocks > 1;
-    // Else each task packs its whole panel first, then multiplies it. (Packing it piece by piece
-    // inside the product, two micro-panels at a time in L1, was slower: a pointwise layer's rows
-    // copied 128 bytes at a time, per piece, against few panels of A. On a Zen 5 at 1 thread 1x1
-    // 64>64@56 took 0.139 ms so and 0.116 ms whole, 3x3 32>32 in 4 groups 0.86x the time.) Its
-    // count is then raised, if need be, so that the (equal) tasks spread evenly over the threads:
-    // raised, as the panel must fit.
+    // Else each task packs its whole panel, then multiplies it. (Packing it inside the product,
+    // two micro-panels at a time in L1, was slower where A has few panels to pass over each
+    // piece: on a Zen 5 at 1 thread 1x1 64>64@56 took 0.139 ms so and 0.116 ms packed whole, 3x3
+    // 32>32 in 4 groups 0.86x the time.) The count of position blocks is then raised, if need
+    // be, until the (equal) tasks spread evenly over the threads; never lowered: each panel must
+    // fit.
     if (!shared_b) blocks = balanced_count(g.batch * g.groups, blocks, threads, false);
     // Still too few tasks when the channel blocks ran out (few output channels, and a panel bound
     // that a large L2 raises: 1x1 64>256@56 had 5 tasks for 16 threads with a 2 MiB L2): more,
