@@ -2795,17 +2795,28 @@ void check_gemm_b_gather() {
   const std::vector<GemmPiece> pieces = {{0, 3, NR},          {NR, 3 + NR, NR},        {2 * NR, 200, NR},
                                          {3 * NR, 40, 5},     {3 * NR + 5, 7, 1},      {3 * NR + 6, 90, NR - 6},
                                          {4 * NR, 11, NR - 3}, {5 * NR, 60, 2}};
-  const std::int64_t N = 6 * NR;
-  for (std::int64_t K : {1, 3, 10}) {
+  // K source rows 37 values apart, and the packed B that `pieces` say (zeros where none is).
+  const auto sources = [&](std::int64_t K) {
     std::vector<const Acc*> source;
     for (std::int64_t k = 0; k < K; ++k) source.push_back(storage.data() + 1 + 37 * k);
-    std::vector<Acc> expected(static_cast<std::size_t>(K * N), Acc(0)), b(expected.size(), Acc(-1));
-    for (const GemmPiece& piece : pieces) {
+    return source;
+  };
+  const auto expected_b = [](const std::vector<const Acc*>& source, const std::vector<GemmPiece>& layout, std::int64_t N) {
+    const std::int64_t K = std::ssize(source);
+    std::vector<Acc> expected(static_cast<std::size_t>(K * N), Acc(0));
+    for (const GemmPiece& piece : layout) {
       for (std::int64_t k = 0; k < K; ++k) {
         for (std::int64_t j = 0; j < piece.length; ++j)
           expected[static_cast<std::size_t>(gemm_b_offset<Acc>(K, k, piece.column + j))] = source[k][piece.offset + j];
       }
     }
+    return expected;
+  };
+  const std::int64_t N = 6 * NR;
+  for (std::int64_t K : {1, 3, 10}) {
+    const std::vector<const Acc*> source = sources(K);
+    const std::vector<Acc> expected = expected_b(source, pieces, N);
+    std::vector<Acc> b(expected.size(), Acc(-1));
     pack_gemm_b_gather(K, source.data(), pieces.data(), std::ssize(pieces), 0, N, b.data());
     EXPECT_EQ(b, expected) << "K " << K;
     // Columns [NR, N) alone: micro-panel q of the result is micro-panel q + 1 of the whole.
@@ -2819,17 +2830,10 @@ void check_gemm_b_gather() {
   for (std::int64_t q = 0; q < 19; ++q) run.push_back({q * NR, 500 + q * NR, NR});
   run.push_back({19 * NR, 100, NR});
   for (std::int64_t K : {1, 3, 10}) {
-    std::vector<const Acc*> source;
-    for (std::int64_t k = 0; k < K; ++k) source.push_back(storage.data() + 1 + 37 * k);
-    const std::int64_t N = 20 * NR;
-    std::vector<Acc> expected(static_cast<std::size_t>(K * N)), b(expected.size(), Acc(-1));
-    for (const GemmPiece& piece : run) {
-      for (std::int64_t k = 0; k < K; ++k) {
-        for (std::int64_t j = 0; j < piece.length; ++j)
-          expected[static_cast<std::size_t>(gemm_b_offset<Acc>(K, k, piece.column + j))] = source[k][piece.offset + j];
-      }
-    }
-    pack_gemm_b_gather(K, source.data(), run.data(), std::ssize(run), 0, N, b.data());
+    const std::vector<const Acc*> source = sources(K);
+    const std::vector<Acc> expected = expected_b(source, run, 20 * NR);
+    std::vector<Acc> b(expected.size(), Acc(-1));
+    pack_gemm_b_gather(K, source.data(), run.data(), std::ssize(run), 0, 20 * NR, b.data());
     EXPECT_EQ(b, expected) << "a run of 19, K " << K;
   }
 }
