@@ -148,7 +148,13 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const bool in_place = K <= kInPlaceDepth && (M % kGemmRows == 0 || M >= kInPlaceRows) && std::is_same_v<T, Acc> && planes_contiguous<Acc>(v.out);
   auto* out_base = static_cast<std::byte*>(v.out.data);
 
-  // A relu goes into the tiles' epilogue; other activations run over the stored sums.
+  // The biases of every group's rows (zeros past M in its M_pad), which the tiles add as they
+  // store the sums; a relu goes into the tiles' epilogue too, other activations run over the
+  // stored sums.
+  std::vector<Acc> biases(v.bias ? static_cast<std::size_t>(g.groups * M_pad) : 0);
+  for (std::int64_t grp = 0; grp < (v.bias ? g.groups : 0); ++grp) {
+    for (std::int64_t i = 0; i < M; ++i) biases[static_cast<std::size_t>(grp * M_pad + i)] = bias_of<T, Acc>(v.bias, grp * M + i);
+  }
   const bool tile_relu = desc.fused_activation && desc.fused_activation->kind == ActivationKind::Relu;
   const std::optional<FusedActivation> activation_after = tile_relu ? std::nullopt : desc.fused_activation;
 
@@ -220,7 +226,6 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
     std::vector<const Acc*> sources;
     const Scratch<Acc> own_panel(shared_b ? 0 : K * block);
     const Scratch<Acc> result(channel_block * block);
-    std::vector<Acc> task_bias(v.bias ? static_cast<std::size_t>(channel_block) : 0);
     std::int64_t packed_for = -1;
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t position_task = task / channel_blocks, m0 = task % channel_blocks * channel_block;
@@ -235,17 +240,11 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       }
       const std::int64_t rows = std::min(channel_block, M - m0);
       const Acc* a = inline_a ? nullptr : packed + (grp * M_pad + m0) * K;
-      // The rows' biases, which the tiles add as they store the sums (zeros past the rows), and
-      // a relu, which they apply then; any other activation is a pass over the sums after them.
-      if (v.bias) {
-        for (std::int64_t i = 0; i < round_up(rows, kGemmRows); ++i)
-          task_bias[i] = i < rows ? bias_of<T, Acc>(v.bias, grp * M + m0 + i) : Acc(0);
-      }
       // The product of rows [r0, r0 + panel_rows) (whole panels) and columns [j0, j0 + columns)
       // (whole micro-panels) of this task's block into c, the epilogue applied.
       const auto product = [&](std::int64_t r0, std::int64_t panel_rows, std::int64_t j0, std::int64_t columns, Acc* c,
                                std::int64_t ldc) {
-        const GemmEpilogue<Acc> epilogue{v.bias ? task_bias.data() + r0 : nullptr, tile_relu};
+        const GemmEpilogue<Acc> epilogue{v.bias ? biases.data() + grp * M_pad + m0 + r0 : nullptr, tile_relu};
         if (inline_a) {
           const GemmPackA<Acc> pack_rows = [&](std::int64_t k0, std::int64_t depth, std::int64_t r, std::int64_t n, Acc* dst) {
             a_matrix->pack(grp, m0 + r0 + r, std::min(n, rows - r0 - r), k0, depth, dst);

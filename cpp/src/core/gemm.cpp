@@ -86,7 +86,8 @@ DMLOPS_TARGET("avx2,fma") void tile_f32_avx2(std::int64_t K, const float* a, con
       rows[r][0] = _mm256_add_ps(rows[r][0], add), rows[r][1] = _mm256_add_ps(rows[r][1], add);
     }
     if (relu) {  // max(x, 0) returns its second operand for a NaN or a zero x: x > 0 ? x : 0
-      rows[r][0] = _mm256_max_ps(rows[r][0], _mm256_setzero_ps()), rows[r][1] = _mm256_max_ps(rows[r][1], _mm256_setzero_ps());
+      rows[r][0] = _mm256_max_ps(rows[r][0], _mm256_setzero_ps());
+      rows[r][1] = _mm256_max_ps(rows[r][1], _mm256_setzero_ps());
     }
     _mm256_storeu_ps(c + r * ldc, rows[r][0]);
     _mm256_storeu_ps(c + r * ldc + 8, rows[r][1]);
@@ -194,7 +195,10 @@ DMLOPS_TARGET("avx2,fma") void tile_f64_avx2(std::int64_t K, const double* a, co
       const __m256d add = _mm256_broadcast_sd(bias + r);
       rows[r][0] = _mm256_add_pd(rows[r][0], add), rows[r][1] = _mm256_add_pd(rows[r][1], add);
     }
-    if (relu) rows[r][0] = _mm256_max_pd(rows[r][0], _mm256_setzero_pd()), rows[r][1] = _mm256_max_pd(rows[r][1], _mm256_setzero_pd());
+    if (relu) {
+      rows[r][0] = _mm256_max_pd(rows[r][0], _mm256_setzero_pd());
+      rows[r][1] = _mm256_max_pd(rows[r][1], _mm256_setzero_pd());
+    }
     _mm256_storeu_pd(c + r * ldc, rows[r][0]);
     _mm256_storeu_pd(c + r * ldc + 4, rows[r][1]);
   }
@@ -208,9 +212,8 @@ constexpr std::nullptr_t kNoPairTile = nullptr;
 // at a_at(p)): two panels at a time with the wide tiles, else one by one.
 template <class Acc, class Tile, class PairTile, class PanelAt>
 void single_micro_panel(std::int64_t depth, std::int64_t p0, std::int64_t p1, PanelAt a_at, const Acc* b, Acc* c,
-                        std::int64_t ldc, bool accumulate, const GemmEpilogue<Acc>* end, Tile tile, PairTile wide) {
-  const auto bias_at = [&](std::int64_t p) { return end && end->bias ? end->bias + p : nullptr; };
-  const bool relu = end && end->relu;
+                        std::int64_t ldc, bool accumulate, const Acc* bias, bool relu, Tile tile, PairTile wide) {
+  const auto bias_at = [&](std::int64_t p) { return bias ? bias + p : nullptr; };
   std::int64_t p = p0;
   if constexpr (!std::is_same_v<PairTile, std::nullptr_t>) {
     for (; p + 2 * kGemmRows <= p1; p += 2 * kGemmRows)
@@ -239,9 +242,10 @@ void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const A
   const std::int64_t block_rows = block_rows_of<Acc>();
   for (std::int64_t k0 = 0; k0 < K; k0 += kGemmDepth) {
     const std::int64_t depth = std::min(kGemmDepth, K - k0);
-    const GemmEpilogue<Acc>* end = k0 + depth == K ? &epilogue : nullptr;  // with the last K block
-    const auto bias_at = [&](std::int64_t p) { return end && end->bias ? end->bias + p : nullptr; };
-    const bool relu = end && end->relu;
+    // The epilogue with the last K block only.
+    const Acc* bias = k0 + depth == K ? epilogue.bias : nullptr;
+    const bool relu = k0 + depth == K && epilogue.relu;
+    const auto bias_at = [&](std::int64_t p) { return bias ? bias + p : nullptr; };
     for (std::int64_t m0 = 0; m0 < M; m0 += block_rows) {
       const std::int64_t m1 = std::min(M, m0 + block_rows);
       // Panel p's K block: in the whole packed A, or in the block just packed.
@@ -263,7 +267,7 @@ void drive(std::int64_t M, std::int64_t N, std::int64_t K, const Acc* a, const A
             continue;
           }
         }
-        single_micro_panel(depth, m0, m1, a_at, b_block, c + j, ldc, k0 > 0, end, tile, pair_tile);
+        single_micro_panel(depth, m0, m1, a_at, b_block, c + j, ldc, k0 > 0, bias, relu, tile, pair_tile);
         j += NR;
       }
     }
