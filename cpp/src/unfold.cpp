@@ -170,8 +170,10 @@ bool unit_strides(const BlockWalker& walker) {
 }
 
 // Whether unfold writes its output through StreamedRow: too large for the caches
-// (stream_output, or stream_staged: 3x3 over 1x64x96x96, 21 MB, took 0.72-0.77x the time so on
-// 1 thread of Zen 4), with contiguous rows of aligned elements.
+// (stream_output, or stream_staged; 3x3 over 1x64x96x96, 24 MB in all, took 0.72-0.77x the time
+// streamed on 1 thread of a Zen 4, 1.42-1.47x on 1 thread of a Zen 5 and 2.5x on 2: within
+// stream_staged's three quarters of that cache it stays there), with contiguous rows of aligned
+// elements.
 bool unfold_streams(const TensorView& in, const TensorView& out) {
   const auto elem = static_cast<std::int64_t>(element_size(out.dtype));
   return out.byte_strides[2] == elem && aligned(out.data, static_cast<std::size_t>(elem)) &&

@@ -2603,15 +2603,15 @@ TEST(Rows, StreamBytesAroundTheThresholdAtEveryAlignment) {
 // Whether an output several times its input streams depends on its size against the
 // last-level cache, not on the thread count: the threads of a call share that cache.
 TEST(Rows, StreamStagedWhateverTheThreadCount) {
-  const std::int64_t half = platform::cache_sizes().l3 / 2;
+  const std::int64_t most = platform::cache_sizes().l3 / 4 * 3;  // three quarters of it
   for (int threads : {1, 2, 7, 64}) {
     const testing::ThreadCountGuard guard(threads);
 #if DMLOPS_X86
-    EXPECT_TRUE(stream_staged(half / 5, half - half / 5 + 1)) << threads;   // past half the cache
-    EXPECT_FALSE(stream_staged(half / 5, half - half / 5)) << threads;      // within it
-    EXPECT_FALSE(stream_staged(half, half)) << threads;                     // not twice the input
+    EXPECT_TRUE(stream_staged(most / 5, most - most / 5 + 1)) << threads;  // past three quarters of the cache
+    EXPECT_FALSE(stream_staged(most / 5, most - most / 5)) << threads;     // within them
+    EXPECT_FALSE(stream_staged(most, most)) << threads;                    // not twice the input
 #else
-    EXPECT_FALSE(stream_staged(half / 5, 4 * half)) << threads;  // Arm's stores need no streaming
+    EXPECT_FALSE(stream_staged(most / 5, 4 * most)) << threads;  // Arm's stores need no streaming
 #endif
   }
 }

@@ -866,8 +866,8 @@ def test_linear_passes_in_a_given_order():
 # rows that are not whole lines (uint8 by 3), `out` views at every alignment within a line (the
 # lines that start and end a task are written with ordinary stores), a strided `out` (not
 # streamed) and thread counts that cut the rows unevenly: every result bit for bit numpy's.
-# Whatever the thread count: the 1x4x32x64 input and its output take 160 KiB, past half the
-# "L3" but within half of it per thread at 2 threads and more (the threads share that cache).
+# Whatever the thread count: the 1x4x40x64 input and its output take 200 KiB, past three quarters
+# of the "L3" but within half of it per thread at 2 threads and more (the threads share that cache).
 STREAMING_CHECK = """
 import numpy as np, dmlops
 from dmlops import _core
@@ -880,7 +880,7 @@ cases = [(rng.standard_normal((2, 5, 96, 80)).astype(np.float32), (2, 2)),
          (rng.standard_normal((1, 7, 64, 200)).astype(np.float32), (1, 2)),
          (rng.integers(0, 256, (1, 3, 200, 170), dtype=np.uint8), (3, 3)),
          (rng.standard_normal((3, 4, 70, 90)).astype(np.float16), (4, 2)),
-         (rng.standard_normal((1, 4, 32, 64)).astype(np.float32), (2, 2))]
+         (rng.standard_normal((1, 4, 40, 64)).astype(np.float32), (2, 2))]
 for threads in (1, 2, 3, 7):
     with dmlops.threads(threads):
         for x, (sh, sw) in cases:

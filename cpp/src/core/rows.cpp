@@ -110,7 +110,7 @@ bool stream_output(std::int64_t output_bytes) {
 
 bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes) {
 #if DMLOPS_X86
-  return output_bytes >= 2 * input_bytes && input_bytes + output_bytes > platform::cache_sizes().l3 / 2;
+  return output_bytes >= 2 * input_bytes && input_bytes + output_bytes > platform::cache_sizes().l3 / 4 * 3;
 #else
   (void)input_bytes, (void)output_bytes;
   return false;

@@ -48,16 +48,23 @@ void copy_byte_rows(std::byte* dst, std::int64_t dst_row_step, const std::byte* 
 bool stream_output(std::int64_t output_bytes);
 // Whether a kernel that can write its output through a buffer in L1, whole lines at a time
 // (LineStreamer), streams it (whatever stream_output says): an output at least twice its
-// input, when input and output together exceed half the last-level cache. Half: the cache is
-// shared with the other cores, and on a cloud machine with other tenants (on the 2-vCPU Zen 4,
-// whose L3 is 32 MB, a 16 MB nearest upsampling of a 4 MB input ran at a third of a copy's
-// speed on 1 thread). Whatever the thread count: the threads of a call share that cache too
-// (with the threshold at half of it per thread, a 21 MB nearest upsampling by 2x2 on 2 threads
-// of that Zen 4 went through the caches and took 1.65x the time it took streamed, a 21 MB 3x3
-// unfold 1.07x: medians of six pairs of alternating processes). Twice the input: streamed
-// stores lose where reads are as many as writes (a 1:1 padding of 66 MB took 1.6x the time
-// streamed on Zen 4), and win where writes dominate (upsampling 2x in one axis: 0.5-0.9x the
-// time at 48 MB; by 2x2: 0.4-0.6x).
+// input, when input and output together exceed three quarters of the last-level cache, so that
+// what fits with a quarter to spare stays in cache for whatever reads it next. On a 2-vCPU
+// Zen 5 (32 MB L3), paired: nearest upsamplings by 2x2 of 18-24 MB (input and output) took
+// 0.55-0.99x the time at 1 thread (one run of six pairs: 0.80-1.14x) and 0.43-0.61x at 2 threads
+// kept in cache rather than streamed, a 20 MB 3x3 unfold 0.43-0.49x and 0.31x; the streamed
+// output went out at ~30 GB/s, a copy within L3 several times faster. Runs on other days
+// moved with the L3's other tenants (1 thread: 0.65-1.40x in cache on one, 0.47-0.52x on
+// another, 0.61x with a process copying 128 MB on the other core), but a copy of the output's
+// bytes, the speed data movement is measured against, lives in the same cache: streamed, the
+// 21 MB upsampling ran at 47-74% of that copy, in cache at 133-155%. (31 MB, past the
+// threshold: streamed 0.89x the time at 1 thread, 1.63x at 2.) The threshold had been
+// half the cache, from a 2-vCPU Zen 4 (an L3 that other tenants share): there a 16 MB nearest
+// upsampling of a 4 MB input ran at a third of a copy's speed on 1 thread in cache, and a 21 MB
+// one on 2 threads took 1.65x the time it took streamed. Twice the input: streamed stores lose
+// where reads are as many as writes (a 1:1 padding of 66 MB took 1.6x the time streamed on Zen
+// 4), and win where writes dominate (upsampling 2x in one axis: 0.5-0.9x the time at 48 MB; by
+// 2x2: 0.4-0.6x).
 bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes);
 void stream_bytes(std::byte* dst, const std::byte* src, std::size_t n);
 void stream_fence();
