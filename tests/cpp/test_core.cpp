@@ -3055,7 +3055,7 @@ TEST(Direct, WindowProductMatchesDoubleSums) {
             for (std::int64_t i = 0; i < n * width; ++i) out[static_cast<std::size_t>(i)] = value(rng);
             initial = out;
             direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), dc.offsets.data(), n, vectors,
-                                  dc.filter.data(), accumulate, out.data());
+                                  dc.filter.data(), DirectSums{accumulate}, out.data());
             for (std::int64_t p = 0; p < n; ++p) {
               for (std::int64_t o = 0; o < width; ++o) {
                 const std::size_t at = static_cast<std::size_t>(p * width + o);
@@ -3083,8 +3083,8 @@ TEST(Direct, WindowProductMatchesDoubleSums) {
   // n <= 0 writes nothing.
   const DirectCase dc(3, 3, 1, 1, rng);
   std::vector<float> out(static_cast<std::size_t>(dc.width), sentinel);
-  direct_window_product(3, 3, dc.sources.data(), dc.tap_offsets.data(), dc.offsets.data(), 0, 1, dc.filter.data(), false,
-                        out.data());
+  direct_window_product(3, 3, dc.sources.data(), dc.tap_offsets.data(), dc.offsets.data(), 0, 1, dc.filter.data(),
+                        DirectSums{}, out.data());
   EXPECT_EQ(out, std::vector<float>(out.size(), sentinel));
 }
 
@@ -3092,7 +3092,8 @@ TEST(Direct, WindowProductMatchesDoubleSums) {
 // out, so its bits are a plain loop's: one fused multiply-add per term with AVX2 or AVX-512 (the im2col
 // GEMM's chain), a rounded product then a rounded sum on the portable kernel. Hence also
 // splitting the channels into passes (the later ones accumulating, as the direct convolution algorithm does when
-// a layer's filter outgrows L1) changes no bit.
+// a layer's filter outgrows L1) changes no bit. A bias and a relu (DirectSums), asked of the
+// whole call or of the last pass, give the bits of the chain plus bias[o], then x > 0 ? x : 0.
 // Positions in rows (row > 0, `step` apart) take the row tiles (and with `triples`, the triple
 // tiles), others the general ones.
 void expect_one_chain_per_output(std::int64_t row, std::int64_t step, bool triples = false) {
@@ -3105,37 +3106,48 @@ void expect_one_chain_per_output(std::int64_t row, std::int64_t step, bool tripl
         for (const std::int64_t n : {1, 6, 7, 12, 13, 25, 49}) {
           const DirectCase dc(channels, taps, vectors, n, rng, row, step, triples);
           const std::int64_t width = dc.width;
-          std::vector<float> whole(static_cast<std::size_t>(n * width)), passes(whole.size());
-          direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), dc.offsets.data(), n, vectors, dc.filter.data(),
-                                false, whole.data());
-          // Passes of 1, 2, 3... channels: [0, 1), [1, 3), [3, 6)...
-          for (std::int64_t c0 = 0, size = 1; c0 < channels; c0 += size, ++size) {
-            const std::int64_t count = std::min(size, channels - c0);
-            direct_window_product(count, taps, dc.sources.data() + c0, dc.tap_offsets.data(), dc.offsets.data(), n, vectors,
-                                  dc.filter.data() + c0 * taps * width, c0 > 0, passes.data());
-          }
-          for (std::int64_t p = 0; p < n; ++p) {
-            for (std::int64_t o = 0; o < width; ++o) {
-              float chain = 0.0f;
-              for (std::int64_t c = 0; c < channels; ++c) {
-                for (std::int64_t t = 0; t < taps; ++t) {
-                  const float x = dc.source(c, t, p), w = dc.weight(c, t, o);
-                  if (fused) {
-                    chain = testing::fma_float(x, w, chain);
-                  } else {
-                    const float product = x * w;
-                    chain += product;
+          std::vector<float> bias(static_cast<std::size_t>(width));
+          for (float& b : bias) b = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+          // Without an epilogue, with a bias, with a bias and a relu, with a relu alone.
+          for (const int epilogue : {0, 1, 2, 3}) {
+            const float* with_bias = epilogue == 1 || epilogue == 2 ? bias.data() : nullptr;
+            const bool relu = epilogue >= 2;
+            std::vector<float> whole(static_cast<std::size_t>(n * width)), passes(whole.size());
+            direct_window_product(channels, taps, dc.sources.data(), dc.tap_offsets.data(), dc.offsets.data(), n, vectors,
+                                  dc.filter.data(), DirectSums{false, with_bias, relu}, whole.data());
+            // Passes of 1, 2, 3... channels: [0, 1), [1, 3), [3, 6)...; the last one adds the bias.
+            for (std::int64_t c0 = 0, size = 1; c0 < channels; c0 += size, ++size) {
+              const std::int64_t count = std::min(size, channels - c0);
+              const bool last = c0 + count == channels;
+              direct_window_product(count, taps, dc.sources.data() + c0, dc.tap_offsets.data(), dc.offsets.data(), n, vectors,
+                                    dc.filter.data() + c0 * taps * width,
+                                    DirectSums{c0 > 0, last ? with_bias : nullptr, last && relu}, passes.data());
+            }
+            for (std::int64_t p = 0; p < n; ++p) {
+              for (std::int64_t o = 0; o < width; ++o) {
+                float chain = 0.0f;
+                for (std::int64_t c = 0; c < channels; ++c) {
+                  for (std::int64_t t = 0; t < taps; ++t) {
+                    const float x = dc.source(c, t, p), w = dc.weight(c, t, o);
+                    if (fused) {
+                      chain = testing::fma_float(x, w, chain);
+                    } else {
+                      const float product = x * w;
+                      chain += product;
+                    }
                   }
                 }
+                if (with_bias) chain += bias[static_cast<std::size_t>(o)];
+                if (relu) chain = chain > 0.0f ? chain : 0.0f;
+                const std::size_t at = static_cast<std::size_t>(p * width + o);
+                ASSERT_EQ(bits_of(whole[at]), bits_of(chain))
+                    << "fused " << fused << " vectors " << vectors << " channels " << channels << " taps " << taps
+                    << " n " << n << " row " << row << " step " << step << " epilogue " << epilogue << " at " << p << ", "
+                    << o << ": " << whole[at] << " vs " << chain;
+                ASSERT_EQ(bits_of(passes[at]), bits_of(chain))
+                    << "in passes: vectors " << vectors << " channels " << channels << " taps " << taps << " n " << n
+                    << " row " << row << " step " << step << " epilogue " << epilogue << " at " << p << ", " << o;
               }
-              const std::size_t at = static_cast<std::size_t>(p * width + o);
-              ASSERT_EQ(bits_of(whole[at]), bits_of(chain))
-                  << "fused " << fused << " vectors " << vectors << " channels " << channels << " taps " << taps
-                  << " n " << n << " row " << row << " step " << step << " at " << p << ", " << o << ": " << whole[at]
-                  << " vs " << chain;
-              ASSERT_EQ(bits_of(passes[at]), bits_of(chain))
-                  << "in passes: vectors " << vectors << " channels " << channels << " taps " << taps << " n " << n
-                  << " row " << row << " step " << step << " at " << p << ", " << o;
             }
           }
         }

@@ -6,8 +6,9 @@
 // (whose packed filter stays in L1 or L2: direct_pass_channels()), direct_window_product adds their terms
 // to the band's interleaved sums (position-major, `width` channels), every output reading its
 // window in the padded planes at row_base + column: output channels in the vector lanes, every
-// input value broadcast from the padded planes, no im2col copy. Then the bias and activation go
-// on in place, and store_lanes moves the channels into the output. The sums run in the GEMM's
+// input value broadcast from the padded planes, no im2col copy. The last pass's tiles add the
+// bias and apply a relu as they store the sums (other activations go on in place after), and
+// store_lanes moves the channels into the output. The sums run in the GEMM's
 // order (the same FMAs in the same order, so the same bits), so they do not depend on the bands,
 // the blocks or the thread count.
 #include <algorithm>
@@ -253,6 +254,9 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const Dims out_strides = spatial(v.out.byte_strides);
   auto* out_base = static_cast<std::byte*>(v.out.data);
   const bool direct_out = std::is_same_v<T, Acc> && elements_of<Acc>(v.out);
+  // A relu goes into the tiles' last store with the bias; other activations run over the sums after.
+  const bool tile_relu = desc.fused_activation && desc.fused_activation->kind == ActivationKind::Relu;
+  const std::optional<FusedActivation> activation_after = tile_relu ? std::nullopt : desc.fused_activation;
   const std::int64_t tasks = blocking.tasks, grain = blocking.grain, out_width = pad.out_width;
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const Scratch<Acc> sums(band_max * max_width), staging(direct_out ? 0 : L * band_max);
@@ -271,6 +275,10 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       const std::int64_t first_row = p0 / out_width, last_row = (p0 + count - 1) / out_width;
       const std::int64_t r0 = in_tasks ? first_row * g.strides[0] : 0;
       const std::int64_t r1 = in_tasks ? r0 + padded_rows(g, pad, first_row, last_row - first_row + 1) : 0;
+      const std::int64_t oc = grp * M + block.first;
+      if (v.bias) {
+        for (std::int64_t o = 0; o < width; ++o) bias[o] = o < used ? bias_of<T, Acc>(v.bias, oc + o) : Acc(0);
+      }
       for (std::int64_t p = 0; p < count; ++p)  // where each output's window starts in the padded planes
         offsets[p] = (pad.row_base[(p0 + p) / out_width] - r0 * pad.row_len + (p0 + p) % out_width * pad.column_step) * step;
       for (std::int64_t c0 = 0; c0 < g.in_per_group; c0 += channel_pass) {
@@ -293,17 +301,13 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
           filter_blocks->prefetch(grp, block, next, std::min(K - next, depth));
           filter = pass_filter.get();
         }
+        // The last pass adds the bias and applies a relu as it stores the sums.
+        const bool last = c0 + channels == g.in_per_group;
+        const DirectSums how{c0 > 0, last && v.bias ? bias.data() : nullptr, last && tile_relu};
         direct_window_product(channels, taps, planes.data(), tap_offsets.data(), offsets.data(), count, block.vectors,
-                              filter, c0 > 0, sums.get());
+                              filter, how, sums.get());
       }
-      const std::int64_t oc = grp * M + block.first;
-      if (v.bias) {
-        for (std::int64_t o = 0; o < width; ++o) bias[o] = o < used ? bias_of<T, Acc>(v.bias, oc + o) : Acc(0);
-        for (std::int64_t x = 0; x < count; ++x) {
-          for (std::int64_t o = 0; o < width; ++o) sums.get()[x * width + o] += bias[o];
-        }
-      }
-      if (desc.fused_activation) apply_activation(*desc.fused_activation, sums.get(), count * width);
+      if (activation_after) apply_activation(*activation_after, sums.get(), count * width);
       store_lanes<T, Acc>(sums.get(), width, count, used, out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1],
                           v.out.byte_strides[1], g, out_strides, p0, direct_out, staging.get());
     }

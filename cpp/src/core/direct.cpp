@@ -36,9 +36,27 @@ DMLOPS_UNROLL(4)
       for (int v = 0; v < kVectors; ++v) acc[j][v] = accumulate ? Isa::load(out + j * W + v * L) : Isa::zero();
     }
   }
+  // ... stored, with the bias added and the relu applied first when `sums` asks (a last pass).
   template <int kVectors, int kCount>
-  DMLOPS_ALWAYS_INLINE static void store_sums(const V (&acc)[kCount][kVectors], Acc* out) {
+  DMLOPS_ALWAYS_INLINE static void store_sums(V (&acc)[kCount][kVectors], const DirectSums& sums, Acc* out) {
     constexpr std::int64_t W = kVectors * L;
+    if (sums.bias) {
+      V bias[kVectors];
+DMLOPS_UNROLL(4)
+      for (int v = 0; v < kVectors; ++v) bias[v] = Isa::load(sums.bias + v * L);
+DMLOPS_UNROLL(16)
+      for (int j = 0; j < kCount; ++j) {
+DMLOPS_UNROLL(4)
+        for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::add(acc[j][v], bias[v]);
+      }
+    }
+    if (sums.relu) {
+DMLOPS_UNROLL(16)
+      for (int j = 0; j < kCount; ++j) {
+DMLOPS_UNROLL(4)
+        for (int v = 0; v < kVectors; ++v) acc[j][v] = Isa::relu(acc[j][v]);
+      }
+    }
 DMLOPS_UNROLL(16)
     for (int j = 0; j < kCount; ++j) {
 DMLOPS_UNROLL(4)
@@ -76,10 +94,10 @@ DMLOPS_UNROLL(4)
   template <int kVectors, int kCount>
   DMLOPS_ALWAYS_INLINE static void tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                           const std::int64_t* tap_offsets, const std::int64_t* offsets,
-                                          const Acc* filter, bool accumulate, Acc* out) {
+                                          const Acc* filter, const DirectSums& sums, Acc* out) {
     constexpr std::int64_t W = kVectors * L;
     V acc[kCount][kVectors];
-    load_sums<kVectors, kCount>(acc, accumulate, out);
+    load_sums<kVectors, kCount>(acc, sums.accumulate, out);
     std::int64_t delta[kCount];  // position j's window from position 0's: the same in every plane
 DMLOPS_UNROLL(16)
     for (int j = 0; j < kCount; ++j) delta[j] = offsets[j] - offsets[0];
@@ -101,7 +119,7 @@ DMLOPS_UNROLL(4)
         }
       }
     }
-    store_sums<kVectors, kCount>(acc, out);
+    store_sums<kVectors, kCount>(acc, sums, out);
   }
 
   // A pointwise tile whose planes are `plane_stride` apart and whose positions lie one element
@@ -115,16 +133,16 @@ DMLOPS_UNROLL(4)
   static constexpr std::int64_t kPrefetchAhead = 64 / sizeof(Acc);
   template <int kVectors, int kCount>
   DMLOPS_ALWAYS_INLINE static void pointwise_tile(std::int64_t channels, const Acc* x, std::int64_t plane_stride,
-                                                  const Acc* filter, bool accumulate, Acc* out) {
+                                                  const Acc* filter, const DirectSums& sums, Acc* out) {
     constexpr std::int64_t W = kVectors * L;
     V acc[kCount][kVectors];
-    load_sums<kVectors, kCount>(acc, accumulate, out);
+    load_sums<kVectors, kCount>(acc, sums.accumulate, out);
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c, x += plane_stride, w += W) {
       DMLOPS_PREFETCH(x + kPrefetchAhead);
       row_tap<kVectors, kCount, 1>(acc, x, w);
     }
-    store_sums<kVectors, kCount>(acc, out);
+    store_sums<kVectors, kCount>(acc, sums, out);
   }
 
   // A tile of positions in one row of the planes, kStep elements apart (x[first + j * kStep]):
@@ -139,10 +157,10 @@ DMLOPS_UNROLL(4)
   template <int kVectors, int kCount, int kStep, bool kTriples = false>
   DMLOPS_ALWAYS_INLINE static void row_tile(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                             const std::int64_t* tap_offsets, std::int64_t first, const Acc* filter,
-                                            bool accumulate, Acc* out) {
+                                            const DirectSums& sums, Acc* out) {
     constexpr std::int64_t W = kVectors * L;
     V acc[kCount][kVectors];
-    load_sums<kVectors, kCount>(acc, accumulate, out);
+    load_sums<kVectors, kCount>(acc, sums.accumulate, out);
     const Acc* w = filter;
     for (std::int64_t c = 0; c < channels; ++c) {
       const Acc* row = planes[c] + first;
@@ -162,7 +180,7 @@ DMLOPS_UNROLL(3)
         for (std::int64_t t = 0; t < taps; ++t, w += W) row_tap<kVectors, kCount, kStep>(acc, row + tap_offsets[t], w);
       }
     }
-    store_sums<kVectors, kCount>(acc, out);
+    store_sums<kVectors, kCount>(acc, sums, out);
   }
 
   // Tiles whose taps come in rows of three adjacent ones (3x3 windows, undilated: `triples`)
@@ -185,7 +203,7 @@ DMLOPS_UNROLL(3)
   template <int kVectors, int kCount>
   DMLOPS_ALWAYS_INLINE static void tile_of(std::int64_t count, std::int64_t channels, std::int64_t taps,
                                              const Acc* const* planes, const std::int64_t* tap_offsets,
-                                             const std::int64_t* offsets, const Acc* filter, bool accumulate, Acc* out,
+                                             const std::int64_t* offsets, const Acc* filter, const DirectSums& sums, Acc* out,
                                              std::int64_t plane_stride, std::int64_t row_step, bool triples) {
     if (count == kCount) {
       // plane_stride: the planes are evenly spaced and the layer pointwise (see run()).
@@ -194,25 +212,25 @@ DMLOPS_UNROLL(16)
       for (int j = 1; j < kCount; ++j) consecutive = consecutive && offsets[j] == offsets[0] + j;
       if (consecutive)
         return pointwise_tile<kVectors, kCount>(channels, planes[0] + tap_offsets[0] + offsets[0], plane_stride, filter,
-                                                accumulate, out);
+                                                sums, out);
       if constexpr (kTripleTiles && kCount >= kTripleMinPositions && positions(kVectors) == 6) {
         if (triples && row_step == 1)
-          return row_tile<kVectors, kCount, 1, true>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate,
+          return row_tile<kVectors, kCount, 1, true>(channels, taps, planes, tap_offsets, offsets[0], filter, sums,
                                                      out);
         if (triples && row_step == 2)
-          return row_tile<kVectors, kCount, 2, true>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate,
+          return row_tile<kVectors, kCount, 2, true>(channels, taps, planes, tap_offsets, offsets[0], filter, sums,
                                                      out);
       }
       if constexpr (kCount > 1 && positions(kVectors) > 6) {  // see row_tile
         if (row_step == 1)
-          return row_tile<kVectors, kCount, 1>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate, out);
+          return row_tile<kVectors, kCount, 1>(channels, taps, planes, tap_offsets, offsets[0], filter, sums, out);
         if (row_step == 2)
-          return row_tile<kVectors, kCount, 2>(channels, taps, planes, tap_offsets, offsets[0], filter, accumulate, out);
+          return row_tile<kVectors, kCount, 2>(channels, taps, planes, tap_offsets, offsets[0], filter, sums, out);
       }
-      return tile<kVectors, kCount>(channels, taps, planes, tap_offsets, offsets, filter, accumulate, out);
+      return tile<kVectors, kCount>(channels, taps, planes, tap_offsets, offsets, filter, sums, out);
     }
     if constexpr (kCount > 1)
-      tile_of<kVectors, kCount - 1>(count, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out,
+      tile_of<kVectors, kCount - 1>(count, channels, taps, planes, tap_offsets, offsets, filter, sums, out,
                                     plane_stride, row_step, triples);
   }
 
@@ -221,13 +239,13 @@ DMLOPS_UNROLL(16)
   template <int kVectors>
   DMLOPS_ALWAYS_INLINE static void even_tiles(std::int64_t p, std::int64_t m, std::int64_t channels, std::int64_t taps,
                                                 const Acc* const* planes, const std::int64_t* tap_offsets,
-                                                const std::int64_t* offsets, const Acc* filter, bool accumulate, Acc* out,
+                                                const std::int64_t* offsets, const Acc* filter, const DirectSums& sums, Acc* out,
                                                 std::int64_t plane_stride, std::int64_t row_step, bool triples) {
     constexpr int P = positions(kVectors);
     const std::int64_t tiles = (m + P - 1) / P, small = m / tiles, larger = m % tiles;
     for (std::int64_t i = 0; i < tiles; ++i) {
       const std::int64_t count = small + (i < larger ? 1 : 0);
-      tile_of<kVectors, P>(count, channels, taps, planes, tap_offsets, offsets + p, filter, accumulate,
+      tile_of<kVectors, P>(count, channels, taps, planes, tap_offsets, offsets + p, filter, sums,
                            out + p * kVectors * L, plane_stride, row_step, triples);
       p += count;
     }
@@ -254,7 +272,7 @@ DMLOPS_UNROLL(16)
   template <int kVectors>
   DMLOPS_ALWAYS_INLINE static void positions_of(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                                   const std::int64_t* tap_offsets, const std::int64_t* offsets,
-                                                  std::int64_t n, const Acc* filter, bool accumulate, Acc* out,
+                                                  std::int64_t n, const Acc* filter, const DirectSums& sums, Acc* out,
                                                   std::int64_t plane_stride, bool triples) {
     constexpr int P = positions(kVectors);
     const std::int64_t step = n > 1 ? offsets[1] - offsets[0] : 0;
@@ -266,11 +284,11 @@ DMLOPS_UNROLL(16)
       cut = P > 6 ? first == n || row >= P / 2 : row / ((row + P - 1) / P) >= kTripleMinPositions;
     }
     if (!cut)
-      return even_tiles<kVectors>(0, n, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride,
+      return even_tiles<kVectors>(0, n, channels, taps, planes, tap_offsets, offsets, filter, sums, out, plane_stride,
                                   0, false);
     for (std::int64_t p = 0; p < n;) {
       const std::int64_t end = row_end(offsets, n, step, p);
-      even_tiles<kVectors>(p, end - p, channels, taps, planes, tap_offsets, offsets, filter, accumulate, out, plane_stride,
+      even_tiles<kVectors>(p, end - p, channels, taps, planes, tap_offsets, offsets, filter, sums, out, plane_stride,
                            step, triples);
       p = end;
     }
@@ -278,7 +296,7 @@ DMLOPS_UNROLL(16)
 
   DMLOPS_ALWAYS_INLINE static void run(std::int64_t channels, std::int64_t taps, const Acc* const* planes,
                                          const std::int64_t* tap_offsets, const std::int64_t* offsets, std::int64_t n,
-                                         std::int64_t vectors, const Acc* filter, bool accumulate, Acc* out) {
+                                         std::int64_t vectors, const Acc* filter, const DirectSums& sums, Acc* out) {
     if (n <= 0) return;
     // Pointwise (one tap) with evenly spaced planes: a tile of positions one element apart
     // takes pointwise_tile (0: it cannot).
@@ -292,13 +310,13 @@ DMLOPS_UNROLL(16)
       triples = tap_offsets[t + 1] == tap_offsets[t] + 1 && tap_offsets[t + 2] == tap_offsets[t] + 2;
     if constexpr (kMaxVectors >= 4) {
       if (vectors == 4)
-        return positions_of<4>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride,
+        return positions_of<4>(channels, taps, planes, tap_offsets, offsets, n, filter, sums, out, plane_stride,
                                triples);
     }
     if (vectors == 2)
-      return positions_of<2>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride,
+      return positions_of<2>(channels, taps, planes, tap_offsets, offsets, n, filter, sums, out, plane_stride,
                              triples);
-    positions_of<1>(channels, taps, planes, tap_offsets, offsets, n, filter, accumulate, out, plane_stride, triples);
+    positions_of<1>(channels, taps, planes, tap_offsets, offsets, n, filter, sums, out, plane_stride, triples);
   }
 };
 
@@ -327,8 +345,8 @@ std::int64_t direct_vectors() { return avx512_enabled() ? 4 : 2; }
 
 void direct_window_product(std::int64_t channels, std::int64_t taps, const float* const* planes,
                            const std::int64_t* tap_offsets, const std::int64_t* offsets, std::int64_t n,
-                           std::int64_t vectors, const float* filter, bool accumulate, float* out) {
-  SimdKernel<WindowProduct, float>::run(channels, taps, planes, tap_offsets, offsets, n, vectors, filter, accumulate, out);
+                           std::int64_t vectors, const float* filter, const DirectSums& sums, float* out) {
+  SimdKernel<WindowProduct, float>::run(channels, taps, planes, tap_offsets, offsets, n, vectors, filter, sums, out);
 }
 
 void pack_direct_filter(const float* rows, std::int64_t ld, std::int64_t used, std::int64_t K, std::int64_t width,

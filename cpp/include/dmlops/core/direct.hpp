@@ -17,9 +17,9 @@
 // panel padding (channel counts are multiples of 16 in the layers that matter), and no im2col.
 //
 // Every output is one chain of fused multiply-adds in increasing (c, t), starting from zero or,
-// with `accumulate`, from out, so a caller that splits the channels into blocks gets the same
-// chain: the im2col GEMM's (gemm.hpp) order, hence its bits, whatever the tiling, the thread
-// count or the ISA (AVX2 vs AVX-512). The portable kernel rounds products and sums apart, as
+// with DirectSums::accumulate, from out, so a caller that splits the channels into blocks gets
+// the same chain: the im2col GEMM's (gemm.hpp) order, hence its bits, whatever the tiling, the
+// thread count or the ISA (AVX2 vs AVX-512). The portable kernel rounds products and sums apart, as
 // the portable GEMM does.
 #pragma once
 
@@ -30,9 +30,19 @@ namespace dmlops {
 // The most weight vectors per tap a tile holds with the ISA SimdKernel picks.
 std::int64_t direct_vectors();
 
+// How a call's sums start and end: from out (`accumulate`) or from zero; and, on a caller's
+// last pass over its channels, `bias` (width values, one per output channel) added and a relu
+// applied (x > 0 ? x : 0) before they are stored: the operations a pass over the sums after the
+// product would apply, in the same order, so the same bits, without reading the sums back.
+struct DirectSums {
+  bool accumulate = false;
+  const float* bias = nullptr;
+  bool relu = false;
+};
+
 void direct_window_product(std::int64_t channels, std::int64_t taps, const float* const* planes,
                            const std::int64_t* tap_offsets, const std::int64_t* offsets, std::int64_t n,
-                           std::int64_t vectors, const float* filter, bool accumulate, float* out);
+                           std::int64_t vectors, const float* filter, const DirectSums& sums, float* out);
 
 // The filter layout direct_window_product reads, from rows: dst[k * width + o] = rows[o * ld + k]
 // for k < K and o < used (output channel o's K weights are a contiguous row), 0 for o in

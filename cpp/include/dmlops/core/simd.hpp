@@ -7,6 +7,7 @@
 //   madd(a, b, c)           a * b + c per lane: one fused rounding on AVX2 / AVX-512, a rounded
 //                           product then a rounded sum on the portable type
 //   add(a, b)               a + b per lane
+//   relu(a)                 a > 0 ? a : 0 per lane (a NaN or a zero gives +0)
 //   transpose8(src, ss, dst, ds)   dst[j * ds + i] = src[i * ss + j] for i, j < 8 (an 8 x 8 block)
 // The AVX2 and AVX-512 members carry their target attribute: they inline into SimdKernel's
 // variant for that ISA (and only there may they run). A lambda inside a kernel does not inherit
@@ -102,6 +103,10 @@ struct SimdPortable {
     for (std::int64_t l = 0; l < kLanes; ++l) a.v[l] += b.v[l];
     return a;
   }
+  static V relu(V a) {
+    for (std::int64_t l = 0; l < kLanes; ++l) a.v[l] = a.v[l] > T(0) ? a.v[l] : T(0);
+    return a;
+  }
   static void transpose8(const T* src, std::int64_t ss, T* dst, std::int64_t ds) { transpose8_scalar(src, ss, dst, ds); }
 };
 
@@ -119,6 +124,8 @@ struct SimdAvx2<float> {
   DMLOPS_TARGET("avx2,fma") static V broadcast(const float* p) { return {_mm256_broadcast_ss(p)}; }
   DMLOPS_TARGET("avx2,fma") static V madd(V a, V b, V c) { return {_mm256_fmadd_ps(a.r, b.r, c.r)}; }
   DMLOPS_TARGET("avx2,fma") static V add(V a, V b) { return {_mm256_add_ps(a.r, b.r)}; }
+  // max returns its second operand for a NaN or two zeros: x > 0 ? x : 0.
+  DMLOPS_TARGET("avx2,fma") static V relu(V a) { return {_mm256_max_ps(a.r, _mm256_setzero_ps())}; }
   DMLOPS_TARGET("avx2,fma") static void transpose8(const float* src, std::int64_t ss, float* dst,
                                                              std::int64_t ds) {
     transpose8_avx(src, ss, dst, ds);
@@ -138,6 +145,8 @@ struct SimdAvx2<double> {
   DMLOPS_TARGET("avx2,fma") static V broadcast(const double* p) { return {_mm256_broadcast_sd(p)}; }
   DMLOPS_TARGET("avx2,fma") static V madd(V a, V b, V c) { return {_mm256_fmadd_pd(a.r, b.r, c.r)}; }
   DMLOPS_TARGET("avx2,fma") static V add(V a, V b) { return {_mm256_add_pd(a.r, b.r)}; }
+  // max returns its second operand for a NaN or two zeros: x > 0 ? x : 0.
+  DMLOPS_TARGET("avx2,fma") static V relu(V a) { return {_mm256_max_pd(a.r, _mm256_setzero_pd())}; }
   static void transpose8(const double* src, std::int64_t ss, double* dst, std::int64_t ds) {
     transpose8_scalar(src, ss, dst, ds);
   }
@@ -157,6 +166,13 @@ struct SimdAvx512<float> {
   DMLOPS_TARGET("avx512f") static V broadcast(const float* p) { return {_mm512_set1_ps(*p)}; }
   DMLOPS_TARGET("avx512f") static V madd(V a, V b, V c) { return {_mm512_fmadd_ps(a.r, b.r, c.r)}; }
   DMLOPS_TARGET("avx512f") static V add(V a, V b) { return {_mm512_add_ps(a.r, b.r)}; }
+  // max returns its second operand for a NaN or two zeros: x > 0 ? x : 0.
+  // (The masked form: GCC 12's _mm512_max_ps starts from an undefined vector, which its
+  // -Wmaybe-uninitialized reports wherever the call is inlined.)
+  DMLOPS_TARGET("avx512f") static V relu(V a) {
+    const __m512 zero = _mm512_setzero_ps();
+    return {_mm512_mask_max_ps(zero, 0xFFFF, a.r, zero)};
+  }
   DMLOPS_TARGET("avx512f") static void transpose8(const float* src, std::int64_t ss, float* dst,
                                                             std::int64_t ds) {
     transpose8_avx(src, ss, dst, ds);
@@ -176,6 +192,11 @@ struct SimdAvx512<double> {
   DMLOPS_TARGET("avx512f") static V broadcast(const double* p) { return {_mm512_set1_pd(*p)}; }
   DMLOPS_TARGET("avx512f") static V madd(V a, V b, V c) { return {_mm512_fmadd_pd(a.r, b.r, c.r)}; }
   DMLOPS_TARGET("avx512f") static V add(V a, V b) { return {_mm512_add_pd(a.r, b.r)}; }
+  // max returns its second operand for a NaN or two zeros: x > 0 ? x : 0.
+  DMLOPS_TARGET("avx512f") static V relu(V a) {  // masked: see the float type's
+    const __m512d zero = _mm512_setzero_pd();
+    return {_mm512_mask_max_pd(zero, 0xFF, a.r, zero)};
+  }
   static void transpose8(const double* src, std::int64_t ss, double* dst, std::int64_t ds) {
     transpose8_scalar(src, ss, dst, ds);
   }
