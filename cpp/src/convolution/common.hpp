@@ -190,6 +190,16 @@ Acc bias_of(const TensorView* bias, std::int64_t oc) {
   return load_value<T, Acc>(static_cast<const std::byte*>(bias->data) + oc * bias->byte_strides[1]);
 }
 
+// A layer's fused activation, split between the GEMM and direct tiles, which apply a relu (after
+// the bias) as they store the sums, and a pass over the sums for any other.
+struct TileActivation {
+  bool relu = false;                     // in the tiles
+  std::optional<FusedActivation> after;  // over the stored sums
+  explicit TileActivation(const ConvolutionDesc& desc)
+      : relu(desc.fused_activation && desc.fused_activation->kind == ActivationKind::Relu),
+        after(relu ? std::nullopt : desc.fused_activation) {}
+};
+
 // The filter as a view of Acc values: the filter itself, or for float16 a dense float copy
 // widened once per call, in bulk (F16C), from any strides. The kernels then read Acc directly
 // (converting value by value while packing cost a fifth of a float16 layer).

@@ -254,9 +254,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   const Dims out_strides = spatial(v.out.byte_strides);
   auto* out_base = static_cast<std::byte*>(v.out.data);
   const bool direct_out = std::is_same_v<T, Acc> && elements_of<Acc>(v.out);
-  // A relu goes into the tiles' last store with the bias; other activations run over the sums after.
-  const bool tile_relu = desc.fused_activation && desc.fused_activation->kind == ActivationKind::Relu;
-  const std::optional<FusedActivation> activation_after = tile_relu ? std::nullopt : desc.fused_activation;
+  const TileActivation activation(desc);
   const std::int64_t tasks = blocking.tasks, grain = blocking.grain, out_width = pad.out_width;
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const Scratch<Acc> sums(band_max * max_width), staging(direct_out ? 0 : L * band_max);
@@ -303,11 +301,11 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         }
         // The last pass adds the bias and applies a relu as it stores the sums.
         const bool last = c0 + channels == g.in_per_group;
-        const DirectSums how{c0 > 0, last && v.bias ? bias.data() : nullptr, last && tile_relu};
+        const DirectSums how{c0 > 0, last && v.bias ? bias.data() : nullptr, last && activation.relu};
         direct_window_product(channels, taps, planes.data(), tap_offsets.data(), offsets.data(), count, block.vectors,
                               filter, how, sums.get());
       }
-      if (activation_after) apply_activation(*activation_after, sums.get(), count * width);
+      if (activation.after) apply_activation(*activation.after, sums.get(), count * width);
       store_lanes<T, Acc>(sums.get(), width, count, used, out_base + n * v.out.byte_strides[0] + oc * v.out.byte_strides[1],
                           v.out.byte_strides[1], g, out_strides, p0, direct_out, staging.get());
     }

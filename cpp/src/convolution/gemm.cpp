@@ -155,8 +155,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   for (std::int64_t grp = 0; grp < (v.bias ? g.groups : 0); ++grp) {
     for (std::int64_t i = 0; i < M; ++i) biases[static_cast<std::size_t>(grp * M_pad + i)] = bias_of<T, Acc>(v.bias, grp * M + i);
   }
-  const bool tile_relu = desc.fused_activation && desc.fused_activation->kind == ActivationKind::Relu;
-  const std::optional<FusedActivation> activation_after = tile_relu ? std::nullopt : desc.fused_activation;
+  const TileActivation activation(desc);
 
   const PaddedPlane pad(g, tap, true);
   const PaddedInput<T> input(g, pad, v.in);
@@ -244,7 +243,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       // (whole micro-panels) of this task's block into c, the epilogue applied.
       const auto product = [&](std::int64_t r0, std::int64_t panel_rows, std::int64_t j0, std::int64_t columns, Acc* c,
                                std::int64_t ldc) {
-        const GemmEpilogue<Acc> epilogue{v.bias ? biases.data() + grp * M_pad + m0 + r0 : nullptr, tile_relu};
+        const GemmEpilogue<Acc> epilogue{v.bias ? biases.data() + grp * M_pad + m0 + r0 : nullptr, activation.relu};
         if (inline_a) {
           const GemmPackA<Acc> pack_rows = [&](std::int64_t k0, std::int64_t depth, std::int64_t r, std::int64_t n, Acc* dst) {
             a_matrix->pack(grp, m0 + r0 + r, std::min(n, rows - r0 - r), k0, depth, dst);
@@ -260,7 +259,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       const auto finish = [&](Acc* result_rows, std::int64_t ld, std::int64_t r0, std::int64_t r1, std::int64_t j0,
                               std::int64_t j1) {
         for (std::int64_t i = r0; i < r1; ++i) {
-          finish_row<T, Acc>(result_rows + (i - r0) * ld, j1 - j0, Acc(0), activation_after,
+          finish_row<T, Acc>(result_rows + (i - r0) * ld, j1 - j0, Acc(0), activation.after,
                              first_plane + i * v.out.byte_strides[1], g.out_spatial, out_strides, p0 + j0);
         }
       };
@@ -273,8 +272,8 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         Acc* c = reinterpret_cast<Acc*>(first_plane) + p0;
         const std::int64_t ldc = v.out.byte_strides[1] / std::int64_t{sizeof(Acc)};
         product(0, whole_rows, 0, whole_columns, c, ldc);
-        if (activation_after) {
-          for (std::int64_t i = 0; i < whole_rows; ++i) apply_activation(*activation_after, c + i * ldc, whole_columns);
+        if (activation.after) {
+          for (std::int64_t i = 0; i < whole_rows; ++i) apply_activation(*activation.after, c + i * ldc, whole_columns);
         }
         if (whole_columns < count) {  // the last micro-panel, every row
           product(0, round_up(rows, kGemmRows), whole_columns, NR, result.get(), NR);
