@@ -112,7 +112,7 @@ void DirectTiles(benchmark::State& state) {
   for (std::int64_t p = 0; p < n; ++p) offsets.push_back(p / 20 * row + p % 20);
   for (auto _ : state) {
     dmlops::direct_window_product(channels, taps, sources.data(), tap_offsets.data(), offsets.data(), n,
-                                  dmlops::direct_vectors(), filter.data(), true, sums.data());
+                                  dmlops::direct_vectors(), filter.data(), dmlops::DirectSums{true}, sums.data());
     benchmark::DoNotOptimize(sums.data());
   }
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * channels * taps * width * n, benchmark::Counter::kIsIterationInvariantRate);
