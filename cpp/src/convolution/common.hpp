@@ -190,6 +190,19 @@ Acc bias_of(const TensorView* bias, std::int64_t oc) {
   return load_value<T, Acc>(static_cast<const std::byte*>(bias->data) + oc * bias->byte_strides[1]);
 }
 
+// Every group's output-channel biases, group grp's at grp * padded (padded >= out_per_group,
+// zeros past it), gathered once per call for the tiles that add them as they store their sums
+// (empty without a bias).
+template <class T, class Acc>
+std::vector<Acc> group_biases(const TensorView* bias, const Geometry& g, std::int64_t padded) {
+  std::vector<Acc> biases(bias ? static_cast<std::size_t>(g.groups * padded) : 0);
+  for (std::int64_t grp = 0; grp < (bias ? g.groups : 0); ++grp) {
+    for (std::int64_t i = 0; i < g.out_per_group; ++i)
+      biases[static_cast<std::size_t>(grp * padded + i)] = bias_of<T, Acc>(bias, grp * g.out_per_group + i);
+  }
+  return biases;
+}
+
 // A layer's fused activation, split between the GEMM and direct tiles, which apply a relu (after
 // the bias) as they store the sums, and a pass over the sums for any other.
 struct TileActivation {

@@ -255,12 +255,12 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   auto* out_base = static_cast<std::byte*>(v.out.data);
   const bool direct_out = std::is_same_v<T, Acc> && elements_of<Acc>(v.out);
   const TileActivation activation(desc);
+  const std::vector<Acc> biases = group_biases<T, Acc>(v.bias, g, padded_M);  // block's at grp * padded_M + first
   const std::int64_t tasks = blocking.tasks, grain = blocking.grain, out_width = pad.out_width;
   parallel_for(0, tasks, grain, [&](std::int64_t begin, std::int64_t end) {
     const Scratch<Acc> sums(band_max * max_width), staging(direct_out ? 0 : L * band_max);
     const Scratch<Acc> pass_filter(pack_in_pass ? channel_pass * taps * max_width : 0);
     const Scratch<Acc> pass_input(channel_pass * band_rows * pad.row_len);
-    std::vector<Acc> bias(static_cast<std::size_t>(max_width));
     std::vector<const Acc*> planes(static_cast<std::size_t>(channel_pass));
     std::vector<std::int64_t> offsets(static_cast<std::size_t>(band_max));
     for (std::int64_t task = begin; task < end; ++task) {
@@ -274,9 +274,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
       const std::int64_t r0 = in_tasks ? first_row * g.strides[0] : 0;
       const std::int64_t r1 = in_tasks ? r0 + padded_rows(g, pad, first_row, last_row - first_row + 1) : 0;
       const std::int64_t oc = grp * M + block.first;
-      if (v.bias) {
-        for (std::int64_t o = 0; o < width; ++o) bias[o] = o < used ? bias_of<T, Acc>(v.bias, oc + o) : Acc(0);
-      }
+      const Acc* bias = v.bias ? biases.data() + grp * padded_M + block.first : nullptr;
       for (std::int64_t p = 0; p < count; ++p)  // where each output's window starts in the padded planes
         offsets[p] = (pad.row_base[(p0 + p) / out_width] - r0 * pad.row_len + (p0 + p) % out_width * pad.column_step) * step;
       for (std::int64_t c0 = 0; c0 < g.in_per_group; c0 += channel_pass) {
@@ -301,7 +299,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
         }
         // The last pass adds the bias and applies a relu as it stores the sums.
         const bool last = c0 + channels == g.in_per_group;
-        const DirectSums how{c0 > 0, last && v.bias ? bias.data() : nullptr, last && activation.relu};
+        const DirectSums how{c0 > 0, last ? bias : nullptr, last && activation.relu};
         direct_window_product(channels, taps, planes.data(), tap_offsets.data(), offsets.data(), count, block.vectors,
                               filter, how, sums.get());
       }

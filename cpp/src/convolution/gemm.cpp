@@ -151,10 +151,7 @@ void run_typed(const ConvolutionDesc& desc, const Geometry& g, const Views& v) {
   // The biases of every group's rows (zeros past M in its M_pad), which the tiles add as they
   // store the sums; a relu goes into the tiles' epilogue too, other activations run over the
   // stored sums.
-  std::vector<Acc> biases(v.bias ? static_cast<std::size_t>(g.groups * M_pad) : 0);
-  for (std::int64_t grp = 0; grp < (v.bias ? g.groups : 0); ++grp) {
-    for (std::int64_t i = 0; i < M; ++i) biases[static_cast<std::size_t>(grp * M_pad + i)] = bias_of<T, Acc>(v.bias, grp * M + i);
-  }
+  const std::vector<Acc> biases = group_biases<T, Acc>(v.bias, g, M_pad);
   const TileActivation activation(desc);
 
   const PaddedPlane pad(g, tap, true);
