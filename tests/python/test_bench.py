@@ -365,3 +365,28 @@ def test_scaling_judges_more_threads_on_the_interleaved_timing():
     # No interleaved timing (a count failed in it): the rows judge.
     assert judged([row(1, 1.0, None), row(2, 1.5, None)])["slower_at"] == [2]
     assert "SLOWER at 2" in _report.Report({"threads": [1, 2]}, {}, [row(1, 1.0, 1.0), row(2, 0.6, 1.2)]).scaling_text()
+
+
+def test_goals_are_judged_at_the_thread_counts_they_name():
+    """A bare goal at every count, "@N" at N threads only, "@max" at the run's largest count; "faster
+    peer" is the smaller of torch's and ONNX Runtime's speed-ups, n/a without either."""
+    from dmlops.bench._case import Case
+
+    case = Case("convolution", "convolution", "c", (1,), "float32", "", "fma", None,
+                goals={"copy": 0.8, "faster peer@1": 1.0, "torch@max": 1.2})
+
+    def row(threads: int, speedup: dict) -> dict:
+        return {"op": "convolution", "case": "c", "threads": threads, "speedup": speedup,
+                "same_bytes_copy": {"fraction": 0.9, "fresh_fraction": 0.7}, "fraction_of_limit": 0.5}
+
+    rows = [row(1, {"torch": 1.3, "onnxruntime": 0.95}), row(4, {"torch": 1.1}), row(16, {"numpy": 3.0})]
+    verdicts = {(v["threads"], v["metric"]): (round(v["value"], 3) if v["value"] is not None else None, v["met"])
+                for v in _report.judge_targets([case], rows, [1, 4, 16])}
+    assert verdicts == {
+        (1, "copy"): (0.9, True), (4, "copy"): (0.9, True), (16, "copy"): (0.9, True),
+        (1, "faster peer"): (0.95, False),
+        (16, "torch"): (None, None),                 # @max: the largest count only, torch absent there
+        (16, "faster peer"): (None, None),           # EVERY_CASE_GOALS' "faster peer@16", no peer there
+    }
+    text = _report.Report({"threads": [1, 4, 16]}, {}, rows, targets=_report.judge_targets([case], rows, [1, 4, 16]))
+    assert "vs the faster peer" in text.targets_text() and "NOT MET" in text.targets_text()

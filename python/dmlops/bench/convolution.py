@@ -159,27 +159,32 @@ def depthwise(c: int, size: int, stride: int) -> Layer:
 
 def cases() -> list:
     # Issue 4's layer list (ResNet-50 3x3 and 1x1, MobileNet-v2 depthwise, a transposed layer, a
-    # 3-D layer, float16, batch 8, a channels-last view) and its goals.
-    resnet_goals = {"torch": 1.2, "limit": 0.70}
+    # 3-D layer, float16, batch 8, a channels-last view). The convolution issue's goals: at 1
+    # thread every ResNet 3x3 and 1x1 layer at least as fast as the faster of torch and ONNX
+    # Runtime, 3x3 64@56 and 128@28 at 85% of the FMA peak or more (on every CPU); the parallel
+    # runtime's at 16 threads (EVERY_CASE_GOALS) apply to every case; issue 4's
+    # "as fast as torch" to the others.
+    resnet_goals = {"faster peer@1": 1.0}
+    fma_goals = {**resnet_goals, "limit@1": 0.85}
     return [
-        case("resnet 3x3 64@56", conv3x3(64, 56), ("full", "quick"), resnet_goals),
-        case("resnet 3x3 128@28", conv3x3(128, 28), goals=resnet_goals),
-        case("resnet 3x3 256@14", conv3x3(256, 14), goals={"torch": 1.2}),
-        case("resnet 3x3 512@7", conv3x3(512, 7), goals={"torch": 1.2}),
-        case("resnet 3x3 s2 128@56", conv3x3(128, 56, 2), goals={"torch": 1.2}),
-        case("resnet 3x3 s2 256@28", conv3x3(256, 28, 2), goals={"torch": 1.2}),
-        case("resnet 3x3 s2 512@14", conv3x3(512, 14, 2), goals={"torch": 1.2}),
-        case("1x1 64>256@56", conv1x1(64, 256, 56), goals={"torch": 1.0}),
-        case("1x1 256>64@56", conv1x1(256, 64, 56), goals={"torch": 1.0}),
-        case("1x1 1024>256@14", conv1x1(1024, 256, 14), goals={"torch": 1.0}),
-        case("1x1 s2 512>1024@28", conv1x1(512, 1024, 28, 2), goals={"torch": 1.0}),
-        case("depthwise 144@56", depthwise(144, 56, 1), goals={"torch": 1.0}),
-        case("depthwise s2 144@56", depthwise(144, 56, 2), goals={"torch": 1.0}),
-        case("depthwise 576@14", depthwise(576, 14, 1), goals={"torch": 1.0}),
-        case("depthwise s2 576@14", depthwise(576, 14, 2), goals={"torch": 1.0}),
+        case("resnet 3x3 64@56", conv3x3(64, 56), ("full", "quick"), fma_goals),
+        case("resnet 3x3 128@28", conv3x3(128, 28), goals=fma_goals),
+        case("resnet 3x3 256@14", conv3x3(256, 14), goals=resnet_goals),
+        case("resnet 3x3 512@7", conv3x3(512, 7), goals=resnet_goals),
+        case("resnet 3x3 s2 128@56", conv3x3(128, 56, 2), goals=resnet_goals),
+        case("resnet 3x3 s2 256@28", conv3x3(256, 28, 2), goals=resnet_goals),
+        case("resnet 3x3 s2 512@14", conv3x3(512, 14, 2), goals=resnet_goals),
+        case("1x1 64>256@56", conv1x1(64, 256, 56), goals=resnet_goals),
+        case("1x1 256>64@56", conv1x1(256, 64, 56), goals=resnet_goals),
+        case("1x1 1024>256@14", conv1x1(1024, 256, 14), goals=resnet_goals),
+        case("1x1 s2 512>1024@28", conv1x1(512, 1024, 28, 2), goals=resnet_goals),
+        case("depthwise 144@56", depthwise(144, 56, 1), goals={"torch@max": 1.0}),
+        case("depthwise s2 144@56", depthwise(144, 56, 2), goals={"torch@max": 1.0}),
+        case("depthwise 576@14", depthwise(576, 14, 1), goals={"torch@max": 1.0}),
+        case("depthwise s2 576@14", depthwise(576, 14, 2), goals={"torch@max": 1.0}),
         case("transposed 4x4 s2", Layer((1, 256, 16, 16), (256, 128, 4, 4), stride=2, transposed=True),
-             goals={"torch": 1.0}),
-        case("3-D 3x3x3 32@16", Layer((1, 32, 16, 16, 16), (32, 32, 3, 3, 3)), goals={"torch": 1.0}),
+             goals={"torch@max": 1.0}),
+        case("3-D 3x3x3 32@16", Layer((1, 32, 16, 16, 16), (32, 32, 3, 3, 3)), goals={"torch@max": 1.0}),
         case("f16 3x3 64@56", conv3x3(64, 56, dtype="float16")),
         case("f16 3x3 128@28", conv3x3(128, 28, dtype="float16")),
         case("batch8 3x3 128@28", conv3x3(128, 28, batch=8)),
