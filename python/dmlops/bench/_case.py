@@ -115,7 +115,8 @@ class Case:
     setup: Callable[["Peers", int], Setup]
     tiers: tuple = ("full",)
     # The operator issues' goals: {"torch": 1.5} = at least 1.5x faster than torch, {"faster
-    # peer": 1.0} = at least as fast as the faster of torch and ONNX Runtime, {"limit": 0.7} = at
+    # peer": 1.0} = at least as fast as the faster of torch and ONNX Runtime (like for like: ONNX
+    # Runtime against dmlops' prepared call where there is one; _report.faster_peer), {"limit": 0.7} = at
     # least 70% of the limit, {"copy": 0.7} = at least 70% of the speed of a plain copy of the
     # same bytes into an existing buffer (Setup.same_bytes), {"fresh copy": 0.7} = of such a copy
     # into a newly allocated array, as dmlops' call allocates its output. A bare metric is judged
