@@ -452,11 +452,13 @@ TEST(Platform, CpuFeaturesMatchTheCompilersDetection) {
   EXPECT_EQ(f.neon, DMLOPS_ARM64 == 1);
 }
 
-// Half-rate AVX-512 (one zmm FMA per cycle) is AMD family 19h with AVX-512 (Zen 4), as
-// /proc/cpuinfo names the vendor and family; vector_fmas_per_cycle() follows it.
+// Half-rate AVX-512 (one zmm FMA per cycle) is AMD family 19h with AVX-512 (Zen 4), an L2 that
+// feeds the AVX-512 tiles AMD family 19h or later with AVX-512 (Zen 4, Zen 5), as /proc/cpuinfo
+// names the vendor and family; vector_fmas_per_cycle() follows the first.
 TEST(Platform, HalfRateAvx512IsZen4AsProcCpuinfoSaysIt) {
   const platform::CpuFeatures& f = platform::cpu_features();
   EXPECT_FALSE(f.avx512_half_rate && !f.avx512f);
+  EXPECT_FALSE(f.avx512_half_rate && !f.avx512_l2_fed);
   EXPECT_EQ(vector_fmas_per_cycle(), avx512_enabled() && f.avx512_half_rate ? 1 : 2);
 #if defined(__linux__) && DMLOPS_X86
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -469,6 +471,7 @@ TEST(Platform, HalfRateAvx512IsZen4AsProcCpuinfoSaysIt) {
   }
   ASSERT_FALSE(vendor.empty());
   EXPECT_EQ(f.avx512_half_rate, f.avx512f && vendor == "AuthenticAMD" && family == 25) << vendor << " family " << family;
+  EXPECT_EQ(f.avx512_l2_fed, f.avx512f && vendor == "AuthenticAMD" && family >= 25) << vendor << " family " << family;
 #endif
 }
 

@@ -44,9 +44,20 @@ constexpr std::int64_t kCacheLine = 64;  // bytes
 // channels a pass, 100% with 56 or more). Zen 4, paired against passes of a whole L1: 3x3
 // layers 0.92-0.98x the time at 1 thread (prepared filters 0.97-0.98x), 1x1 0.97-0.99x; 3x3
 // and 1x1 0.97-0.99x at 2 threads.
-std::int64_t direct_pass_channels(std::int64_t taps, std::int64_t width) {
+// Zen 5's L2 keeps up with its two FMAs per cycle as well (CpuFeatures::avx512_l2_fed): windows
+// of up to 3 rows (3x3) take passes of half an L2 there. Paired (old and new builds alternating),
+// prepared, against passes of half an L1: 3x3 64@56 to 512@7 0.98-0.99x the time at 1 thread and
+// 0.94-1.01x at 2, s2 layers 0.97-0.99x at both, batch-8 128@28 0.98x and 0.99x, 3x3 32@112
+// 0.97x, float16 64@56 0.99x. Windows of more rows keep L1 passes, whose tiles' input rows then
+// stay in L1 (3x3x3 32@16 ran 1.03-1.04x the time with L2 passes), and so do pointwise layers
+// (1x1 64>256@56 1.02x, 1024>256@14 0.96x: no rule without a loser). On the 16-core Xeon, L2
+// passes ran 3x3 layers 0.98-1.01x the time at 1 thread, s2 512@14 1.02-1.04x, and at 16 threads
+// 3x3 256@14, 512@7 and s2 512@14 1.04-1.10x.
+std::int64_t direct_pass_channels(std::int64_t taps, std::int64_t window_rows, std::int64_t width) {
   const std::int64_t filter_bytes = taps * width * std::int64_t{sizeof(float)};
-  if (vector_fmas_per_cycle() == 1) return platform::cache_sizes().l2 / 2 / filter_bytes;
+  const bool l2_fed = avx512_enabled() && platform::cpu_features().avx512_l2_fed;
+  if (vector_fmas_per_cycle() == 1 || (l2_fed && taps > 1 && window_rows <= 3))
+    return platform::cache_sizes().l2 / 2 / filter_bytes;
   const std::int64_t l1 = platform::cache_sizes().l1d;
   return taps == 1 ? l1 * 3 / 8 / (filter_bytes + 2 * kCacheLine) : l1 / 2 / filter_bytes;
 }
@@ -115,7 +126,7 @@ struct Blocking {
     band_max = ceil_div(positions, bands);
     // Input channels per pass: at most direct_pass_channels(), in passes of near-equal size
     // (3x3 512@7 on Zen 4: 3 passes of 171 channels, not 227, 227 and 58).
-    const std::int64_t most_channels = std::clamp<std::int64_t>(direct_pass_channels(taps, max_width), 1, g.in_per_group);
+    const std::int64_t most_channels = std::clamp<std::int64_t>(direct_pass_channels(taps, taps / g.kernel.back(), max_width), 1, g.in_per_group);
     channel_pass = ceil_div(g.in_per_group, ceil_div(g.in_per_group, most_channels));
     // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7 on a few
     // threads, whose filter is 9 MB) is packed by that task as it goes, a pass at a time; so is

@@ -176,6 +176,10 @@ struct CpuFeatures {
   // AVX-512 runs as two 256-bit halves, one zmm FMA per cycle (AMD Zen 4: family 19h with
   // AVX-512); Intel's AVX-512 cores and Zen 5 do two.
   bool avx512_half_rate = false;
+  // AMD's AVX-512 cores (Zen 4, family 19h; Zen 5, 1Ah; and later): their L2 streams a packed
+  // filter to the FMA tiles as fast as they use it, at two zmm FMAs per cycle on Zen 5. On
+  // Intel's AVX-512 cores (the 16-core Xeon) tiles fed from L2 ran up to 10% slower.
+  bool avx512_l2_fed = false;
   bool avx512bw = false;    // AVX-512BW (with avx512f): byte and word lanes, byte masks
   bool avx512vbmi = false;  // AVX512_VBMI (with avx512bw): byte permutes across a zmm
   bool neon = false;     // Arm Advanced SIMD
