@@ -1016,6 +1016,33 @@ TEST(ConvolutionAlgorithms, PreparedGivesExecutesBits) {
   }
 }
 
+// How much packed filter a direct pass holds, from what the CPU reports: half of L2 where
+// AVX-512 runs at one FMA per cycle (Zen 4), and for windows of up to 3 rows where AMD's L2 feeds
+// the AVX-512 tiles (Zen 5); else half an L1 (3x3x3 windows on Zen 5, and Intel's and the AVX2
+// kernels). A layer of many input channels shows the most channels a pass takes.
+TEST(ConvolutionAlgorithms, DirectPassesFollowTheCachesAndTheCpu) {
+  const auto pass_of = [](Dims x, Dims w) {
+    ThreadCountGuard one(1);
+    const ConvolutionPlan plan = plan_convolution(layer(DataType::Float32, x, w, 1, 1, 1), "direct");
+    return std::map<std::string, std::int64_t>(plan.tiles.begin(), plan.tiles.end()).at("channel_pass");
+  };
+  const platform::CacheSizes& caches = platform::cache_sizes();
+  const platform::CpuFeatures& cpu = platform::cpu_features();
+  const std::int64_t width = direct_vectors() * simd_lanes<float>() * std::int64_t{sizeof(float)};
+  const bool half_rate = vector_fmas_per_cycle() == 1, l2_fed = avx512_enabled() && cpu.avx512_l2_fed;
+  // Passes of near-equal size, at most `most` channels each. (Inputs larger than the filter, so
+  // that the layer takes blocks of direct_vectors() vectors.)
+  const std::int64_t channels = 1024;
+  const auto passes_of = [&](std::int64_t most) {
+    most = std::clamp<std::int64_t>(most, 1, channels);
+    return (channels + (channels + most - 1) / most - 1) / ((channels + most - 1) / most);
+  };
+  const std::int64_t planar = (half_rate || l2_fed ? caches.l2 : caches.l1d) / 2 / (9 * width);
+  const std::int64_t cubic = (half_rate ? caches.l2 : caches.l1d) / 2 / (27 * width);
+  EXPECT_EQ(pass_of({1, channels, 64, 64}, {64, channels, 3, 3}), passes_of(planar));
+  EXPECT_EQ(pass_of({1, channels, 16, 16, 16}, {64, channels, 3, 3, 3}), passes_of(cubic));
+}
+
 // A filter that a direct task packs as it goes, a pass at a time: input channels over three
 // passes of near-equal size (the last one shorter), against the reference on 1 and 2 threads,
 // and the prepared call (its filter packed once, whole) giving the same bits.

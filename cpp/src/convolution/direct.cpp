@@ -52,7 +52,7 @@ constexpr std::int64_t kCacheLine = 64;  // bytes
 // stay in L1 (3x3x3 32@16 ran 1.03-1.04x the time with L2 passes), and so do pointwise layers
 // (1x1 64>256@56 1.02x, 1024>256@14 0.96x: no rule without a loser). On the 16-core Xeon, L2
 // passes ran 3x3 layers 0.98-1.01x the time at 1 thread, s2 512@14 1.02-1.04x, and at 16 threads
-// 3x3 256@14, 512@7 and s2 512@14 1.04-1.10x.
+// 3x3 256@14, 512@7 and s2 512@14 1.01-1.10x.
 std::int64_t direct_pass_channels(std::int64_t taps, std::int64_t window_rows, std::int64_t width) {
   const std::int64_t filter_bytes = taps * width * std::int64_t{sizeof(float)};
   const bool l2_fed = avx512_enabled() && platform::cpu_features().avx512_l2_fed;
@@ -126,7 +126,9 @@ struct Blocking {
     band_max = ceil_div(positions, bands);
     // Input channels per pass: at most direct_pass_channels(), in passes of near-equal size
     // (3x3 512@7 on Zen 4: 3 passes of 171 channels, not 227, 227 and 58).
-    const std::int64_t most_channels = std::clamp<std::int64_t>(direct_pass_channels(taps, taps / g.kernel.back(), max_width), 1, g.in_per_group);
+    const std::int64_t window_rows = taps / g.kernel.back();
+    const std::int64_t most_channels =
+        std::clamp<std::int64_t>(direct_pass_channels(taps, window_rows, max_width), 1, g.in_per_group);
     channel_pass = ceil_div(g.in_per_group, ceil_div(g.in_per_group, most_channels));
     // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7 on a few
     // threads, whose filter is 9 MB) is packed by that task as it goes, a pass at a time; so is

@@ -234,7 +234,7 @@ class Report:
             value = ("n/a" if v["value"] is None else f"{100 * v['value']:.0f}%" if fraction else f"{v['value']:.2f}x")
             goal = f"{100 * v['goal']:.0f}%" if fraction else f"{v['goal']:.1f}x"
             met = "n/a" if v["met"] is None else ("met" if v["met"] else "NOT MET")
-            lines.append(f"  {v['op']:<11} {v['case']:<28} {v['threads']:>3} thr  {what:<21} {value:>7} >= {goal:<5} {met}")
+            lines.append(f"  {v['op']:<11} {v['case']:<28} {v['threads']:>3} thr  {what:<30} {value:>7} >= {goal:<5} {met}")
         if any(v["metric"] in ("copy", "fresh copy") for v in self.targets):
             lines.append("  (of same-bytes copy: the time of a plain copy of an output-sized buffer into an existing one, the "
                          "faster of np.copyto on as many Python threads and dmlops.pad without padding, timed interleaved "
