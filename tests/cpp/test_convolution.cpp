@@ -1023,7 +1023,7 @@ TEST(ConvolutionAlgorithms, PreparedGivesExecutesBits) {
 TEST(ConvolutionAlgorithms, DirectPassesFollowTheCachesAndTheCpu) {
   const auto pass_of = [](Dims x, Dims w) {
     ThreadCountGuard one(1);
-    const ConvolutionPlan plan = plan_convolution(layer(DataType::Float32, x, w, 1, 1, 1), "direct");
+    const ConvolutionPlan plan = plan_convolution(layer(DataType::Float32, x, w, 1, 1, w.back() / 2), "direct");
     return std::map<std::string, std::int64_t>(plan.tiles.begin(), plan.tiles.end()).at("channel_pass");
   };
   const platform::CacheSizes& caches = platform::cache_sizes();
@@ -1033,7 +1033,7 @@ TEST(ConvolutionAlgorithms, DirectPassesFollowTheCachesAndTheCpu) {
   // Passes of near-equal size, at most `most` channels each. (Inputs larger than the filter, so
   // that the layer takes blocks of direct_vectors() vectors.)
   const std::int64_t channels = 1024;
-  const auto passes_of = [&](std::int64_t most) {
+  const auto passes_of = [](std::int64_t most, std::int64_t channels = 1024) {
     most = std::clamp<std::int64_t>(most, 1, channels);
     return (channels + (channels + most - 1) / most - 1) / ((channels + most - 1) / most);
   };
@@ -1041,6 +1041,13 @@ TEST(ConvolutionAlgorithms, DirectPassesFollowTheCachesAndTheCpu) {
   const std::int64_t cubic = (half_rate ? caches.l2 : caches.l1d) / 2 / (27 * width);
   EXPECT_EQ(pass_of({1, channels, 64, 64}, {64, channels, 3, 3}), passes_of(planar));
   EXPECT_EQ(pass_of({1, channels, 16, 16, 16}, {64, channels, 3, 3, 3}), passes_of(cubic));
+  // Pointwise, 64 positions (one band): with AMD's L2, the filter and the band's input of each
+  // channel in three quarters of it; else as the windows, or the filter and two input lines per
+  // channel in three eighths of L1.
+  const std::int64_t pointwise = half_rate ? caches.l2 / 2 / width
+                                 : l2_fed  ? caches.l2 / 4 * 3 / (width + 64 * std::int64_t{sizeof(float)})
+                                           : caches.l1d * 3 / 8 / (width + 128);
+  EXPECT_EQ(pass_of({1, 4 * channels, 8, 8}, {64, 4 * channels, 1, 1}), passes_of(pointwise, 4 * channels));
 }
 
 // A filter that a direct task packs as it goes, a pass at a time: input channels over three

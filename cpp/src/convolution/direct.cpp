@@ -49,15 +49,21 @@ constexpr std::int64_t kCacheLine = 64;  // bytes
 // prepared, against passes of half an L1: 3x3 64@56 to 512@7 0.98-0.99x the time at 1 thread and
 // 0.94-1.01x at 2, s2 layers 0.97-0.99x at both, batch-8 128@28 0.98x and 0.99x, 3x3 32@112
 // 0.97x, float16 64@56 0.99x. Windows of more rows keep L1 passes, whose tiles' input rows then
-// stay in L1 (3x3x3 32@16 ran 1.03-1.04x the time with L2 passes), and so do pointwise layers
-// (1x1 64>256@56 1.02x, 1024>256@14 0.96x: no rule without a loser). On the 16-core Xeon, L2
-// passes ran 3x3 layers 0.98-1.01x the time at 1 thread, s2 512@14 1.02-1.04x, and at 16 threads
-// 3x3 256@14, 512@7 and s2 512@14 1.01-1.10x.
-std::int64_t direct_pass_channels(std::int64_t taps, std::int64_t window_rows, std::int64_t width) {
+// stay in L1 (3x3x3 32@16 ran 1.03-1.04x the time with L2 passes). Pointwise passes there hold
+// their filter and their band's input (band_positions floats per channel) in three quarters of
+// L2: with the filter alone in half of it, 1x1 2048>512@7 (49 positions, one pass of 2048
+// channels) ran 1.05x and 1.10x the time at 1 and 2 threads; so, the ResNet 1x1 layers that
+// run direct 0.96-0.99x at 1 thread and 0.98-1.00x at 2 (batch 8 0.97x and 0.98x). On the
+// 16-core Xeon, L2 passes ran 3x3 layers 0.98-1.01x the time at 1 thread, s2 512@14 1.02-1.04x,
+// and at 16 threads 3x3 256@14, 512@7 and s2 512@14 1.01-1.10x; 1x1 layers 1.02-1.12x at 1.
+std::int64_t direct_pass_channels(std::int64_t taps, std::int64_t window_rows, std::int64_t width,
+                                  std::int64_t band_positions) {
   const std::int64_t filter_bytes = taps * width * std::int64_t{sizeof(float)};
   const bool l2_fed = avx512_enabled() && platform::cpu_features().avx512_l2_fed;
   if (vector_fmas_per_cycle() == 1 || (l2_fed && taps > 1 && window_rows <= 3))
     return platform::cache_sizes().l2 / 2 / filter_bytes;
+  if (l2_fed && taps == 1)
+    return platform::cache_sizes().l2 / 4 * 3 / (filter_bytes + band_positions * std::int64_t{sizeof(float)});
   const std::int64_t l1 = platform::cache_sizes().l1d;
   return taps == 1 ? l1 * 3 / 8 / (filter_bytes + 2 * kCacheLine) : l1 / 2 / filter_bytes;
 }
@@ -128,7 +134,7 @@ struct Blocking {
     // (3x3 512@7 on Zen 4: 3 passes of 171 channels, not 227, 227 and 58).
     const std::int64_t window_rows = taps / g.kernel.back();
     const std::int64_t most_channels =
-        std::clamp<std::int64_t>(direct_pass_channels(taps, window_rows, max_width), 1, g.in_per_group);
+        std::clamp<std::int64_t>(direct_pass_channels(taps, window_rows, max_width, band_max), 1, g.in_per_group);
     channel_pass = ceil_div(g.in_per_group, ceil_div(g.in_per_group, most_channels));
     // A block's filter used by one task only (one batch item, one band: e.g. 3x3 512@7 on a few
     // threads, whose filter is 9 MB) is packed by that task as it goes, a pass at a time; so is
