@@ -2606,7 +2606,7 @@ TEST(Rows, StreamBytesAroundTheThresholdAtEveryAlignment) {
 // Whether an output several times its input streams depends on its size against the
 // last-level cache, not on the thread count: the threads of a call share that cache.
 TEST(Rows, StreamStagedWhateverTheThreadCount) {
-  const std::int64_t most = platform::cache_sizes().l3 / 4 * 3;  // three quarters of it
+  const std::int64_t most = streaming_cache_bytes() / 4 * 3;  // three quarters of it
   for (int threads : {1, 2, 7, 64}) {
     const testing::ThreadCountGuard guard(threads);
 #if DMLOPS_X86
@@ -2617,6 +2617,22 @@ TEST(Rows, StreamStagedWhateverTheThreadCount) {
     EXPECT_FALSE(stream_staged(most / 5, 4 * most)) << threads;  // Arm's stores need no streaming
 #endif
   }
+}
+
+// The cache the streaming decisions count: the L3, or 32 L2s where the L3 holds over 64 (a
+// many-core socket's); an output past it streams.
+TEST(Rows, StreamingCountsAtMost32L2sOfAManyCoreL3) {
+  constexpr std::int64_t K = 1024, M = 1024 * K;
+  EXPECT_EQ(streaming_cache_bytes({48 * K, 2 * M, 300 * M}), 64 * M);  // the 16-core Xeon VM
+  EXPECT_EQ(streaming_cache_bytes({48 * K, 1 * M, 32 * M}), 32 * M);   // Zen 4 and 5
+  EXPECT_EQ(streaming_cache_bytes({32 * K, M / 2, 32 * M}), 32 * M);   // Zen 3
+  EXPECT_EQ(streaming_cache_bytes({48 * K, 2 * M, 128 * M}), 128 * M);  // 64 L2s: whole
+  const std::int64_t expected = streaming_cache_bytes(platform::cache_sizes());
+  EXPECT_EQ(streaming_cache_bytes(), expected);
+#if DMLOPS_X86
+  EXPECT_TRUE(stream_output(expected + 1));
+  EXPECT_FALSE(stream_output(expected));
+#endif
 }
 
 // LineStreamer: sequences of writes of 0 to 200 bytes that continue each other (so lines are

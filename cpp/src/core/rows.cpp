@@ -99,9 +99,14 @@ void copy_bytes_baseline(std::byte* dst, const std::byte* src, std::size_t n) { 
 
 }  // namespace
 
+std::int64_t streaming_cache_bytes(const platform::CacheSizes& caches) {
+  return caches.l3 > 64 * caches.l2 ? 32 * caches.l2 : caches.l3;
+}
+std::int64_t streaming_cache_bytes() { return streaming_cache_bytes(platform::cache_sizes()); }
+
 bool stream_output(std::int64_t output_bytes) {
 #if DMLOPS_X86
-  return output_bytes > platform::cache_sizes().l3;
+  return output_bytes > streaming_cache_bytes();
 #else
   (void)output_bytes;  // Arm's stores already avoid reading lines they overwrite whole
   return false;
@@ -110,7 +115,7 @@ bool stream_output(std::int64_t output_bytes) {
 
 bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes) {
 #if DMLOPS_X86
-  return output_bytes >= 2 * input_bytes && input_bytes + output_bytes > platform::cache_sizes().l3 / 4 * 3;
+  return output_bytes >= 2 * input_bytes && input_bytes + output_bytes > streaming_cache_bytes() / 4 * 3;
 #else
   (void)input_bytes, (void)output_bytes;
   return false;
