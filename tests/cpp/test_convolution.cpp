@@ -1033,14 +1033,14 @@ TEST(ConvolutionAlgorithms, DirectPassesFollowTheCachesAndTheCpu) {
   // Passes of near-equal size, at most `most` channels each. (Inputs larger than the filter, so
   // that the layer takes blocks of direct_vectors() vectors.)
   const std::int64_t channels = 1024;
-  const auto passes_of = [](std::int64_t most, std::int64_t channels = 1024) {
+  const auto passes_of = [](std::int64_t most, std::int64_t channels) {
     most = std::clamp<std::int64_t>(most, 1, channels);
     return (channels + (channels + most - 1) / most - 1) / ((channels + most - 1) / most);
   };
   const std::int64_t planar = (half_rate || l2_fed ? caches.l2 : caches.l1d) / 2 / (9 * width);
   const std::int64_t cubic = (half_rate ? caches.l2 : caches.l1d) / 2 / (27 * width);
-  EXPECT_EQ(pass_of({1, channels, 64, 64}, {64, channels, 3, 3}), passes_of(planar));
-  EXPECT_EQ(pass_of({1, channels, 16, 16, 16}, {64, channels, 3, 3, 3}), passes_of(cubic));
+  EXPECT_EQ(pass_of({1, channels, 64, 64}, {64, channels, 3, 3}), passes_of(planar, channels));
+  EXPECT_EQ(pass_of({1, channels, 16, 16, 16}, {64, channels, 3, 3, 3}), passes_of(cubic, channels));
   // Pointwise, 64 positions (one band): with AMD's L2, the filter and the band's input of each
   // channel in three quarters of it; else as the windows, or the filter and two input lines per
   // channel in three eighths of L1.

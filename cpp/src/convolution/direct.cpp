@@ -59,14 +59,12 @@ constexpr std::int64_t kCacheLine = 64;  // bytes
 std::int64_t direct_pass_channels(std::int64_t taps, std::int64_t window_rows, std::int64_t width,
                                   std::int64_t band_positions) {
   const std::int64_t filter_bytes = taps * width * std::int64_t{sizeof(float)};
+  const std::int64_t l1 = platform::cache_sizes().l1d, l2 = platform::cache_sizes().l2;
   const bool l2_fed = avx512_enabled() && platform::cpu_features().avx512_l2_fed;
-  if (vector_fmas_per_cycle() == 1 || (l2_fed && taps > 1 && window_rows <= 3))
-    return platform::cache_sizes().l2 / 2 / filter_bytes;
-  if (l2_fed && taps == 1) {  // (a band longer than L2 holds leaves passes of one channel, whatever its length)
-    const std::int64_t l2 = platform::cache_sizes().l2;
+  if (vector_fmas_per_cycle() == 1 || (l2_fed && taps > 1 && window_rows <= 3)) return l2 / 2 / filter_bytes;
+  // (A band longer than L2 holds leaves passes of one channel, whatever its length.)
+  if (l2_fed && taps == 1)
     return l2 / 4 * 3 / (filter_bytes + std::min(band_positions, l2) * std::int64_t{sizeof(float)});
-  }
-  const std::int64_t l1 = platform::cache_sizes().l1d;
   return taps == 1 ? l1 * 3 / 8 / (filter_bytes + 2 * kCacheLine) : l1 / 2 / filter_bytes;
 }
 // A direct task's sums stay in L2: an eighth of it (128 KiB on Zen 4 and 5, where it was tuned).

@@ -269,8 +269,7 @@ class Report:
                 continue
             ms = [by_threads[t]["ms"]["dmlops"] for t in counts]
             # The faster peer's: the smaller of the peers' times over dmlops'.
-            vs_peer = [min((v for k, v in by_threads[t]["speedup"].items() if k in ("torch", "onnxruntime")), default=None)
-                       for t in counts]
+            vs_peer = [faster_peer(by_threads[t], like_for_like=False) for t in counts]
             interleaved = all(by_threads[t].get("interleaved_ms") for t in counts)
             judged = [by_threads[t]["interleaved_ms"] for t in counts] if interleaved else ms
             slower = [counts[i + 1] for i in range(len(counts) - 1) if judged[i + 1] > 1.1 * judged[i]]
@@ -466,13 +465,14 @@ def time_thread_counts(case: Case, threads: list, peers: Peers, settings: dict) 
                                 settings["block_warmup"]))
 
 
-def faster_peer(row: dict) -> Optional[float]:
-    """The "faster peer" goal's figure: the smaller of torch's and ONNX Runtime's speed-ups, each
-    like for like: torch (which packs its filter on every call) against dmlops' plain call, ONNX
-    Runtime (whose session prepacks its constant weights) against dmlops' prepared call where the
-    case has one. None without either peer."""
+def faster_peer(row: dict, like_for_like: bool = True) -> Optional[float]:
+    """The smaller of torch's and ONNX Runtime's speed-ups over dmlops in `row`, None without
+    either. like_for_like (the "faster peer" goal): torch (which packs its filter on every call)
+    against dmlops' plain call, ONNX Runtime (whose session prepacks its constant weights) against
+    dmlops' prepared call where the case has one; else both against the plain call (the scaling
+    table)."""
     ratios = dict(row["speedup"])
-    ort_prepared = row.get("prepared", {}).get("speedup", {}).get("onnxruntime")
+    ort_prepared = row.get("prepared", {}).get("speedup", {}).get("onnxruntime") if like_for_like else None
     if ort_prepared is not None:
         ratios["onnxruntime"] = ort_prepared
     return min((v for k, v in ratios.items() if k in ("torch", "onnxruntime")), default=None)

@@ -50,8 +50,9 @@ std::int64_t streaming_cache_bytes(const platform::CacheSizes& caches);
 std::int64_t streaming_cache_bytes();  // of this CPU's
 
 // Non-temporal ("streaming") copies, for outputs larger than the last-level cache (see
-// stream_output and streaming_cache_bytes). A freshly allocated output's pages are zeroed by the OS on first touch; a
-// copy with ordinary stores then pays for those zeroed lines as well (an 80 MB pad ran at 55% of
+// stream_output and streaming_cache_bytes). A freshly allocated output's pages are zeroed by the
+// OS on first touch; a copy with ordinary stores then pays for those zeroed lines as well (an
+// 80 MB pad ran at 55% of
 // a copy, a 47 MB unfold at 60%), while stores that bypass the cache write each line once, as
 // memcpy does for copies of that size. Runs under 4 KiB are not streamed (see rows.cpp).
 // Streaming stores are weakly ordered: a task that streamed calls stream_fence() before it
