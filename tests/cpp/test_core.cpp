@@ -471,6 +471,7 @@ TEST(Platform, HalfRateAvx512IsZen4AsProcCpuinfoSaysIt) {
   }
   ASSERT_FALSE(vendor.empty());
   EXPECT_EQ(f.avx512_half_rate, f.avx512f && vendor == "AuthenticAMD" && family == 25) << vendor << " family " << family;
+  EXPECT_EQ(f.zen4, f.avx512f && vendor == "AuthenticAMD" && family == 25) << vendor << " family " << family;
   EXPECT_EQ(f.avx512_l2_fed, f.avx512f && vendor == "AuthenticAMD" && family >= 25) << vendor << " family " << family;
 #endif
 }
@@ -2606,11 +2607,11 @@ TEST(Rows, StreamBytesAroundTheThresholdAtEveryAlignment) {
 // Whether an output several times its input streams depends on its size against the
 // last-level cache, not on the thread count: the threads of a call share that cache.
 TEST(Rows, StreamStagedWhateverTheThreadCount) {
-  const std::int64_t most = streaming_cache_bytes() / 4 * 3;  // three quarters of it
+  const std::int64_t most = staged_cache_bytes();  // three quarters of it (three eighths on Zen 4)
   for (int threads : {1, 2, 7, 64}) {
     const testing::ThreadCountGuard guard(threads);
 #if DMLOPS_X86
-    EXPECT_TRUE(stream_staged(most / 5, most - most / 5 + 1)) << threads;  // past three quarters of the cache
+    EXPECT_TRUE(stream_staged(most / 5, most - most / 5 + 1)) << threads;  // past that share of the cache
     EXPECT_FALSE(stream_staged(most / 5, most - most / 5)) << threads;     // within them
     EXPECT_FALSE(stream_staged(most, most)) << threads;                    // not twice the input
 #else
@@ -2633,6 +2634,16 @@ TEST(Rows, StreamingCountsAtMost32L2sOfAManyCoreL3) {
   EXPECT_TRUE(stream_output(expected + 1));
   EXPECT_FALSE(stream_output(expected));
 #endif
+}
+
+// Staged outputs stream past three quarters of the cache the streaming decisions count, or
+// three eighths on Zen 4, whose L3 kept less of an output (see staged_cache_bytes).
+TEST(Rows, StagedOutputsStreamPastAShareOfTheCacheThatDependsOnTheCpu) {
+  constexpr std::int64_t K = 1024, M = 1024 * K;
+  EXPECT_EQ(staged_cache_bytes({48 * K, 1 * M, 32 * M}, false), 24 * M);  // Zen 5
+  EXPECT_EQ(staged_cache_bytes({32 * K, 1 * M, 32 * M}, true), 12 * M);   // Zen 4
+  EXPECT_EQ(staged_cache_bytes({48 * K, 2 * M, 300 * M}, false), 48 * M);  // the 16-core Xeon VM
+  EXPECT_EQ(staged_cache_bytes(), staged_cache_bytes(platform::cache_sizes(), platform::cpu_features().zen4));
 }
 
 // LineStreamer: sequences of writes of 0 to 200 bytes that continue each other (so lines are

@@ -141,7 +141,8 @@ CpuFeatures detect() {
   f.avx512vbmi = f.avx512bw && ((leaf7.ecx >> 1) & 1);
   const unsigned base_family = (leaf1.eax >> 8) & 0xf;
   const unsigned family = base_family == 0xf ? base_family + ((leaf1.eax >> 20) & 0xff) : base_family;
-  f.avx512_half_rate = f.avx512f && amd_cpu() && family == 0x19;
+  f.zen4 = f.avx512f && amd_cpu() && family == 0x19;
+  f.avx512_half_rate = f.zen4;
   f.avx512_l2_fed = f.avx512f && amd_cpu() && family >= 0x19;
   return f;
 }

@@ -104,6 +104,12 @@ std::int64_t streaming_cache_bytes(const platform::CacheSizes& caches) {
 }
 std::int64_t streaming_cache_bytes() { return streaming_cache_bytes(platform::cache_sizes()); }
 
+std::int64_t staged_cache_bytes(const platform::CacheSizes& caches, bool zen4) {
+  const std::int64_t cache = streaming_cache_bytes(caches);
+  return zen4 ? cache / 8 * 3 : cache / 4 * 3;
+}
+std::int64_t staged_cache_bytes() { return staged_cache_bytes(platform::cache_sizes(), platform::cpu_features().zen4); }
+
 bool stream_output(std::int64_t output_bytes) {
 #if DMLOPS_X86
   return output_bytes > streaming_cache_bytes();
@@ -115,7 +121,7 @@ bool stream_output(std::int64_t output_bytes) {
 
 bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes) {
 #if DMLOPS_X86
-  return output_bytes >= 2 * input_bytes && input_bytes + output_bytes > streaming_cache_bytes() / 4 * 3;
+  return output_bytes >= 2 * input_bytes && input_bytes + output_bytes > staged_cache_bytes();
 #else
   (void)input_bytes, (void)output_bytes;
   return false;
