@@ -2605,14 +2605,14 @@ TEST(Rows, StreamBytesAroundTheThresholdAtEveryAlignment) {
 }
 
 // Whether an output several times its input streams depends on its size against the
-// last-level cache, not on the thread count: the threads of a call share that cache.
-TEST(Rows, StreamStagedWhateverTheThreadCount) {
-  const std::int64_t most = staged_cache_bytes();  // three quarters of it (three eighths on Zen 4)
+// last-level cache (staged_cache_bytes: on Zen 4 also on the thread count).
+TEST(Rows, StreamStagedPastTheStagedShareOfTheCache) {
   for (int threads : {1, 2, 7, 64}) {
     const testing::ThreadCountGuard guard(threads);
+    const std::int64_t most = staged_cache_bytes();
 #if DMLOPS_X86
     EXPECT_TRUE(stream_staged(most / 5, most - most / 5 + 1)) << threads;  // past that share of the cache
-    EXPECT_FALSE(stream_staged(most / 5, most - most / 5)) << threads;     // within them
+    EXPECT_FALSE(stream_staged(most / 5, most - most / 5)) << threads;     // within it
     EXPECT_FALSE(stream_staged(most, most)) << threads;                    // not twice the input
 #else
     EXPECT_FALSE(stream_staged(most / 5, 4 * most)) << threads;  // Arm's stores need no streaming
@@ -2636,14 +2636,22 @@ TEST(Rows, StreamingCountsAtMost32L2sOfAManyCoreL3) {
 #endif
 }
 
-// Staged outputs stream past three quarters of the cache the streaming decisions count, or
-// three eighths on Zen 4, whose L3 kept less of an output (see staged_cache_bytes).
+// Staged outputs stream past three quarters of the cache the streaming decisions count,
+// whatever the thread count, or on Zen 4, whose L3 kept less of an output, three eighths on one
+// thread and nine sixteenths on more (see staged_cache_bytes).
 TEST(Rows, StagedOutputsStreamPastAShareOfTheCacheThatDependsOnTheCpu) {
   constexpr std::int64_t K = 1024, M = 1024 * K;
-  EXPECT_EQ(staged_cache_bytes({48 * K, 1 * M, 32 * M}, false), 24 * M);  // Zen 5
-  EXPECT_EQ(staged_cache_bytes({32 * K, 1 * M, 32 * M}, true), 12 * M);   // Zen 4
-  EXPECT_EQ(staged_cache_bytes({48 * K, 2 * M, 300 * M}, false), 48 * M);  // the 16-core Xeon VM
-  EXPECT_EQ(staged_cache_bytes(), staged_cache_bytes(platform::cache_sizes(), platform::cpu_features().zen4));
+  for (int threads : {1, 2, 16}) {
+    EXPECT_EQ(staged_cache_bytes({48 * K, 1 * M, 32 * M}, false, threads), 24 * M);   // Zen 5
+    EXPECT_EQ(staged_cache_bytes({48 * K, 2 * M, 300 * M}, false, threads), 48 * M);  // the 16-core Xeon VM
+  }
+  EXPECT_EQ(staged_cache_bytes({32 * K, 1 * M, 32 * M}, true, 1), 12 * M);  // Zen 4
+  EXPECT_EQ(staged_cache_bytes({32 * K, 1 * M, 32 * M}, true, 2), 18 * M);
+  EXPECT_EQ(staged_cache_bytes({32 * K, 1 * M, 32 * M}, true, 16), 18 * M);
+  for (int threads : {1, 3}) {
+    const testing::ThreadCountGuard guard(threads);
+    EXPECT_EQ(staged_cache_bytes(), staged_cache_bytes(platform::cache_sizes(), platform::cpu_features().zen4, threads));
+  }
 }
 
 // LineStreamer: sequences of writes of 0 to 200 bytes that continue each other (so lines are

@@ -910,3 +910,47 @@ def test_outputs_larger_than_the_cache_stream_bit_exactly():
                             env={**os.environ, "DMLOPS_CACHE_SIZES": "32K,128K,256K"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+# Streamed outputs whose rows (and planes) repeat unevenly: nearest resampling by non-integer
+# factors writes a row equal to the one before it by gathering it again (a copy would read the
+# streamed output back). The 256 KiB "L3" makes these take the streamed path (the plan says so);
+# every result bit for bit the reference's, on 1, 2 and 3 threads.
+STREAMING_REPEATS = """
+import sys
+import numpy as np, dmlops
+from dmlops import _core
+assert _core.cache_sizes()["l3"] == 1 << 18
+rng = np.random.default_rng(11)
+results = {}
+for i, (shape, dtype, scales) in enumerate(CASES):
+    x = rng.standard_normal(shape).astype(dtype)
+    for threads in (1, 2, 3):
+        with dmlops.threads(threads):
+            desc = dmlops.ResampleDesc(dmlops.TensorDesc(x.dtype.name, x.shape), scales=scales)
+            assert desc.plan().tiles.get("streamed") == 1, (shape, scales, threads)
+            results[f"{i}_{threads}"] = dmlops.resample(x, scales)
+np.savez(sys.argv[1], **results)
+"""
+STREAMING_REPEAT_CASES = [((1, 4, 48, 64), "float32", (1, 1, 1.75, 1.75)),
+                          ((1, 4, 64, 96), "float16", (1, 1, 2.5, 1.5)),
+                          ((1, 2, 6, 32, 48), "float32", (1, 1, 1.5, 1.5, 1.75))]
+
+
+def test_streamed_outputs_gather_repeated_rows_again_bit_exactly(tmp_path):
+    import os
+    import subprocess
+    import sys
+    code = f"CASES = {STREAMING_REPEAT_CASES!r}\n" + STREAMING_REPEATS
+    path = tmp_path / "streamed.npz"
+    result = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "DMLOPS_CACHE_SIZES": "32K,128K,256K"})
+    assert result.returncode == 0, result.stderr
+    saved = np.load(path)
+    rng = np.random.default_rng(11)
+    for i, (shape, dtype, scales) in enumerate(STREAMING_REPEAT_CASES):
+        x = rng.standard_normal(shape).astype(dtype)
+        out_shape = tuple(int(np.floor(n * as_float32(s) + 1e-6)) for n, s in zip(shape, scales))
+        expected = resample_reference(x, out_shape, scales, "nearest_neighbor", None, None, None)
+        for threads in (1, 2, 3):
+            assert_same_bits(saved[f"{i}_{threads}"], expected)

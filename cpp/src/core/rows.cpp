@@ -4,6 +4,7 @@
 
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/error.hpp"
+#include "dmlops/core/parallel.hpp"
 #include "dmlops/core/platform.hpp"
 
 #if DMLOPS_X86
@@ -104,11 +105,14 @@ std::int64_t streaming_cache_bytes(const platform::CacheSizes& caches) {
 }
 std::int64_t streaming_cache_bytes() { return streaming_cache_bytes(platform::cache_sizes()); }
 
-std::int64_t staged_cache_bytes(const platform::CacheSizes& caches, bool zen4) {
+std::int64_t staged_cache_bytes(const platform::CacheSizes& caches, bool zen4, int threads) {
   const std::int64_t cache = streaming_cache_bytes(caches);
-  return zen4 ? cache / 8 * 3 : cache / 4 * 3;
+  if (!zen4) return cache / 4 * 3;
+  return threads > 1 ? cache / 16 * 9 : cache / 8 * 3;
 }
-std::int64_t staged_cache_bytes() { return staged_cache_bytes(platform::cache_sizes(), platform::cpu_features().zen4); }
+std::int64_t staged_cache_bytes() {
+  return staged_cache_bytes(platform::cache_sizes(), platform::cpu_features().zen4, num_threads());
+}
 
 bool stream_output(std::int64_t output_bytes) {
 #if DMLOPS_X86

@@ -77,17 +77,17 @@ bool stream_output(std::int64_t output_bytes);
 // where reads are as many as writes (a 1:1 padding of 66 MB took 1.6x the time streamed on Zen
 // 4), and win where writes dominate (upsampling 2x in one axis: 0.5-0.9x the time at 48 MB; by
 // 2x2: 0.4-0.6x).
-// On Zen 4 the bound is three eighths of the cache (staged_cache_bytes).
+// On Zen 4 the bound is lower and depends on the thread count (staged_cache_bytes).
 bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes);
 // The input and output bytes past which stream_staged streams: three quarters of
-// streaming_cache_bytes, three eighths on Zen 4 (CpuFeatures::zen4). On a 2-vCPU Zen 4 (32 MB
-// L3), paired, cache sizes set so that only this bound moved: a nearest upsampling by 2x2 of
-// 11.8 MB (input and output) ran 0.80x the time in cache on 1 thread, of 13.8 to 20 MB 2.1-2.6x
-// (its output then went out at 40-50% of a copy's speed), and on 2 threads 16 MB ran 0.76x in
-// cache, 20 MB 1.5-1.8x. Three eighths (12 MB) is the 1-thread bound; at 2 threads it streams
-// 12-16 MB that ran faster in cache (streamed, they still keep up with a copy). Zen 5's L3,
-// the same size, kept 18-24 MB (above).
-std::int64_t staged_cache_bytes(const platform::CacheSizes& caches, bool zen4);
+// streaming_cache_bytes, whatever the thread count, but on Zen 4 (CpuFeatures::zen4) three
+// eighths on one thread and nine sixteenths on more. On a 2-vCPU Zen 4 (32 MB L3), paired
+// (cache sizes or builds alternating so that only this bound moved), nearest upsamplings of
+// 11.8 MB (input and output) ran 0.80x the time in cache on 1 thread, of 13.8 to 20 MB 1.15-2.6x
+// (the output then went out at 40-60% of a copy's speed); on 2 threads 16 and 16.8 MB ran
+// 0.76x and 0.48x the time in cache, 20 MB 1.5-1.8x: there each thread's core writes its own
+// share into the L3. Zen 5's L3, the same size, kept 18-24 MB on 1 thread as well (above).
+std::int64_t staged_cache_bytes(const platform::CacheSizes& caches, bool zen4, int threads);
 std::int64_t staged_cache_bytes();  // of this CPU's
 void stream_bytes(std::byte* dst, const std::byte* src, std::size_t n);
 void stream_fence();
