@@ -507,21 +507,27 @@ SchedAttr sched_attr_of_this_thread() {
 }
 }  // namespace
 
-TEST(Platform, MoveOffCpuLeavesItAndKeepsTheAffinity) {
+TEST(Platform, KeepOffCpuLeavesItUntilAskedToAllowItAgain) {
   std::thread([] {
     const cpu_set_t before = affinity_of_this_thread();
     const int cpu = platform::current_cpu();
     ASSERT_GE(cpu, 0);
     ASSERT_TRUE(CPU_ISSET(cpu, &before));
-    const bool moved = platform::move_off_cpu(cpu);
-    EXPECT_EQ(moved, CPU_COUNT(&before) > 1);
-    if (moved) {
+    const int kept_off = platform::keep_off_cpu(cpu, -1);
+    EXPECT_EQ(kept_off, CPU_COUNT(&before) > 1 ? cpu : -1);
+    cpu_set_t expected = before;
+    if (kept_off >= 0) {
+      CPU_CLR(cpu, &expected);
       EXPECT_NE(platform::current_cpu(), cpu);
     }
-    const cpu_set_t after = affinity_of_this_thread();
-    EXPECT_TRUE(CPU_EQUAL(&before, &after));
-    EXPECT_FALSE(platform::move_off_cpu(-1));
-    EXPECT_FALSE(platform::move_off_cpu(CPU_SETSIZE));
+    cpu_set_t now = affinity_of_this_thread();
+    EXPECT_TRUE(CPU_EQUAL(&expected, &now));
+    EXPECT_EQ(platform::keep_off_cpu(-1, kept_off), -1);  // allowed again: the mask it had
+    now = affinity_of_this_thread();
+    EXPECT_TRUE(CPU_EQUAL(&before, &now));
+    EXPECT_EQ(platform::keep_off_cpu(CPU_SETSIZE, -1), -1);  // no such CPU: nothing left out
+    now = affinity_of_this_thread();
+    EXPECT_TRUE(CPU_EQUAL(&before, &now));
   }).join();
 }
 

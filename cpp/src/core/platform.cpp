@@ -287,14 +287,20 @@ void ThreadExitValue::set(void* value) const {
 #if defined(__linux__)
 int current_cpu() { return sched_getcpu(); }
 
-bool move_off_cpu(int cpu) {
+int keep_off_cpu(int cpu, int previous) {
   cpu_set_t allowed;
-  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return false;
-  cpu_set_t others = allowed;
-  CPU_CLR(cpu, &others);
-  if (CPU_COUNT(&others) == 0 || sched_setaffinity(0, sizeof(others), &others) != 0) return false;
-  sched_setaffinity(0, sizeof(allowed), &allowed);
-  return true;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
+  if (previous >= 0 && previous < CPU_SETSIZE) CPU_SET(previous, &allowed);
+  int kept_off = -1;
+  if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &allowed)) {
+    CPU_CLR(cpu, &allowed);
+    if (CPU_COUNT(&allowed) > 0) {
+      kept_off = cpu;
+    } else {
+      CPU_SET(cpu, &allowed);
+    }
+  }
+  return sched_setaffinity(0, sizeof(allowed), &allowed) == 0 ? kept_off : -1;
 }
 
 void set_short_time_slices(bool on) {
@@ -328,7 +334,7 @@ void advise_huge_pages(void* data, std::size_t bytes) noexcept {
 }
 #else
 int current_cpu() { return -1; }
-bool move_off_cpu(int) { return false; }
+int keep_off_cpu(int, int) { return -1; }
 void set_short_time_slices(bool) {}
 void advise_huge_pages(void*, std::size_t) noexcept {}
 #endif

@@ -108,18 +108,22 @@ class ThreadExitValue {
 
 // Scheduling hints for the thread pool's workers (Linux; elsewhere -1, false and no-ops):
 // - current_cpu: the CPU the calling thread runs on now (it may move at any time).
-// - move_off_cpu: moves the calling thread to another CPU it may run on (its affinity mask
-//   without `cpu`, then the mask it had, so the scheduler may move it back later); returns
-//   whether it moved. The scheduler balances thread counts, not processes: with another busy
-//   thread on the machine it can leave a worker sharing its caller's CPU for good, where the
-//   two only take turns.
+// - keep_off_cpu: keeps the calling thread off `cpu` from now on (its affinity mask without
+//   it; it moves if it runs there), where it was kept off `previous` until now (that CPU is
+//   allowed again); -1 for either: none. Returns the CPU it is now kept off: `cpu`, or -1
+//   where its mask holds no other CPU (or none was asked). The scheduler balances thread
+//   counts, not processes: with another busy thread on the machine it can leave a worker
+//   sharing its caller's CPU for good, where the two only take turns; and a worker woken while
+//   its own CPU's vCPU sleeps (the host has preempted it) is placed on its waker's CPU, where
+//   it preempts the caller and must then be moved off (two migrations a call on the 2-vCPU
+//   Zen 4). Kept off the caller's CPU while it sleeps, it wakes on another.
 // - set_short_time_slices: asks for 100 us time slices for the calling thread, or (false) the
 //   kernel's default again (the EEVDF scheduler of Linux 6.12 and later; older kernels ignore
 //   it). A thread that runs in short bursts is then let in soon after it is woken, ahead of a
 //   busy thread of another library or process, and gives the CPU back as soon as it has had
 //   its turn.
 int current_cpu();
-bool move_off_cpu(int cpu);
+int keep_off_cpu(int cpu, int previous);
 void set_short_time_slices(bool on);
 
 // Asks the OS to back [data, data + bytes) with huge pages (Linux: madvise MADV_HUGEPAGE, for
