@@ -151,6 +151,7 @@ class ThreadPool {
     std::atomic<std::uint32_t>& signal = slots_[index].signal;
     std::uint32_t seen = 0, job = 0;
     int kept_off = -1;  // the CPU this worker's affinity leaves out (its last caller's), or -1
+    int handled = -1;   // the caller's CPU that kept_off was last set for
     bool crowded_job = true;  // the last job's; the thread starts with the kernel's default slices
     const auto asked = [&] { return (job = signal.load(std::memory_order_acquire)) != seen; };
     for (;;) {
@@ -176,7 +177,10 @@ class ThreadPool {
       // after an idle millisecond (two migrations a call); kept off, 0.84-0.98x that time
       // paired (25 migrations in 2,000 calls, from 3,958).
       const int caller_cpu = caller_cpu_.load(std::memory_order_relaxed);
-      if (caller_cpu != kept_off) kept_off = platform::keep_off_cpu(caller_cpu, kept_off);
+      if (caller_cpu != handled) {  // (once per move, even where the CPU cannot be left out)
+        kept_off = platform::keep_off_cpu(caller_cpu, kept_off);
+        handled = caller_cpu;
+      }
       run_chunks(job, index + 1);
       // With a CPU each, a worker that runs out of chunks waits for the last ones of its job
       // (or of a later job that does not ask it) before its poll starts, so that it polls
