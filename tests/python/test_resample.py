@@ -184,6 +184,11 @@ def test_upsample_5d_never_mixes_depth():
 # ---------------------------------------------------------------------------------------------
 # Resample: random sweeps against the reference
 
+def default_out_shape(shape, scales) -> tuple:
+    """The output sizes a resampling takes without output_sizes: floor(size * float32(scale))."""
+    return tuple(int(np.floor(n * as_float32(s) + 1e-6)) for n, s in zip(shape, scales))
+
+
 def sweep_case(seed: int, max_rank: int = 8):
     rng = np.random.default_rng(seed)
     rank = int(rng.integers(1, max_rank + 1))
@@ -192,7 +197,7 @@ def sweep_case(seed: int, max_rank: int = 8):
     # up- and down-sampling, exact FLOATs and not (0.3, 1.7), integers, 1 (often the identity)
     choices = np.array([0.3, 0.5, 0.75, 1.0, 1.0, 1.5, 1.7, 2.0, 2.5, 3.0, 4.0])
     scales = tuple(float(rng.choice(choices)) for _ in range(rank))
-    out_shape = tuple(int(np.floor(n * as_float32(s) + 1e-6)) for n, s in zip(shape, scales))
+    out_shape = default_out_shape(shape, scales)
     offsets = None, None
     if rng.random() < 0.6:
         offsets = (tuple(float(v) for v in rng.choice([0.0, 0.5, 0.25, -1.0, 1.5], size=rank)),
@@ -213,7 +218,7 @@ def test_nearest_downsampling_by_two_bit_exact(dtype):
                           ((3, 70), (1, 0.5)), ((2, 5, 9, 18), (1, 0.5, 0.7, 0.5))]:
         x = random_array(rng, shape, dtype)
         for view in (x, random_array(rng, shape[:-1] + (2 * shape[-1],), dtype)[..., 1::2]):
-            out_shape = tuple(int(np.floor(n * as_float32(s) + 1e-6)) for n, s in zip(shape, scales))
+            out_shape = default_out_shape(shape, scales)
             for rounding in (None, "decreasing", "increasing"):
                 expected = resample_reference(view, out_shape, scales, "nearest_neighbor", None, None, rounding)
                 for threads in (1, 3):
@@ -902,13 +907,20 @@ print("ok")
 """
 
 
-def test_outputs_larger_than_the_cache_stream_bit_exactly():
+def run_with_a_256k_cache(code: str, *args: str):
+    """Runs `code` in a new interpreter whose dmlops sees caches of 32K/128K/256K (read once per
+    process), so that small arrays take the paths of outputs larger than the cache."""
     import os
     import subprocess
     import sys
-    result = subprocess.run([sys.executable, "-c", STREAMING_CHECK], capture_output=True, text=True, timeout=300,
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
                             env={**os.environ, "DMLOPS_CACHE_SIZES": "32K,128K,256K"})
     assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_outputs_larger_than_the_cache_stream_bit_exactly():
+    result = run_with_a_256k_cache(STREAMING_CHECK)
     assert result.stdout.strip() == "ok"
 
 
@@ -938,19 +950,12 @@ STREAMING_REPEAT_CASES = [((1, 4, 48, 64), "float32", (1, 1, 1.75, 1.75)),
 
 
 def test_streamed_outputs_gather_repeated_rows_again_bit_exactly(tmp_path):
-    import os
-    import subprocess
-    import sys
-    code = f"CASES = {STREAMING_REPEAT_CASES!r}\n" + STREAMING_REPEATS
     path = tmp_path / "streamed.npz"
-    result = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "DMLOPS_CACHE_SIZES": "32K,128K,256K"})
-    assert result.returncode == 0, result.stderr
+    run_with_a_256k_cache(f"CASES = {STREAMING_REPEAT_CASES!r}\n" + STREAMING_REPEATS, str(path))
     saved = np.load(path)
     rng = np.random.default_rng(11)
     for i, (shape, dtype, scales) in enumerate(STREAMING_REPEAT_CASES):
         x = rng.standard_normal(shape).astype(dtype)
-        out_shape = tuple(int(np.floor(n * as_float32(s) + 1e-6)) for n, s in zip(shape, scales))
-        expected = resample_reference(x, out_shape, scales, "nearest_neighbor", None, None, None)
+        expected = resample_reference(x, default_out_shape(shape, scales), scales, "nearest_neighbor", None, None, None)
         for threads in (1, 2, 3):
             assert_same_bits(saved[f"{i}_{threads}"], expected)

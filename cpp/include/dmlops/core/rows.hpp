@@ -60,7 +60,8 @@ std::int64_t streaming_cache_bytes();  // of this CPU's
 bool stream_output(std::int64_t output_bytes);
 // Whether a kernel that can write its output through a buffer in L1, whole lines at a time
 // (LineStreamer), streams it (whatever stream_output says): an output at least twice its
-// input, when input and output together exceed three quarters of the last-level cache, so that
+// input, when input and output together exceed staged_cache_bytes (three quarters of the
+// last-level cache; less on Zen 4, below), so that
 // what fits with a quarter to spare stays in cache for whatever reads it next. On a 2-vCPU
 // Zen 5 (32 MB L3), paired: nearest upsamplings by 2x2 of 18-24 MB (input and output) took
 // 0.55-0.99x the time at 1 thread (one run of six pairs: 0.80-1.14x) and 0.43-0.61x at 2 threads
@@ -77,7 +78,6 @@ bool stream_output(std::int64_t output_bytes);
 // where reads are as many as writes (a 1:1 padding of 66 MB took 1.6x the time streamed on Zen
 // 4), and win where writes dominate (upsampling 2x in one axis: 0.5-0.9x the time at 48 MB; by
 // 2x2: 0.4-0.6x).
-// On Zen 4 the bound is lower and depends on the thread count (staged_cache_bytes).
 bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes);
 // The input and output bytes past which stream_staged streams: three quarters of
 // streaming_cache_bytes, whatever the thread count, but on Zen 4 (CpuFeatures::zen4) three
