@@ -2590,6 +2590,56 @@ TEST(Rows, CopyByteRowsEveryLengthAndStep) {
   }
 }
 
+// copy_framed_rows: every frame that has a loop of its own (one or two elements each side) and
+// others, elements read from anywhere in their row or filled, copies short and long, input rows
+// strided (forward, backward) or from offsets that repeat; each row against a plain reference, no
+// byte written between or past the rows.
+template <class T>
+void check_framed_rows() {
+  constexpr auto e = static_cast<std::int64_t>(sizeof(T));
+  const T fill = static_cast<T>(0xA5C3E1F2B4D6978Bull);
+  std::vector<std::byte> src(20480);  // seven rows of the longest (309 elements of 8 bytes) and more
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 29 + 3);
+  for (const auto& [heads, tails] : {std::pair{1, 1}, {2, 2}, {0, 1}, {1, 0}, {0, 0}, {3, 1}, {5, 7}}) {
+    for (std::int64_t n : {1, 7, 16, 33, 64, 65, 100, 300}) {  // elements copied
+      const std::int64_t in_row = n + 9, out_row = heads + n + tails, gap = 5;  // in elements
+      FramedRows frame;
+      frame.heads = heads, frame.tails = tails, frame.copy_in = 4 * e, frame.copy_bytes = n * e;
+      for (int i = 0; i < heads + tails; ++i)  // every third a fill, the others anywhere in the row
+        frame.element_in[i] = i % 3 == 2 ? kFramedFill : (i * 5 + 1) % in_row * e;
+      const std::int64_t rows = 6, out_step = (out_row + gap) * e;
+      const std::vector<std::int64_t> offsets{3 * in_row * e, 0, 0, 5 * in_row * e, 2 * in_row * e, in_row * e};
+      for (int layout = 0; layout < 3; ++layout) {  // offsets, forward steps, backward steps
+        const std::byte* in = src.data() + (layout == 2 ? 6 * in_row * e : 0) + 1;
+        const std::int64_t in_step = layout == 1 ? in_row * e : -in_row * e;
+        std::vector<std::byte> dst(static_cast<std::size_t>(rows * out_step + 64), std::byte{0x5a});
+        copy_framed_rows<T>(dst.data() + 2, out_step, in, layout == 0 ? offsets.data() : nullptr, in_step, rows, frame, fill);
+        std::vector<std::byte> expected(dst.size(), std::byte{0x5a});
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::byte* row = in + (layout == 0 ? offsets[static_cast<std::size_t>(r)] : r * in_step);
+          std::byte* out = expected.data() + 2 + r * out_step;
+          for (std::int64_t j = 0; j < out_row; ++j) {
+            const bool element = j < heads || j >= heads + n;
+            const int i = static_cast<int>(j < heads ? j : j - n);
+            T value = fill;
+            if (!element) std::memcpy(&value, row + 4 * e + (j - heads) * e, sizeof(T));
+            else if (frame.element_in[i] != kFramedFill) std::memcpy(&value, row + frame.element_in[i], sizeof(T));
+            std::memcpy(out + j * e, &value, sizeof(T));
+          }
+        }
+        ASSERT_EQ(dst, expected) << "width " << e << ", " << heads << " + " << n << " + " << tails << ", layout " << layout;
+      }
+    }
+  }
+}
+
+TEST(Rows, FramedRowsEveryFrameLengthAndLayout) {
+  check_framed_rows<std::uint8_t>();
+  check_framed_rows<std::uint16_t>();
+  check_framed_rows<std::uint32_t>();
+  check_framed_rows<std::uint64_t>();
+}
+
 // stream_bytes: lengths around its 4 KiB threshold and around whole cache lines, at every
 // alignment of the destination within a line, each followed by stream_fence; the bytes around
 // the destination stay untouched.

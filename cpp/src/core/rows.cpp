@@ -43,7 +43,7 @@ DMLOPS_ALWAYS_INLINE inline void copy_short(std::byte* dst, const std::byte* src
 #if DMLOPS_X86
 // 32-byte vectors with aligned stores: one unaligned head vector, whole aligned vectors four at
 // a time, one unaligned tail vector overlapping the last aligned one. n >= 64.
-DMLOPS_TARGET("avx2") void copy_long_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
+DMLOPS_TARGET("avx2") DMLOPS_ALWAYS_INLINE inline void copy_long_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
   const __m256i head = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
   const __m256i tail = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + n - 32));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), head);
@@ -64,7 +64,7 @@ DMLOPS_TARGET("avx2") void copy_long_avx2(std::byte* dst, const std::byte* src, 
 }
 
 // The AVX2 variant whole: short copies inline, long ones with vectors, huge ones to memcpy.
-DMLOPS_TARGET("avx2") void copy_bytes_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
+DMLOPS_TARGET("avx2") DMLOPS_ALWAYS_INLINE inline void copy_bytes_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
   if (n <= 64) return copy_short(dst, src, n);
   if (n < kInlineCopyLimit) return copy_long_avx2(dst, src, n);
   std::memcpy(dst, src, n);
@@ -88,6 +88,92 @@ DMLOPS_TARGET("avx2") void copy_byte_rows_avx2(std::byte* dst, std::int64_t dst_
     return;
   }
   for (std::int64_t r = 0; r < rows; ++r, dst += dst_row_step, src += src_row_step) copy_bytes_avx2(dst, src, n);
+}
+#endif
+
+// The copies of copy_framed_rows: AVX2's inline (no call per row), the C library's otherwise.
+#if DMLOPS_X86
+struct InlineCopyAvx2 {
+  DMLOPS_TARGET("avx2") static void run(std::byte* dst, const std::byte* src, std::size_t n) { copy_bytes_avx2(dst, src, n); }
+};
+#endif
+struct LibcCopy {
+  static void run(std::byte* dst, const std::byte* src, std::size_t n) { std::memcpy(dst, src, n); }
+};
+
+// copy_framed_rows' loop. With kHeads >= 0 the frame has kHeads elements before the copy and
+// kTails after it, their inputs held in locals; with -1, as many as the frame says, read from it
+// per row. kStrided: row r's input at in + r * in_step, else at in + in_offsets[r]. (The few
+// values the loop needs fit the registers: with a few more, GCC spilled some and reloaded them
+// per row.)
+template <class T, class Copy, int kHeads, int kTails, bool kStrided>
+DMLOPS_ALWAYS_INLINE inline void framed_rows(std::byte* out, std::int64_t out_step, const std::byte* in,
+                                             const std::int64_t* in_offsets, std::int64_t in_step, std::int64_t rows,
+                                             const FramedRows& frame, T fill) {
+  constexpr bool kFixed = kHeads >= 0;
+  constexpr auto size = static_cast<std::int64_t>(sizeof(T));
+  constexpr int kSlots = kFixed ? std::max(kHeads + kTails, 1) : kMaxFramedElements;
+  // Elements are read relative to the copy's source (one pointer a row).
+  std::int64_t fixed_in[kSlots], any_in[kMaxFramedElements];
+  std::int64_t* const element_in = kFixed ? fixed_in : any_in;
+  const int heads = kFixed ? kHeads : frame.heads, elements = kFixed ? kHeads + kTails : frame.heads + frame.tails;
+  for (int i = 0; i < elements; ++i) {
+    const std::int64_t at = frame.element_in[i];
+    element_in[i] = at == kFramedFill ? at : at - frame.copy_in;
+  }
+  const auto put = [fill](std::byte* dst, const std::byte* src, std::int64_t in_at) {
+    const T value = in_at == kFramedFill ? fill : load<T>(src + in_at);
+    std::memcpy(dst, &value, sizeof(T));
+  };
+  const std::int64_t bytes = frame.copy_bytes;
+  in += frame.copy_in;
+  const std::int64_t* const offsets_end = kStrided ? nullptr : in_offsets + rows;
+  for (std::int64_t left = rows; kStrided ? left > 0 : in_offsets != offsets_end; --left, out += out_step) {
+    const std::byte* src = kStrided ? in : in + *in_offsets;
+    if constexpr (kStrided) in += in_step;
+    else ++in_offsets;
+    for (int i = 0; i < heads; ++i) put(out + i * size, src, element_in[i]);
+    std::byte* after = out + heads * size;
+    Copy::run(after, src, static_cast<std::size_t>(bytes));
+    after += bytes;
+    for (int i = heads; i < elements; ++i) put(after + (i - heads) * size, src, element_in[i]);
+  }
+}
+
+// The frames of pads by one and by two elements each side get loops of their own (their
+// elements in registers); others read theirs per row.
+template <class T, class Copy, bool kStrided>
+DMLOPS_ALWAYS_INLINE inline void framed_rows_of(std::byte* out, std::int64_t out_step, const std::byte* in,
+                                                const std::int64_t* in_offsets, std::int64_t in_step, std::int64_t rows,
+                                                const FramedRows& frame, T fill) {
+  if (frame.heads == 1 && frame.tails == 1)
+    return framed_rows<T, Copy, 1, 1, kStrided>(out, out_step, in, in_offsets, in_step, rows, frame, fill);
+  if (frame.heads == 2 && frame.tails == 2)
+    return framed_rows<T, Copy, 2, 2, kStrided>(out, out_step, in, in_offsets, in_step, rows, frame, fill);
+  framed_rows<T, Copy, -1, -1, kStrided>(out, out_step, in, in_offsets, in_step, rows, frame, fill);
+}
+
+template <class T, class Copy>
+DMLOPS_ALWAYS_INLINE inline void framed_rows_with(std::byte* out, std::int64_t out_step, const std::byte* in,
+                                                  const std::int64_t* in_offsets, std::int64_t in_step, std::int64_t rows,
+                                                  const FramedRows& frame, T fill) {
+  if (in_offsets == nullptr) return framed_rows_of<T, Copy, true>(out, out_step, in, nullptr, in_step, rows, frame, fill);
+  framed_rows_of<T, Copy, false>(out, out_step, in, in_offsets, 0, rows, frame, fill);
+}
+
+template <class T>
+DMLOPS_NOINLINE void framed_rows_baseline(std::byte* out, std::int64_t out_step, const std::byte* in,
+                                         const std::int64_t* in_offsets, std::int64_t in_step, std::int64_t rows,
+                                         const FramedRows& frame, T fill) {
+  framed_rows_with<T, LibcCopy>(out, out_step, in, in_offsets, in_step, rows, frame, fill);
+}
+#if DMLOPS_X86
+// (Flattened: the copy inlined too, so that the loop's state stays in registers.)
+template <class T>
+DMLOPS_TARGET("avx2") DMLOPS_FLATTEN
+void framed_rows_avx2(std::byte* out, std::int64_t out_step, const std::byte* in, const std::int64_t* in_offsets,
+                      std::int64_t in_step, std::int64_t rows, const FramedRows& frame, T fill) {
+  framed_rows_with<T, InlineCopyAvx2>(out, out_step, in, in_offsets, in_step, rows, frame, fill);
 }
 #endif
 
@@ -471,6 +557,24 @@ void copy_byte_rows(std::byte* dst, std::int64_t dst_row_step, const std::byte* 
 #endif
   chosen(dst, dst_row_step, src, src_row_step, n, rows);
 }
+
+template <class T>
+void copy_framed_rows(std::byte* out, std::int64_t out_step, const std::byte* in, const std::int64_t* in_offsets,
+                      std::int64_t in_step, std::int64_t rows, const FramedRows& frame, T fill) {
+  if (rows <= 0) return;
+#if DMLOPS_X86
+  if (avx2_enabled()) return framed_rows_avx2<T>(out, out_step, in, in_offsets, in_step, rows, frame, fill);
+#endif
+  framed_rows_baseline<T>(out, out_step, in, in_offsets, in_step, rows, frame, fill);
+}
+template void copy_framed_rows<std::uint8_t>(std::byte*, std::int64_t, const std::byte*, const std::int64_t*, std::int64_t,
+                                             std::int64_t, const FramedRows&, std::uint8_t);
+template void copy_framed_rows<std::uint16_t>(std::byte*, std::int64_t, const std::byte*, const std::int64_t*, std::int64_t,
+                                              std::int64_t, const FramedRows&, std::uint16_t);
+template void copy_framed_rows<std::uint32_t>(std::byte*, std::int64_t, const std::byte*, const std::int64_t*, std::int64_t,
+                                              std::int64_t, const FramedRows&, std::uint32_t);
+template void copy_framed_rows<std::uint64_t>(std::byte*, std::int64_t, const std::byte*, const std::int64_t*, std::int64_t,
+                                              std::int64_t, const FramedRows&, std::uint64_t);
 
 CopyBytesFn select_copy_bytes() {
 #if DMLOPS_X86
