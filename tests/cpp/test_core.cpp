@@ -2502,6 +2502,49 @@ TEST(Rows, RepeatElementsEveryLengthWidthAndCount) {
   check_repeats<std::uint64_t>();
 }
 
+#if DMLOPS_X86
+// repeat_rows_vbmi (where the CPU has the byte permute): every element width and factor, lengths
+// through whole 64-byte blocks and the masked last one, one to three copies of each row, rows
+// taken in any order; each row and copy against a plain repeat, nothing written between or past
+// them.
+template <class T>
+void check_repeat_rows() {
+  if (!avx512_vbmi_enabled()) GTEST_SKIP() << "no AVX-512 VBMI";
+  constexpr int size = sizeof(T);
+  for (int k = 2; k <= kMaxRepeatVbmi; ++k) {
+    for (std::int64_t n : {1, 7, 15, 16, 17, 31, 32, 33, 64, 65, 100}) {
+      for (std::int64_t copies : {1, 2, 3}) {
+        const std::int64_t out_row = n * k * size, copy_stride = out_row + 8, row_step = copies * copy_stride + 24;
+        constexpr int kRows = 3;
+        std::vector<std::byte> src(static_cast<std::size_t>(kRows * n * size));
+        for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 29 + 3);
+        std::vector<std::byte> dst(static_cast<std::size_t>(kRows * row_step + 64), std::byte{0x5a});
+        std::vector<std::byte> expected = dst;
+        const std::array<int, kRows> order{2, 0, 1};  // output row r from input row order[r]
+        std::array<std::byte*, kRows> outs{};
+        std::array<const std::byte*, kRows> ins{};
+        for (int r = 0; r < kRows; ++r) {
+          outs[r] = dst.data() + r * row_step, ins[r] = src.data() + order[r] * n * size;
+          for (std::int64_t j = 0; j < copies; ++j) {
+            for (std::int64_t i = 0; i < n * k; ++i)
+              std::memcpy(expected.data() + r * row_step + j * copy_stride + i * size, ins[r] + i / k * size, size);
+          }
+        }
+        repeat_rows_vbmi(outs.data(), ins.data(), kRows, n, size, k, copies, copy_stride);
+        ASSERT_EQ(dst, expected) << "n " << n << ", width " << size << ", k " << k << ", copies " << copies;
+      }
+    }
+  }
+}
+
+TEST(Rows, RepeatRowsEveryLengthWidthCountAndCopies) {
+  check_repeat_rows<std::uint8_t>();
+  check_repeat_rows<std::uint16_t>();
+  check_repeat_rows<std::uint32_t>();
+  check_repeat_rows<std::uint64_t>();
+}
+#endif
+
 // add_row (col2im's accumulation): steps 1 (the AVX2 loop where the CPU has it; CTest runs this
 // again with DMLOPS_DISABLE_AVX2=1), 2 and 3, every length to 70, against a plain loop bit for
 // bit, unsigned sums wrapping; the entries between and past the targets keep their values.

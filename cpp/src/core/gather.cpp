@@ -503,6 +503,9 @@ struct Plan {
   std::vector<std::pair<std::int64_t, std::int64_t>> border;  // (output, input) byte offsets; input kFillOffset: fill
   std::vector<Run> border_runs;                               // fills and mirrors (Copy, step -1)
   bool border_rows() const { return border_copy >= 0 && column_blocks == 1 && row_copies == 1; }
+  // Whole rows that are one repeat run of k (2 to kMaxRepeatVbmi) from the start of their input
+  // row, with the byte permute: repeat_rows_vbmi writes a batch of them and their copies. 0: not.
+  std::int64_t repeat_rows = 0;
   // Rows whose input row fits 128 bytes (see narrow_rows_of): each is loaded whole and every 64
   // output bytes are permutes of it (and a blend with the fill value); empty otherwise.
   std::vector<PermuteBlock> permute_blocks;
@@ -702,8 +705,7 @@ class RowBatch {
   void flush() {
     if (count_ == 0) return;
     if (plan_.stream_rows) return flush_staged();
-    gather_rows<T>(plan_, fill_, outs_.data(), ins_.data(), count_, c0_, c1_);
-    for (int r = 0; r < count_; ++r) copy_out(outs_[r]);
+    write(outs_.data());
     count_ = 0;
   }
   // Columns [c0, c1) of a row of the fill value, and the row's copies (stream_rows: whole rows).
@@ -730,8 +732,7 @@ class RowBatch {
   DMLOPS_NOINLINE void flush_staged() {
     std::array<std::byte*, kCapacity> staged{};
     for (int r = 0; r < count_; ++r) staged[r] = staging_->get() + r * row_span();
-    gather_rows<T>(plan_, fill_, staged.data(), ins_.data(), count_, c0_, c1_);
-    for (int r = 0; r < count_; ++r) copy_out(staged[r]);
+    write(staged.data());
     streamer_.write(outs_[0], staging_->get(), static_cast<std::size_t>(count_ * row_span()));
     count_ = 0;
   }
@@ -742,6 +743,16 @@ class RowBatch {
     streamer_.write(out, staging_->get(), static_cast<std::size_t>(row_span()));
   }
   std::int64_t row_span() const { return plan_.row_copies * plan_.inner_size * static_cast<std::int64_t>(sizeof(T)); }
+  // The batch's rows and their copies, at outs (the rows' own places, or staged).
+  void write(std::byte* const* outs) {
+#if DMLOPS_X86
+    if (plan_.repeat_rows > 0)  // (whole rows: repeat_rows plans are not cut into column blocks)
+      return repeat_rows_vbmi(outs, ins_.data(), count_, plan_.runs[0].groups, sizeof(T), static_cast<int>(plan_.repeat_rows),
+                              plan_.row_copies, plan_.copy_stride);
+#endif
+    gather_rows<T>(plan_, fill_, outs, ins_.data(), count_, c0_, c1_);
+    for (int r = 0; r < count_; ++r) copy_out(outs[r]);
+  }
 
   const Plan& plan_;
   T fill_;
@@ -1357,6 +1368,13 @@ Plan make_plan(const TensorView& in, const TensorView& out, const std::vector<Ax
   if (rows < 4 * num_threads() && row_bytes > kMaxColumnBlockBytes) {
     plan.columns_per_block = kMaxColumnBlockBytes / elem;
     plan.column_blocks = (plan.inner_size + plan.columns_per_block - 1) / plan.columns_per_block;
+  }
+  if (plan.runs.size() == 1 && plan.runs[0].kind == RunKind::Repeat && plan.column_blocks == 1 && plan.permute_blocks.empty()) {
+    const Run& run = plan.runs[0];
+    if (run.out_begin == 0 && run.src == 0 && run.length == plan.inner_size && run.step * run.groups == run.length &&
+        run.step >= 2 && run.step <= kMaxRepeatVbmi && plan.inner_out_stride == elem && plan.inner_in_stride == elem &&
+        avx512_vbmi_enabled())
+      plan.repeat_rows = run.step;
   }
   // (A row of a fold_repeated_rows plan writes row_copies output rows.)
   const std::int64_t task_bytes = plan.columns_per_block * elem * plan.row_copies;

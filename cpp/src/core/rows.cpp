@@ -440,6 +440,37 @@ DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi") void repeat_vbmi(std::byte* dst, co
     _mm512_mask_storeu_epi8(dst + 64 * m, byte_mask(left * K - 64 * m), _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v));
 }
 
+template <int K>
+DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi")
+void repeat_rows_vbmi_k(std::byte* const* outs, const std::byte* const* ins, int count, std::int64_t bytes,
+                        const std::uint8_t* table, std::int64_t copies, std::int64_t copy_stride) {
+  __m512i index[K];
+  for (int m = 0; m < K; ++m) index[m] = _mm512_load_si512(table + 64 * m);
+  const std::int64_t whole = bytes / 64 * 64, left = bytes - whole;
+  const __mmask64 left_in = byte_mask(left);
+  for (int r = 0; r < count; ++r) {
+    const std::byte* src = ins[r];
+    std::byte* const row = outs[r];
+    for (std::int64_t i = 0; i < whole; i += 64) {
+      const __m512i v = _mm512_loadu_si512(src + i);
+      for (int m = 0; m < K; ++m) {
+        const __m512i block = _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v);
+        std::byte* dst = row + K * i + 64 * m;
+        for (std::int64_t j = 0; j < copies; ++j, dst += copy_stride) _mm512_storeu_si512(dst, block);
+      }
+    }
+    if (left == 0) continue;
+    // The last partial block: masked loads and stores touch no byte past either row.
+    const __m512i v = _mm512_maskz_loadu_epi8(left_in, src + whole);
+    for (int m = 0; m < K && left * K > 64 * m; ++m) {
+      const __m512i block = _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v);
+      const __mmask64 store = byte_mask(left * K - 64 * m);
+      std::byte* dst = row + K * whole + 64 * m;
+      for (std::int64_t j = 0; j < copies; ++j, dst += copy_stride) _mm512_mask_storeu_epi8(dst, store, block);
+    }
+  }
+}
+
 // The masks of a block of zeros_then_even_rows_vbmi: the bytes it loads of each 64-byte half of its
 // input, and those it stores.
 struct EvenBlockMasks {
@@ -478,6 +509,22 @@ void repeat_elements_vbmi(std::byte* dst, const std::byte* src, std::int64_t n, 
     case 8: return repeat_vbmi<8>(dst, src, bytes, table);
   }
   fail("repeat_elements_vbmi: k is ", k, "; it must be from 2 to ", kMaxRepeatVbmi);
+}
+
+void repeat_rows_vbmi(std::byte* const* outs, const std::byte* const* ins, int count, std::int64_t n, int size, int k,
+                      std::int64_t copies, std::int64_t copy_stride) {
+  const std::uint8_t* table = shuffle_tables().repeat[size_index(size)][k - 2];
+  const std::int64_t bytes = n * size;
+  switch (k) {
+    case 2: return repeat_rows_vbmi_k<2>(outs, ins, count, bytes, table, copies, copy_stride);
+    case 3: return repeat_rows_vbmi_k<3>(outs, ins, count, bytes, table, copies, copy_stride);
+    case 4: return repeat_rows_vbmi_k<4>(outs, ins, count, bytes, table, copies, copy_stride);
+    case 5: return repeat_rows_vbmi_k<5>(outs, ins, count, bytes, table, copies, copy_stride);
+    case 6: return repeat_rows_vbmi_k<6>(outs, ins, count, bytes, table, copies, copy_stride);
+    case 7: return repeat_rows_vbmi_k<7>(outs, ins, count, bytes, table, copies, copy_stride);
+    case 8: return repeat_rows_vbmi_k<8>(outs, ins, count, bytes, table, copies, copy_stride);
+  }
+  fail("repeat_rows_vbmi: k is ", k, "; it must be from 2 to ", kMaxRepeatVbmi);
 }
 
 DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi")
