@@ -432,8 +432,9 @@ BORDER_CASES = [
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", ["float32", "uint8", "float16", "float64"])
 def test_rows_of_a_copy_and_a_few_elements(mode, dtype):
-    """Rows of one contiguous copy and a few other elements or runs are written one by one
-    (plan(): border_elements, border_runs), without the row batches or copies of equal rows:
+    """Rows of one contiguous copy and a few other elements or runs are written without the row
+    batches or copies of equal rows (plan(): border_elements, border_runs), a run of rows per
+    kernel call where their input rows are under 1 KiB and there are no runs, else one by one:
     every mode, a fill plane and fill rows, thread counts, strided inputs and outputs, all
     against the reference."""
     rng = np.random.default_rng(11)

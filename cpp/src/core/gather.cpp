@@ -1427,7 +1427,8 @@ KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out
   }
   if (plan.row_copies > 1) {
     k.tile("row_copies", plan.row_copies);
-    k.reason += "; the rows repeat " + std::to_string(plan.row_copies) + "x: each is gathered once and copied";
+    k.reason += "; the rows repeat " + std::to_string(plan.row_copies) + "x: each is gathered once and " +
+                (plan.repeat_rows > 0 ? "its permutes stored to every copy, a batch of rows at a time" : "copied");
   }
   if (plan.any_pinned && !plan.all_fill) {
     constexpr const char* kRunNames[] = {"fill_runs", "copy_runs", "broadcast_runs", "repeat_runs", "gather_runs"};
@@ -1446,7 +1447,8 @@ KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out
       if (!plan.border_runs.empty()) k.tile("border_runs", std::ssize(plan.border_runs));
       k.reason += "; rows of one copy and " + std::to_string(plan.border.size()) + " other elements";
       if (!plan.border_runs.empty()) k.reason += " and " + std::to_string(plan.border_runs.size()) + " fills or mirrors";
-      k.reason += ", one by one";
+      const bool framed = plan.border_runs.empty() && RowAxis(plan, element_size(in.dtype)).prefetch_bytes == 0;
+      k.reason += framed ? ", a run of rows per call" : ", one by one";
     } else if (!plan.permute_blocks.empty()) {
       k.tile("permutes", std::ssize(plan.permute_blocks));
       k.reason += narrow_rows_avx2(element_size(out.dtype))
