@@ -136,6 +136,31 @@ def test_upsample_nearest_repeats_pixels_bit_exactly(dtype, rank):
         assert_same_bits(dmlops.upsample_2d(x, scale), expected)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32", "float64"])
+def test_upsample_nearest_rows_past_a_permute_bit_exactly(dtype):
+    """Rows of 129 to 511 input bytes (too long to permute whole, short enough for the batched
+    repeats: with the byte permute, a batch of rows per call, each permute stored to every copy
+    of its row), every factor along W from 2 to 8 and 1 to 3 along H, on 1 to 3 threads, into
+    new and misaligned outputs: bit for bit np.repeat."""
+    rng = np.random.default_rng(5)
+    itemsize = np.dtype(dtype).itemsize
+    for width in sorted({129 // itemsize + 1, 200 // itemsize, 511 // itemsize}):
+        x = random_array(rng, (2, 3, 5, width), dtype)
+        for sh, sw in [(1, 2), (2, 2), (3, 3), (2, 4), (1, 5), (3, 7), (2, 8)]:
+            expected = np.repeat(np.repeat(x, sh, axis=-2), sw, axis=-1)
+            reason = dmlops.Upsample2DDesc(dmlops.TensorDesc(dtype, x.shape), scale_size=(sh, sw)).plan().reason
+            if "repeats of 2 to 8 as one byte permute" in reason and sh > 1:
+                assert "its permutes stored to every copy" in reason, (width, sh, sw, reason)
+            for threads in (1, 2, 3):
+                with dmlops.threads(threads):
+                    assert_same_bits(dmlops.upsample_2d(x, (sh, sw)), expected)
+                    buffer = np.zeros(expected.nbytes + itemsize, np.uint8)
+                    out = buffer[itemsize:].view(dtype).reshape(expected.shape)
+                    dmlops.upsample_2d(x, (sh, sw), out=out)
+                    assert_same_bits(out, expected)
+                    assert not buffer[:itemsize].any()
+
+
 def test_upsample_nearest_keeps_nan_payloads_and_bool():
     payloads = np.array([0x7FC00123, 0xFF800001, 0x7F800001, 0x80000000], dtype=np.uint32).view(np.float32)
     x = payloads.reshape(1, 1, 2, 2)

@@ -446,28 +446,28 @@ void repeat_rows_vbmi_k(std::byte* const* outs, const std::byte* const* ins, int
                         const std::uint8_t* table, std::int64_t copies, std::int64_t copy_stride) {
   __m512i index[K];
   for (int m = 0; m < K; ++m) index[m] = _mm512_load_si512(table + 64 * m);
-  const std::int64_t whole = bytes / 64 * 64, left = bytes - whole;
+  const std::int64_t whole = bytes / 64 * 64, left = bytes - whole, out_bytes = K * bytes;
   const __mmask64 left_in = byte_mask(left);
   for (int r = 0; r < count; ++r) {
     const std::byte* src = ins[r];
     std::byte* const row = outs[r];
     for (std::int64_t i = 0; i < whole; i += 64) {
       const __m512i v = _mm512_loadu_si512(src + i);
-      for (int m = 0; m < K; ++m) {
-        const __m512i block = _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v);
-        std::byte* dst = row + K * i + 64 * m;
-        for (std::int64_t j = 0; j < copies; ++j, dst += copy_stride) _mm512_storeu_si512(dst, block);
-      }
+      for (int m = 0; m < K; ++m) _mm512_storeu_si512(row + K * i + 64 * m, _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v));
     }
-    if (left == 0) continue;
-    // The last partial block: masked loads and stores touch no byte past either row.
-    const __m512i v = _mm512_maskz_loadu_epi8(left_in, src + whole);
-    for (int m = 0; m < K && left * K > 64 * m; ++m) {
-      const __m512i block = _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v);
-      const __mmask64 store = byte_mask(left * K - 64 * m);
-      std::byte* dst = row + K * whole + 64 * m;
-      for (std::int64_t j = 0; j < copies; ++j, dst += copy_stride) _mm512_mask_storeu_epi8(dst, store, block);
+    if (left > 0) {  // the last partial block: masked loads and stores touch no byte past either row
+      const __m512i v = _mm512_maskz_loadu_epi8(left_in, src + whole);
+      for (int m = 0; m < K && left * K > 64 * m; ++m)
+        _mm512_mask_storeu_epi8(row + K * whole + 64 * m, byte_mask(left * K - 64 * m),
+                                _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v));
     }
+  }
+  // Then the copies, from the rows just written (in L1), once every row of the batch is: on the
+  // 16-core Xeon, 1x64x128x128 float32 upsampled 2x2 took 1.3-2.7x the time with each permute
+  // stored to both rows at once, and 1.06-1.3x with each row copied right after its permutes
+  // (its loads then read stores still in flight).
+  for (int r = 0; r < count; ++r) {
+    for (std::int64_t j = 1; j < copies; ++j) copy_bytes_avx2(outs[r] + j * copy_stride, outs[r], static_cast<std::size_t>(out_bytes));
   }
 }
 
