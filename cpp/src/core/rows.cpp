@@ -462,10 +462,10 @@ void repeat_rows_vbmi_k(std::byte* const* outs, const std::byte* const* ins, int
                                 _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v));
     }
   }
-  // Then the copies, from the rows just written (in L1), once every row of the batch is: on the
-  // 16-core Xeon, 1x64x128x128 float32 upsampled 2x2 took 1.3-2.7x the time with each permute
-  // stored to both rows at once, and 1.06-1.3x with each row copied right after its permutes
-  // (its loads then read stores still in flight).
+  // Then the copies, from the rows just written (in L1), once every row of the batch is, as the
+  // row batches copy them. (Each permute stored to both rows at once, 1x64x128x128 float32
+  // upsampled 2x2 took 1.3-2.7x the time on the 16-core Xeon; with either order of the copies it
+  // still took 1.06-1.3x at 8 and 16 threads there, hence Plan::repeat_rows' bound on the row.)
   for (int r = 0; r < count; ++r) {
     for (std::int64_t j = 1; j < copies; ++j) copy_bytes_avx2(outs[r] + j * copy_stride, outs[r], static_cast<std::size_t>(out_bytes));
   }
