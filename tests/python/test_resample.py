@@ -139,8 +139,7 @@ def test_upsample_nearest_repeats_pixels_bit_exactly(dtype, rank):
 @pytest.mark.parametrize("dtype", ["uint8", "float16", "float32", "float64"])
 def test_upsample_nearest_rows_past_a_permute_bit_exactly(dtype):
     """Rows of 129 to 511 input bytes (too long to permute whole, short enough for the batched
-    repeats: with the byte permute, a batch of rows per call, each permute stored to every copy
-    of its row), every factor along W from 2 to 8 and 1 to 3 along H, on 1 to 3 threads, into
+    repeats: with the byte permute, a batch of rows and their copies per call), every factor along W from 2 to 8 and 1 to 3 along H, on 1 to 3 threads, into
     new and misaligned outputs: bit for bit np.repeat."""
     rng = np.random.default_rng(5)
     itemsize = np.dtype(dtype).itemsize
@@ -150,7 +149,7 @@ def test_upsample_nearest_rows_past_a_permute_bit_exactly(dtype):
             expected = np.repeat(np.repeat(x, sh, axis=-2), sw, axis=-1)
             reason = dmlops.Upsample2DDesc(dmlops.TensorDesc(dtype, x.shape), scale_size=(sh, sw)).plan().reason
             if "repeats of 2 to 8 as one byte permute" in reason and sh > 1:
-                assert "its permutes stored to every copy" in reason, (width, sh, sw, reason)
+                assert "copied, a batch of rows per call" in reason, (width, sh, sw, reason)
             for threads in (1, 2, 3):
                 with dmlops.threads(threads):
                     assert_same_bits(dmlops.upsample_2d(x, (sh, sw)), expected)

@@ -505,7 +505,7 @@ struct Plan {
   std::vector<Run> border_runs;                               // fills and mirrors (Copy, step -1)
   bool border_rows() const { return border_copy >= 0 && column_blocks == 1 && row_copies == 1; }
   // Whole rows that are one repeat run of k (2 to kMaxRepeatVbmi) from the start of their input
-  // row, with the byte permute: repeat_rows_vbmi writes a batch of them and their copies. 0: not.
+  // row, with the byte permute: repeat_rows_vbmi writes a batch of them, then their copies. 0: not.
   std::int64_t repeat_rows = 0;
   // Rows whose input row fits 128 bytes (see narrow_rows_of): each is loaded whole and every 64
   // output bytes are permutes of it (and a blend with the fill value); empty otherwise.
@@ -1433,7 +1433,7 @@ KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out
   if (plan.row_copies > 1) {
     k.tile("row_copies", plan.row_copies);
     k.reason += "; the rows repeat " + std::to_string(plan.row_copies) + "x: each is gathered once and " +
-                (plan.repeat_rows > 0 ? "its permutes stored to every copy, a batch of rows at a time" : "copied");
+                (plan.repeat_rows > 0 ? "copied, a batch of rows per call" : "copied");
   }
   if (plan.any_pinned && !plan.all_fill) {
     constexpr const char* kRunNames[] = {"fill_runs", "copy_runs", "broadcast_runs", "repeat_runs", "gather_runs"};

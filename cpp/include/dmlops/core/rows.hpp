@@ -234,10 +234,9 @@ void repeat_elements_vbmi(std::byte* dst, const std::byte* src, std::int64_t n, 
 // repeat_elements_vbmi over `count` rows, each also written copies - 1 more times: row r's n
 // elements at ins[r], each written k times at outs[r] and at outs[r] + j * copy_stride for
 // 0 < j < copies (nearest upsampling by k along the last axis and by `copies` along the one
-// before). One call for a batch of rows, each block of a row permuted once and stored to every
-// copy: called per row through the runs' dispatch, with the copies read back from the first,
-// 1x16x8x64x64 float32 upsampled 2x2 spent 28% of its time (Zen 4, 1 thread) between the
-// permutes and the copies.
+// before). One call for a batch of rows: the rows, then their copies. Called per row through the
+// runs' dispatch, with a copy call per row, 1x16x8x64x64 float32 upsampled 2x2 spent 28% of its
+// time (Zen 4, 1 thread) between the permutes and the copies.
 void repeat_rows_vbmi(std::byte* const* outs, const std::byte* const* ins, int count, std::int64_t n, int size, int k,
                       std::int64_t copies, std::int64_t copy_stride);
 // copy_even_rows: dst[i] = src[2i] for i < n, over `rows` rows.
