@@ -43,7 +43,7 @@ DMLOPS_ALWAYS_INLINE inline void copy_short(std::byte* dst, const std::byte* src
 #if DMLOPS_X86
 // 32-byte vectors with aligned stores: one unaligned head vector, whole aligned vectors four at
 // a time, one unaligned tail vector overlapping the last aligned one. n >= 64.
-DMLOPS_TARGET("avx2") DMLOPS_ALWAYS_INLINE inline void copy_long_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
+DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx2") inline void copy_long_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
   const __m256i head = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
   const __m256i tail = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + n - 32));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), head);
@@ -64,7 +64,7 @@ DMLOPS_TARGET("avx2") DMLOPS_ALWAYS_INLINE inline void copy_long_avx2(std::byte*
 }
 
 // The AVX2 variant whole: short copies inline, long ones with vectors, huge ones to memcpy.
-DMLOPS_TARGET("avx2") DMLOPS_ALWAYS_INLINE inline void copy_bytes_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
+DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx2") inline void copy_bytes_avx2(std::byte* dst, const std::byte* src, std::size_t n) {
   if (n <= 64) return copy_short(dst, src, n);
   if (n < kInlineCopyLimit) return copy_long_avx2(dst, src, n);
   std::memcpy(dst, src, n);
@@ -170,7 +170,7 @@ DMLOPS_NOINLINE void framed_rows_baseline(std::byte* out, std::int64_t out_step,
 #if DMLOPS_X86
 // (Flattened: the copy inlined too, so that the loop's state stays in registers.)
 template <class T>
-DMLOPS_TARGET("avx2") DMLOPS_FLATTEN
+DMLOPS_FLATTEN DMLOPS_TARGET("avx2")
 void framed_rows_avx2(std::byte* out, std::int64_t out_step, const std::byte* in, const std::int64_t* in_offsets,
                       std::int64_t in_step, std::int64_t rows, const FramedRows& frame, T fill) {
   framed_rows_with<T, InlineCopyAvx2>(out, out_step, in, in_offsets, in_step, rows, frame, fill);
