@@ -1463,7 +1463,8 @@ KernelPlan describe_separable_gather(const TensorView& in, const TensorView& out
       k.reason += "; gathers permute 32-byte windows (avx2)";
     }
     if (counts[static_cast<int>(RunKind::Repeat)] > 0 && avx512_vbmi_enabled() && plan.permute_blocks.empty())
-      k.reason += "; repeats of 2 to 8 as one byte permute per 64 output bytes (avx512 vbmi)";
+      k.reason += "; repeats of 2 to 8 as one byte permute per 64 output bytes (avx512 vbmi)" +
+                  std::string(plan.repeat_rows > 0 && plan.row_copies == 1 ? ", a batch of rows per call" : "");
   }
   if (plan.stream_rows) {
     k.tile("streamed", 1);
