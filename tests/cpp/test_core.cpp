@@ -2502,14 +2502,13 @@ TEST(Rows, RepeatElementsEveryLengthWidthAndCount) {
   check_repeats<std::uint64_t>();
 }
 
-#if DMLOPS_X86
-// repeat_rows_vbmi (where the CPU has the byte permute): every element width and factor, lengths
+// repeat_rows (the byte permute where the CPU has it; CTest runs this again with
+// DMLOPS_DISABLE_AVX512=1, and then repeat_contiguous and copies): every element width and factor, lengths
 // through whole 64-byte blocks and the masked last one, one to three copies of each row, rows
 // taken in any order; each row and copy against a plain repeat, nothing written between or past
 // them.
 template <class T>
 void check_repeat_rows() {
-  if (!avx512_vbmi_enabled()) GTEST_SKIP() << "no AVX-512 VBMI";
   constexpr int size = sizeof(T);
   for (int k = 2; k <= kMaxRepeatVbmi; ++k) {
     for (std::int64_t n : {1, 7, 15, 16, 17, 31, 32, 33, 64, 65, 100}) {
@@ -2530,7 +2529,7 @@ void check_repeat_rows() {
               std::memcpy(expected.data() + r * row_step + j * copy_stride + i * size, ins[r] + i / k * size, size);
           }
         }
-        repeat_rows_vbmi(outs.data(), ins.data(), kRows, n, size, k, copies, copy_stride);
+        repeat_rows<T>(outs.data(), ins.data(), kRows, n, k, copies, copy_stride);
         ASSERT_EQ(dst, expected) << "n " << n << ", width " << size << ", k " << k << ", copies " << copies;
       }
     }
@@ -2543,7 +2542,6 @@ TEST(Rows, RepeatRowsEveryLengthWidthCountAndCopies) {
   check_repeat_rows<std::uint32_t>();
   check_repeat_rows<std::uint64_t>();
 }
-#endif
 
 // add_row (col2im's accumulation): steps 1 (the AVX2 loop where the CPU has it; CTest runs this
 // again with DMLOPS_DISABLE_AVX2=1), 2 and 3, every length to 70, against a plain loop bit for

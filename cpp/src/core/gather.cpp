@@ -505,7 +505,7 @@ struct Plan {
   std::vector<Run> border_runs;                               // fills and mirrors (Copy, step -1)
   bool border_rows() const { return border_copy >= 0 && column_blocks == 1 && row_copies == 1; }
   // Whole rows that are one repeat run of k (2 to kMaxRepeatVbmi) from the start of their input
-  // row, with the byte permute: repeat_rows_vbmi writes a batch of them, then their copies. 0: not.
+  // row, with the byte permute: repeat_rows writes a batch of them, then their copies. 0: not.
   std::int64_t repeat_rows = 0;
   // Rows whose input row fits 128 bytes (see narrow_rows_of): each is loaded whole and every 64
   // output bytes are permutes of it (and a blend with the fill value); empty otherwise.
@@ -746,11 +746,8 @@ class RowBatch {
   std::int64_t row_span() const { return plan_.row_copies * plan_.inner_size * static_cast<std::int64_t>(sizeof(T)); }
   // The batch's rows and their copies, at outs (the rows' own places, or staged).
   void write(std::byte* const* outs) {
-#if DMLOPS_X86
     if (plan_.repeat_rows > 0)  // (whole rows: repeat_rows plans are not cut into column blocks)
-      return repeat_rows_vbmi(outs, ins_.data(), count_, plan_.runs[0].groups, sizeof(T), static_cast<int>(plan_.repeat_rows),
-                              plan_.row_copies, plan_.copy_stride);
-#endif
+      return repeat_rows<T>(outs, ins_.data(), count_, plan_.runs[0].groups, plan_.repeat_rows, plan_.row_copies, plan_.copy_stride);
     gather_rows<T>(plan_, fill_, outs, ins_.data(), count_, c0_, c1_);
     for (int r = 0; r < count_; ++r) copy_out(outs[r]);
   }

@@ -421,11 +421,12 @@ std::uint64_t byte_range_mask(std::int64_t from, std::int64_t to) {
   return byte_mask(std::clamp<std::int64_t>(to, 0, 64)) & ~byte_mask(std::clamp<std::int64_t>(from, 0, 64));
 }
 
+// One row: `bytes` input bytes at src, each element written K times at dst, with the permute
+// indices of that repeat (shuffle_tables). Masked loads and stores in the last partial block
+// touch no byte past either row.
 template <int K>
-DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi") void repeat_vbmi(std::byte* dst, const std::byte* src, std::int64_t bytes,
-                                                                const std::uint8_t* table) {
-  __m512i index[K];
-  for (int m = 0; m < K; ++m) index[m] = _mm512_load_si512(table + 64 * m);
+DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi") inline void repeat_row_vbmi(std::byte* dst, const std::byte* src,
+                                                                                              std::int64_t bytes, const __m512i* index) {
   std::int64_t i = 0;
   for (; i + 64 <= bytes; i += 64, dst += 64 * K) {
     const __m512i v = _mm512_loadu_si512(src + i);
@@ -433,11 +434,18 @@ DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi") void repeat_vbmi(std::byte* dst, co
     for (int m = 0; m < K; ++m) _mm512_storeu_si512(dst + 64 * m, _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v));
   }
   if (i == bytes) return;
-  // The last partial block: masked loads and stores touch no byte past either row.
   const std::int64_t left = bytes - i;
   const __m512i v = _mm512_maskz_loadu_epi8(byte_mask(left), src + i);
   for (int m = 0; m < K && left * K > 64 * m; ++m)
     _mm512_mask_storeu_epi8(dst + 64 * m, byte_mask(left * K - 64 * m), _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v));
+}
+
+template <int K>
+DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi") void repeat_vbmi(std::byte* dst, const std::byte* src, std::int64_t bytes,
+                                                                const std::uint8_t* table) {
+  __m512i index[K];
+  for (int m = 0; m < K; ++m) index[m] = _mm512_load_si512(table + 64 * m);
+  repeat_row_vbmi<K>(dst, src, bytes, index);
 }
 
 template <int K>
@@ -446,28 +454,13 @@ void repeat_rows_vbmi_k(std::byte* const* outs, const std::byte* const* ins, int
                         const std::uint8_t* table, std::int64_t copies, std::int64_t copy_stride) {
   __m512i index[K];
   for (int m = 0; m < K; ++m) index[m] = _mm512_load_si512(table + 64 * m);
-  const std::int64_t whole = bytes / 64 * 64, left = bytes - whole, out_bytes = K * bytes;
-  const __mmask64 left_in = byte_mask(left);
-  for (int r = 0; r < count; ++r) {
-    const std::byte* src = ins[r];
-    std::byte* const row = outs[r];
-    for (std::int64_t i = 0; i < whole; i += 64) {
-      const __m512i v = _mm512_loadu_si512(src + i);
-      for (int m = 0; m < K; ++m) _mm512_storeu_si512(row + K * i + 64 * m, _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v));
-    }
-    if (left > 0) {  // the last partial block: masked loads and stores touch no byte past either row
-      const __m512i v = _mm512_maskz_loadu_epi8(left_in, src + whole);
-      for (int m = 0; m < K && left * K > 64 * m; ++m)
-        _mm512_mask_storeu_epi8(row + K * whole + 64 * m, byte_mask(left * K - 64 * m),
-                                _mm512_maskz_permutexvar_epi8(~__mmask64{0}, index[m], v));
-    }
-  }
+  for (int r = 0; r < count; ++r) repeat_row_vbmi<K>(outs[r], ins[r], bytes, index);
   // Then the copies, from the rows just written (in L1), once every row of the batch is, as the
   // row batches copy them. (Each permute stored to both rows at once, 1x64x128x128 float32
   // upsampled 2x2 took 1.3-2.7x the time on the 16-core Xeon; with either order of the copies it
   // still took 1.06-1.3x at 8 and 16 threads there, hence Plan::repeat_rows' bound on the row.)
   for (int r = 0; r < count; ++r) {
-    for (std::int64_t j = 1; j < copies; ++j) copy_bytes_avx2(outs[r] + j * copy_stride, outs[r], static_cast<std::size_t>(out_bytes));
+    for (std::int64_t j = 1; j < copies; ++j) copy_bytes_avx2(outs[r] + j * copy_stride, outs[r], static_cast<std::size_t>(K * bytes));
   }
 }
 

@@ -231,12 +231,7 @@ inline constexpr int kMaxRepeatVbmi = 8;
 //
 // n elements from src, each written k times in a row to dst (2 <= k <= kMaxRepeatVbmi).
 void repeat_elements_vbmi(std::byte* dst, const std::byte* src, std::int64_t n, int size, int k);
-// repeat_elements_vbmi over `count` rows, each also written copies - 1 more times: row r's n
-// elements at ins[r], each written k times at outs[r] and at outs[r] + j * copy_stride for
-// 0 < j < copies (nearest upsampling by k along the last axis and by `copies` along the one
-// before). One call for a batch of rows: the rows, then their copies. Called per row through the
-// runs' dispatch, with a copy call per row, 1x16x8x64x64 float32 upsampled 2x2 spent 28% of its
-// time (Zen 4, 1 thread) between the permutes and the copies.
+// repeat_rows' byte permute (2 <= k <= kMaxRepeatVbmi).
 void repeat_rows_vbmi(std::byte* const* outs, const std::byte* const* ins, int count, std::int64_t n, int size, int k,
                       std::int64_t copies, std::int64_t copy_stride);
 // copy_even_rows: dst[i] = src[2i] for i < n, over `rows` rows.
@@ -304,6 +299,26 @@ void repeat_contiguous(std::byte* dst, const std::byte* src, std::int64_t n, std
   }
   constexpr auto e = static_cast<std::int64_t>(sizeof(T));
   for (std::int64_t i = 0; i < n; ++i) fill_row<T>(dst + i * k * e, e, load<T>(src + i * e), k);
+}
+
+// repeat_contiguous over `count` rows, each also written copies - 1 more times: row r's n
+// elements at ins[r], each written k times at outs[r] and at outs[r] + j * copy_stride for
+// 0 < j < copies (nearest upsampling by k along the last axis and by `copies` along the one
+// before). One call for a batch of rows: the rows, then their copies. Called per row through the
+// runs' dispatch, with a copy call per row, 1x16x8x64x64 float32 upsampled 2x2 spent 28% of its
+// time (Zen 4, 1 thread) between the permutes and the copies.
+template <class T>
+void repeat_rows(std::byte* const* outs, const std::byte* const* ins, int count, std::int64_t n, std::int64_t k,
+                 std::int64_t copies, std::int64_t copy_stride) {
+#if DMLOPS_X86
+  if (k >= 2 && k <= kMaxRepeatVbmi && avx512_vbmi_enabled())
+    return repeat_rows_vbmi(outs, ins, count, n, sizeof(T), static_cast<int>(k), copies, copy_stride);
+#endif
+  for (int r = 0; r < count; ++r) repeat_contiguous<T>(outs[r], ins[r], n, k);
+  const auto bytes = static_cast<std::size_t>(n * k) * sizeof(T);
+  for (int r = 0; r < count; ++r) {
+    for (std::int64_t j = 1; j < copies; ++j) copy_bytes(outs[r] + j * copy_stride, outs[r], bytes);
+  }
 }
 
 // dst[j] += src[j] for j < n, vectorised by the compiler (IsaKernel: AVX2 where the CPU has it;
