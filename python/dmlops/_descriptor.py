@@ -73,7 +73,8 @@ _KIND_TYPES = {
     "dims": "UINT per dimension, a tuple of int",
     "floats": "FLOAT per dimension, a tuple of float (float32 values)",
     "scalar": "DML_SCALAR_UNION of the input's data type, a Python int, float or bool",
-    "float": "FLOAT, a Python float (a float32 value)",
+    "float": "FLOAT, a Python float (a float32 value; in JSON a number, \"nan\", \"inf\", \"-inf\", "
+             "or a NaN with a sign or payload as its bits, {\"UInt32\": bits})",
     "bool": "BOOL, a Python bool",
     "size_2d": "DML_SIZE_2D, a (height, width) tuple of int",
     "activation": "fused activation (const DML_OPERATOR_DESC*), a dmlops.Activation",
@@ -260,6 +261,8 @@ class Descriptor:
             elif f.kind == "scalar":
                 d[f.dml + "DataType"] = dml_dtype(self._values["input"].dtype)
                 d[f.dml] = _json_scalar(value, self._values["input"].dtype)
+            elif f.kind == "float":  # a NaN's sign and payload as {"UInt32": bits}, as a union's
+                d[f.dml] = _json_scalar(value, "float32")
             else:
                 d[f.dml] = _json_number(value)
         return d
@@ -301,6 +304,8 @@ class Descriptor:
                 kwargs[f.name] = value
             elif f.kind == "scalar" and "input" in kwargs:
                 kwargs[f.name] = _from_scalar_union(value, kwargs["input"].dtype, f"{cls.NAME}: {f.dml}")
+            elif f.kind == "float":
+                kwargs[f.name] = _from_scalar_union(value, "float32", f"{cls.NAME}: {f.dml}")
             elif f.kind == "size_2d":
                 if not isinstance(value, dict) or set(value) != {"Width", "Height"}:
                     raise ValueError(f"{cls.NAME}: {f.dml} must be {{\"Width\": ..., \"Height\": ...}}, not {shown(value)}")

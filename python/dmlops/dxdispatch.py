@@ -532,7 +532,7 @@ def _check_field(f: Field, value: Any, path: str) -> Any:
         except (TypeError, ValueError, OverflowError) as e:
             raise ModelError(path, str(e)) from None
     elif not (isinstance(value, str) and value.lower() in _NON_FINITE):  # scalar, float
-        kinds = (int, float, dict) if f.kind == "scalar" else (int, float)
+        kinds = (int, float, dict) if f.kind in ("scalar", "float") else (int, float)
         _expect(value, kinds, path, "a number")
     return value
 

@@ -219,6 +219,15 @@ BOUNDED = [
     # ... and not the dilation: a 3-tap filter dilated by 2^31 reads 3 values, not 2^32
     ("dmlops.convolution(np.ones((1, 1, 1), np.float32), np.ones((1, 1, 3), np.float32), strides=(3,), "
      "dilations=(2**31,), start_padding=(2**31,), end_padding=(2**31,)).tolist()", [[[1.0]]]),
+    # Lp pooling's windows of 2^32 and 2^40 taps per axis, padded to a 1x1 output: the rows a
+    # window reads are bounded by the input (its scratch was reserved per tap: 32 GB; found by
+    # the geometry fuzz target). Dilated by 2 from -2^32, the taps reach input index 0 only.
+    ("dmlops.LpPooling1Desc(dmlops.TensorDesc('float32', (1, 1, 2, 2)), window_size=(2**32, 2**32), "
+     "strides=(2**32, 2**32), start_padding=(2**32, 2**32), end_padding=(2**32, 2**32), dilations=(2, 2), p=1)"
+     "(np.arange(1, 5, dtype=np.float32).reshape(1, 1, 2, 2)).tolist()", [[[[1.0]]]]),
+    ("dmlops.LpPooling1Desc(dmlops.TensorDesc('float32', (1, 1, 3, 3, 3)), window_size=(2**40,) * 3, "
+     "strides=(2**40,) * 3, start_padding=(2**40 - 2,) * 3, end_padding=(0,) * 3, p=1)"
+     "(np.ones((1, 1, 3, 3, 3), np.float32)).tolist()", [[[[[8.0]]]]]),
 ]
 
 
@@ -356,6 +365,40 @@ def test_nan_payloads_survive_pickle_and_json(dtype, bits):
                   type(desc).from_dict(json.loads(json.dumps(desc.to_dict(), allow_nan=False)))):
         assert struct.pack("<d", again.padding_value) == struct.pack("<d", desc.padding_value)
         assert again == desc
+
+
+@pytest.mark.parametrize("bits", [0x7FC00001, 0xFFC12345, 0xFFFFFFFF, 0xFFC00000])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_float_padding_value_keeps_its_nan_bits_through_json(dtype, bits):
+    """PaddingDesc's value is a FLOAT, not a union; a NaN with a sign or a payload goes to JSON as
+    its bits, {"UInt32": bits} (as "nan" it came back as the plain quiet NaN and padded other
+    bits: the descriptors fuzz target found it), and pads the same after pickle and JSON."""
+    desc = dmlops.PaddingDesc(dmlops.TensorDesc(dtype, (2,)), start_padding=(1,), end_padding=(0,),
+                              padding_value=float_of_bits(bits, "float32"))
+    padded = desc(np.zeros(2, dtype))[0]
+    if dtype == "float32":
+        assert bits_of(padded, dtype) == bits
+    assert np.isnan(padded) and np.signbit(padded) == bool(bits >> 31)
+    text = json.dumps(desc.to_dict(), allow_nan=False)
+    assert json.loads(text)["PaddingValue"] == {"UInt32": bits}
+    for again in (pickle.loads(pickle.dumps(desc)), dmlops.PaddingDesc.from_dict(json.loads(text))):
+        assert again == desc
+        assert bits_of(again(np.zeros(2, dtype))[0], dtype) == bits_of(padded, dtype)
+
+
+def test_float_padding_value_as_bits_in_a_dxdispatch_model():
+    model = {"resources": {"x": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2]},
+                           "y": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 3, "value": 0}}},
+             "dispatchables": {"pad": {"type": "PADDING", "desc": {
+                 "InputTensor": {"DataType": "FLOAT32", "Sizes": [2]}, "OutputTensor": {"DataType": "FLOAT32", "Sizes": [3]},
+                 "PaddingMode": "CONSTANT", "PaddingValue": {"UInt32": 0xFFC12345}, "DimensionCount": 1,
+                 "StartPadding": [1], "EndPadding": [0]}}},
+             "commands": [{"type": "dispatch", "dispatchable": "pad", "bindings": {"InputTensor": "x", "OutputTensor": "y"}}]}
+    results = dmlops.dxdispatch.run(model)
+    assert [bits_of(v, "float32") for v in results["y"]] == [0xFFC12345, bits_of(1.0, "float32"), bits_of(2.0, "float32")]
+    with pytest.raises(dmlops.dxdispatch.ModelError, match="PaddingValue"):
+        dmlops.dxdispatch.run({**model, "dispatchables": {"pad": {"type": "PADDING", "desc": {
+            **model["dispatchables"]["pad"]["desc"], "PaddingValue": {"UInt32": -1}}}}})
 
 
 def test_plain_nan_stays_nan_in_json():
