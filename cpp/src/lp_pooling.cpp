@@ -358,10 +358,14 @@ class LpPoolingKernel {
     in_col_stride_ = in.byte_strides[outer_ + 2];
     out_col_stride_ = out.byte_strides[outer_ + 2];
     row_sizes_ = {out.sizes[0], out.sizes[1]};
+    // The most input rows a window reads: along each axis its taps inside the input, at most
+    // the input's size (a tap a dilation of 1 or more from the last); not the window's own
+    // count, which a caller may make 2^32 per axis with padding to match (its product
+    // overflowed, and a reserve of it ran out of memory on a 1x1 output).
     outer_taps_ = 1;
     for (int a = 0; a < outer_; ++a) {
       row_sizes_.push_back(outer_axes_[a].out());
-      outer_taps_ *= outer_axes_[a].window;
+      outer_taps_ *= std::min(outer_axes_[a].window, outer_axes_[a].in);
       for (std::int64_t o = 0; o < outer_axes_[a].out(); ++o)
         outer_valid_taps_[a].push_back(outer_axes_[a].valid_taps(o));
     }
@@ -434,7 +438,7 @@ class LpPoolingKernel {
  private:
   // (row, block) tasks per parallel_for chunk: about kGrainWork element operations.
   std::int64_t grain() const {
-    const std::int64_t work = outer_taps_ * span_ + block_ * row_.window;
+    const std::int64_t work = outer_taps_ * span_ + block_ * std::min(row_.window, row_.in);
     return std::max<std::int64_t>(1, kGrainWork / std::max<std::int64_t>(work, 1));
   }
 
