@@ -344,7 +344,10 @@ class LpPoolingKernel {
   static constexpr int kMaxOuter = 2;                             // outer spatial axes (D, H)
 
  public:
-  LpPoolingKernel(const std::vector<WindowAxis>& axes, const TensorView& in, const TensorView& out, std::int64_t p)
+  // `tables`: the per-block and per-row tables run() reads (plan() needs none: they grow with the
+  // output, which a plan does not allocate).
+  LpPoolingKernel(const std::vector<WindowAxis>& axes, const TensorView& in, const TensorView& out, std::int64_t p,
+                  bool tables)
       : in_(in),
         out_(out),
         p_(static_cast<std::uint64_t>(p)),
@@ -366,14 +369,15 @@ class LpPoolingKernel {
     for (int a = 0; a < outer_; ++a) {
       row_sizes_.push_back(outer_axes_[a].out());
       outer_taps_ *= std::min(outer_axes_[a].window, outer_axes_[a].in);
-      for (std::int64_t o = 0; o < outer_axes_[a].out(); ++o)
+      for (std::int64_t o = 0; o < (tables ? outer_axes_[a].out() : 0); ++o)
         outer_valid_taps_[a].push_back(outer_axes_[a].valid_taps(o));
     }
     // Split each output row into blocks whose input span stays near kSpanTarget columns.
     const std::int64_t cols = row_.out();
     block_ = std::min(cols, std::clamp<std::int64_t>((kSpanTarget - row_.extent()) / row_.stride + 1, 1, kMaxBlock));
     span_ = std::min(row_.in, (block_ - 1) * row_.stride + row_.extent());
-    for (std::int64_t o0 = 0; o0 < cols; o0 += block_) {
+    block_count_ = block_ > 0 ? (cols + block_ - 1) / block_ : 0;
+    for (std::int64_t o0 = 0; o0 < (tables ? cols : 0); o0 += block_) {
       Block b;
       b.o0 = o0;
       b.o1 = std::min(cols, o0 + block_);
@@ -383,9 +387,12 @@ class LpPoolingKernel {
       // where the last tap leaves it.
       b.i0 = std::clamp(row_.valid_outputs(0).first, b.o0, b.o1);
       b.i1 = std::clamp(row_.valid_outputs(row_.window - 1).second, b.i0, b.o1);
+      // Only the border outputs that read the input: the others are zeros (a window padded
+      // far past a small input leaves nearly every output so, as many as the output holds).
       const auto add_border = [&](std::int64_t o) {
         const auto [t0, t1] = row_.valid_taps(o);
-        b.border.push_back({o, t0, t1});
+        if (t0 < t1) b.border.push_back({o, t0, t1});
+        else b.zeros = true;
       };
       for (std::int64_t o = b.o0; o < b.i0; ++o) add_border(o);
       for (std::int64_t o = b.i1; o < b.o1; ++o) add_border(o);
@@ -401,7 +408,7 @@ class LpPoolingKernel {
         p_ == 1   ? "p = 1: the sum of |x|"
         : p_ == 2 ? "p = 2: the root of the sum of squares"
                   : "p = " + p + ": the p-th root of the sum of |x|^" + p + " (binary powering)",
-        kernel_isa(KernelKind::Avx2), row_sizes_.product() * static_cast<std::int64_t>(blocks_.size()));
+        kernel_isa(KernelKind::Avx2), row_sizes_.product() * block_count_);
     if (p_ > 1) k.reason += "; outputs that overflow or lose precision are recomputed scaled by the window's max";
     const bool fixed = (row_.stride == 1 || row_.stride == 2) && (row_.window == 2 || row_.window == 3);
     k.reason += fixed ? "; the " + std::to_string(row_.window) + " taps of stride " + std::to_string(row_.stride) +
@@ -410,13 +417,13 @@ class LpPoolingKernel {
     k.reason += kReadsInPlace && in_col_stride_ == static_cast<std::int64_t>(sizeof(T))
                     ? "; input rows read in place"
                     : "; input rows packed into scratch first";
-    k.tiles = {{"rows", row_sizes_.product()}, {"blocks", static_cast<std::int64_t>(blocks_.size())}, {"block", block_},
+    k.tiles = {{"rows", row_sizes_.product()}, {"blocks", block_count_}, {"block", block_},
                {"span", span_}, {"outer_taps", outer_taps_}, {"grain", grain()}};
     return k;
   }
 
   void run() const {
-    const std::int64_t blocks = static_cast<std::int64_t>(blocks_.size());
+    const std::int64_t blocks = block_count_;
     parallel_for(0, row_sizes_.product() * blocks, grain(), [&](std::int64_t begin, std::int64_t end) {
       Scratch scratch(*this);
       // A chunk's tasks are consecutive (row, block) pairs, block fastest; the counter walks
@@ -449,7 +456,8 @@ class LpPoolingKernel {
   };
   struct Block {
     std::int64_t o0, o1, lo, hi, i0, i1;
-    std::vector<BorderOutput> border;
+    std::vector<BorderOutput> border;  // those that read the input
+    bool zeros = false;                // some border outputs read only padding
   };
 
   struct Scratch {
@@ -563,6 +571,7 @@ class LpPoolingKernel {
   // inside the input.
   template <class Fold>
   void across_the_window(const Acc* v, const Block& b, Acc* acc) const {
+    if (b.zeros) std::fill(acc, acc + (b.o1 - b.o0), Acc(0));
     for (const BorderOutput& e : b.border) {
       Acc a = 0;
       for (std::int64_t t = e.t0; t < e.t1; ++t) a = Fold::fold(a, v[row_.input_index(e.o, t) - b.lo]);
@@ -743,7 +752,7 @@ class LpPoolingKernel {
   std::int64_t outer_in_stride_[kMaxOuter] = {}, outer_out_stride_[kMaxOuter] = {};
   std::int64_t in_col_stride_ = 0, out_col_stride_ = 0;
   Dims row_sizes_;  // {N, C, outer output sizes...}: one output row per index
-  std::int64_t block_ = 1, span_ = 1, outer_taps_ = 1;
+  std::int64_t block_ = 1, span_ = 1, outer_taps_ = 1, block_count_ = 0;
   std::vector<Block> blocks_;
 };
 
@@ -760,9 +769,10 @@ namespace {
 
 // The kernel for these views: what execute() runs and plan() describes.
 template <class Fn>
-void with_kernel(const LpPoolingDesc& desc, const TensorView& in, const TensorView& out, Fn&& fn) {
+void with_kernel(const LpPoolingDesc& desc, const TensorView& in, const TensorView& out, bool tables, Fn&& fn) {
   const std::vector<WindowAxis> axes = validate(desc);
-  visit_float(in.dtype, [&](auto tag) { fn(LpPoolingKernel<typename decltype(tag)::type>(axes, in, out, desc.p)); });
+  visit_float(in.dtype,
+              [&](auto tag) { fn(LpPoolingKernel<typename decltype(tag)::type>(axes, in, out, desc.p, tables)); });
 }
 
 }  // namespace
@@ -771,7 +781,7 @@ KernelPlan plan(const LpPoolingDesc& desc) {
   const TensorDesc out_desc = infer_output(desc);
   const TensorView in = unbound_view(desc.input), out = unbound_view(out_desc);
   KernelPlan k;
-  with_kernel(desc, in, out, [&](const auto& kernel) { k = kernel.describe(); });
+  with_kernel(desc, in, out, false, [&](const auto& kernel) { k = kernel.describe(); });
   return k;
 }
 
@@ -779,7 +789,7 @@ void execute(const LpPoolingDesc& desc, const TensorView& in, const TensorView& 
   const TensorDesc out_desc = infer_output(desc);
   check_view_matches(in, desc.input, (desc.op_name + ": input").c_str());
   check_output_view(out, out_desc, (desc.op_name + ": out").c_str(), {&in});
-  with_kernel(desc, in, out, [&](const auto& kernel) {
+  with_kernel(desc, in, out, true, [&](const auto& kernel) {
     if (verbose())
       log_plan(desc.op_name + " p=" + std::to_string(desc.p) + " " + dims_text(in.sizes) + " " +
                    std::string(short_name(in.dtype)) + " window " + dims_text(desc.window_size),

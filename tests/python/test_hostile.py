@@ -228,6 +228,13 @@ BOUNDED = [
     ("dmlops.LpPooling1Desc(dmlops.TensorDesc('float32', (1, 1, 3, 3, 3)), window_size=(2**40,) * 3, "
      "strides=(2**40,) * 3, start_padding=(2**40 - 2,) * 3, end_padding=(0,) * 3, p=1)"
      "(np.ones((1, 1, 3, 3, 3), np.float32)).tolist()", [[[[[8.0]]]]]),
+    # ... and its per-output tables are the call's, not the plan's (a plan of 2^30 outputs built
+    # 24 GB of them), and hold only the outputs that read the input (the extended geometry target)
+    ("dmlops.LpPooling1Desc(dmlops.TensorDesc('float32', (1, 1, 1)), window_size=(4,), strides=(2,), "
+     "start_padding=(2,), end_padding=(2**31,), dilations=(4,), p=1).plan().tiles['blocks']", 2**20),
+    ("(lambda y: (y.shape, np.count_nonzero(y), y[0, 0, :3].tolist()))(dmlops.LpPooling1Desc("
+     "dmlops.TensorDesc('float32', (1, 1, 3)), window_size=(4,), strides=(1,), start_padding=(2,), "
+     "end_padding=(2**27,), p=1)(np.array([[[1, 2, 3]]], np.float32)))", ((1, 1, 2**27 + 2), 5, [3.0, 6.0, 6.0])),
 ]
 
 
