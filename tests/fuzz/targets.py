@@ -32,6 +32,8 @@ def target(fn: Callable[[Any], None]) -> Callable[[Any], None]:
     return fn
 
 
+PAD_MODES = ("constant", "edge", "reflection", "symmetric", "wrap")
+
 # Integers at the edges of int64 (and just past them), where size arithmetic overflows.
 EDGES = [0, 1, -1, 2, 3, 2**24 + 1, 2**31, 2**32, 2**40, 2**48, 2**52, 2**62 - 1, 2**62, 2**62 + 1,
          2**63 - 1, 2**63, -(2**62), -(2**63), 2**64, -(2**64), 10**400]
@@ -151,8 +153,9 @@ def fuzz_from_dict(fdp: Any) -> None:
 
 @target
 def fuzz_geometry(fdp: Any) -> None:
-    """Every operator on a small array with sizes, strides, dilations and paddings at the edges of
-    int64: refused, or the descriptor says the output is small and the call gives it."""
+    """Every operator on a small array with sizes, strides, dilations, paddings and scales at the
+    edges of int64: refused, or the descriptor plans its call (plan(), whatever the output's
+    size: the planners' arithmetic) and, when the output is small, the call gives it."""
     rank = fdp.ConsumeIntInRange(3, 5)
     shape = tuple(fdp.ConsumeIntInRange(1, 3) for _ in range(rank))
     x = np.ones(shape, np.float32)
@@ -163,7 +166,7 @@ def fuzz_geometry(fdp: Any) -> None:
     window = arrays["window"]
     geometry = dict(strides=arrays["strides"], dilations=arrays["dilations"], start_padding=arrays["start"],
                     end_padding=arrays["end"])
-    op = fdp.ConsumeIntInRange(0, 5)
+    op = fdp.ConsumeIntInRange(0, 7)
     try:
         if op == 0:
             try:  # a broadcast filter of any size (numpy refuses sizes past int64 itself)
@@ -195,13 +198,35 @@ def fuzz_geometry(fdp: Any) -> None:
             desc = None
         elif op == 4:
             desc = dmlops.Padding1Desc(dmlops.TensorDesc.from_array(x), start_padding=arrays["start"],
-                                       end_padding=arrays["end"])
+                                       end_padding=arrays["end"], padding_mode=PAD_MODES[fdp.ConsumeIntInRange(0, 4)])
+            call = lambda: desc(x)  # noqa: E731
+        elif op == 6:  # integer scales on the last two axes
+            desc = dmlops.Upsample2DDesc(dmlops.TensorDesc.from_array(x), scale_size=arrays["sizes"][:2],
+                                         interpolation_mode="linear" if fdp.ConsumeBool() else "nearest_neighbor")
+            call = lambda: desc(x)  # noqa: E731
+        elif op == 7:  # any float scales and pixel offsets
+            desc = dmlops.Resample1Desc(dmlops.TensorDesc.from_array(x), scales=[number(fdp) for _ in shape],
+                                        interpolation_mode="linear" if fdp.ConsumeBool() else "nearest_neighbor",
+                                        input_pixel_offsets=[number(fdp) for _ in shape],
+                                        output_pixel_offsets=[number(fdp) for _ in shape])
             call = lambda: desc(x)  # noqa: E731
         else:
             scales = [[1e-30, 2.0**-149, 1e-3, 0.5, 3.0, 2.0**20][fdp.ConsumeIntInRange(0, 5)] for _ in shape]
             call = lambda: dmlops.resample(x, scales, "linear", antialiased=fdp.ConsumeBool(),  # noqa: E731
                                            output_sizes=[fdp.ConsumeIntInRange(1, 3) for _ in shape])
             desc = None
+        # The plan, of any output for the window operators (none is allocated); data movement's
+        # and resampling's plans hold the call's runs per output row and tables per output
+        # coordinate, as long as the output's axes (a MemoryError is fair past the output sizes
+        # a call is let allocate, below).
+        windows = isinstance(desc, (dmlops.ConvolutionDesc, dmlops.LpPooling1Desc, dmlops.UnfoldDesc))
+        if desc is not None and fdp.ConsumeBool() and (windows or math.prod(desc.output_shape) <= 1 << 16):
+            if isinstance(desc, dmlops.ConvolutionDesc) and fdp.ConsumeBool():
+                names = dmlops.convolution_algorithms()
+                desc.plan(algorithm=names[fdp.ConsumeIntInRange(0, len(names) - 1)])
+            else:
+                desc.plan()
+            return
         if desc is not None and math.prod(desc.output_shape) > 1 << 16:
             return  # accepted geometry with a large output: the descriptor's checks were the target
         call()
