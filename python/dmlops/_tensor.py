@@ -42,7 +42,8 @@ def dtype_name(dtype: Any, what: str = "dtype") -> str:
             return key.lower()
     try:
         name: str = np.dtype(dtype).name
-    except TypeError:
+    except Exception:  # numpy parses strings as it can: a TypeError, or a ValueError or a SyntaxError from
+        # a comma-separated layout ('f4,(' reaches ast.literal_eval)
         raise TypeError(f"{what} {shown(dtype)} is not a data type") from None
     if name in DTYPES:
         return name

@@ -389,6 +389,17 @@ def test_out_errors_speak_of_the_result_and_shapes_print_as_tuples():
                               output=dmlops.TensorDesc("float32", (1, 1, 4, 7)))
 
 
+@pytest.mark.parametrize("dtype", ["f4,(", "2(", "f4,(99999999999999999999,)", "(" * 5000 + "f4", "bogus", "i4,i4"])
+def test_tensor_desc_dtype_strings_numpy_cannot_read_are_type_errors(dtype):
+    """numpy reads a dtype string with a comma as a record layout, and its parser raises what it
+    meets (a SyntaxError from ast.literal_eval for 'f4,('; found by the from_dict fuzz target):
+    each is a TypeError naming the field."""
+    with pytest.raises(TypeError, match="TensorDesc: dtype"):
+        dmlops.TensorDesc(dtype, (2,))
+    with pytest.raises(TypeError, match="TensorDesc: dtype"):
+        dmlops.TensorDesc.from_dict({"DataType": dtype, "Sizes": [2]})
+
+
 @pytest.mark.parametrize("name", ["float", "FLOAT", "Float"])
 def test_tensor_desc_float_is_ambiguous(name):
     with pytest.raises(TypeError, match="is ambiguous: numpy's float is float64, DirectML's FLOAT is float32"):
