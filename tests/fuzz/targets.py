@@ -15,6 +15,8 @@ import json
 import math
 import pickle
 import struct
+import sys
+from pathlib import Path
 from typing import Any, Callable
 
 import atheris
@@ -33,6 +35,7 @@ def target(fn: Callable[[Any], None]) -> Callable[[Any], None]:
 
 
 PAD_MODES = ("constant", "edge", "reflection", "symmetric", "wrap")
+DATA_DTYPES = ("uint8", "int8", "uint16", "int16", "float16", "uint32", "int32", "float32", "uint64", "int64", "float64")
 
 # Integers at the edges of int64 (and just past them), where size arithmetic overflows.
 EDGES = [0, 1, -1, 2, 3, 2**24 + 1, 2**31, 2**32, 2**40, 2**48, 2**52, 2**62 - 1, 2**62, 2**62 + 1,
@@ -232,3 +235,75 @@ def fuzz_geometry(fdp: Any) -> None:
         call()
     except ALLOWED:
         return
+
+
+# The plain numpy references of the pytest suite (tests/python/reference.py), independent of
+# dmlops' kernels.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import reference  # noqa: E402
+
+
+def small_array(fdp: Any, rank: int, dtype: str) -> np.ndarray:
+    """Up to ~6,000 elements, rows up to 300 long (the row kernels' widths and blocks), as a view
+    that is contiguous, strided (every other element), reversed or transposed."""
+    shape = [fdp.ConsumeIntInRange(1, 4) for _ in range(rank - 1)] + [fdp.ConsumeIntInRange(1, 300)]
+    while math.prod(shape) > 6000:
+        shape[-1] = max(1, shape[-1] // 2)
+    layout = fdp.ConsumeIntInRange(0, 3)
+    base = np.random.default_rng(fdp.ConsumeIntInRange(0, 99)).integers(0, 256, (*shape[:-1], 2 * shape[-1]),
+                                                                          dtype=np.uint8)
+    base = base.repeat(np.dtype(dtype).itemsize, axis=-1).view(dtype)  # any bits, NaN payloads too
+    if layout == 0:
+        return np.ascontiguousarray(base[..., : shape[-1]])
+    if layout == 1:
+        return base[..., ::2]
+    if layout == 2:
+        return base[..., : shape[-1]][..., ::-1]
+    return np.ascontiguousarray(base[..., : shape[-1]].swapaxes(0, -1)).swapaxes(0, -1)
+
+
+def same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype, (what, got.shape, want.shape, got.dtype, want.dtype)
+    assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes(), what
+
+
+@target
+def fuzz_data_movement(fdp: Any) -> None:
+    """Padding (every mode), nearest upsampling and unfold on small arrays of any dtype and
+    layout, on 1 to 3 threads: bit for bit the plain references of the test suite."""
+    dtype = DATA_DTYPES[fdp.ConsumeIntInRange(0, len(DATA_DTYPES) - 1)]
+    op = fdp.ConsumeIntInRange(0, 2)
+    rank = fdp.ConsumeIntInRange(1, 5) if op == 0 else fdp.ConsumeIntInRange(4, 5) if op == 1 else \
+        fdp.ConsumeIntInRange(3, 5)
+    x = small_array(fdp, rank, dtype)
+    threads = fdp.ConsumeIntInRange(1, 3)
+    if op == 0:
+        mode = PAD_MODES[fdp.ConsumeIntInRange(0, 4)]
+        start = [fdp.ConsumeIntInRange(0, 9) for _ in range(rank)]
+        end = [fdp.ConsumeIntInRange(0, 9) for _ in range(rank)]
+        want = reference.pad_reference(x, start, end, mode, 0)
+        with dmlops.threads(threads):
+            got = dmlops.pad(x, start, end, mode)
+        same_bits(got, want, f"pad {mode} {x.shape} {x.strides} {start} {end}")
+    elif op == 1:
+        scales = (fdp.ConsumeIntInRange(1, 8), fdp.ConsumeIntInRange(1, 8))
+        want = x.repeat(scales[0], axis=-2).repeat(scales[1], axis=-1)
+        with dmlops.threads(threads):
+            got = dmlops.upsample_2d(x, scales)
+        same_bits(got, want, f"upsample {scales} {x.shape} {x.strides}")
+    else:
+        spatial = rank - 2
+        window = [fdp.ConsumeIntInRange(1, 4) for _ in range(spatial)]
+        strides = [fdp.ConsumeIntInRange(1, 3) for _ in range(spatial)]
+        dilations = [fdp.ConsumeIntInRange(1, 2) for _ in range(spatial)]
+        start = [fdp.ConsumeIntInRange(0, 2) for _ in range(spatial)]
+        end = [fdp.ConsumeIntInRange(0, 2) for _ in range(spatial)]
+        try:
+            with dmlops.threads(threads):
+                got = dmlops.unfold(x, window, strides=strides, dilations=dilations, start_padding=start,
+                                    end_padding=end)
+        except ValueError:  # a window larger than the padded input
+            assert min(reference.window_blocks(x.shape[2:], window, strides, dilations, start, end)) < 1
+            return
+        want = reference.unfold_reference(x, window, strides, dilations, start, end)
+        same_bits(got, want, f"unfold {x.shape} {x.strides} {window} {strides} {dilations} {start} {end}")
