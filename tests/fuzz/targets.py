@@ -35,6 +35,7 @@ def target(fn: Callable[[Any], None]) -> Callable[[Any], None]:
 
 
 PAD_MODES = ("constant", "edge", "reflection", "symmetric", "wrap")
+RESAMPLE_SCALES = (1.0, 2.0, 3.0, 0.5, 0.75, 1.25, 1.75, 1 / 3, 2.5)
 DATA_DTYPES = ("uint8", "int8", "uint16", "int16", "float16", "uint32", "int32", "float32", "uint64", "int64", "float64")
 
 # Integers at the edges of int64 (and just past them), where size arithmetic overflows.
@@ -269,12 +270,12 @@ def same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
 
 @target
 def fuzz_data_movement(fdp: Any) -> None:
-    """Padding (every mode), nearest upsampling and unfold on small arrays of any dtype and
-    layout, on 1 to 3 threads: bit for bit the plain references of the test suite."""
+    """Padding (every mode), nearest upsampling and resampling, and unfold on small arrays of any
+    dtype and layout, on 1 to 3 threads: bit for bit the plain references of the test suite."""
     dtype = DATA_DTYPES[fdp.ConsumeIntInRange(0, len(DATA_DTYPES) - 1)]
-    op = fdp.ConsumeIntInRange(0, 2)
-    rank = fdp.ConsumeIntInRange(1, 5) if op == 0 else fdp.ConsumeIntInRange(4, 5) if op == 1 else \
-        fdp.ConsumeIntInRange(3, 5)
+    op = fdp.ConsumeIntInRange(0, 3)
+    rank = fdp.ConsumeIntInRange(4, 5) if op == 1 else fdp.ConsumeIntInRange(3, 5) if op == 2 else \
+        fdp.ConsumeIntInRange(1, 5)
     x = small_array(fdp, rank, dtype)
     threads = fdp.ConsumeIntInRange(1, 3)
     if op == 0:
@@ -291,6 +292,16 @@ def fuzz_data_movement(fdp: Any) -> None:
         with dmlops.threads(threads):
             got = dmlops.upsample_2d(x, scales)
         same_bits(got, want, f"upsample {scales} {x.shape} {x.strides}")
+    elif op == 3:
+        scales = [RESAMPLE_SCALES[fdp.ConsumeIntInRange(0, len(RESAMPLE_SCALES) - 1)] for _ in range(rank)]
+        try:
+            with dmlops.threads(threads):
+                got = dmlops.resample(x, scales, "nearest_neighbor")
+        except ValueError as e:  # an output size that rounds to 0
+            assert "is floor(" in str(e) and min(n * s for n, s in zip(x.shape, scales)) < 1.5, e
+            return
+        want = reference.resample_reference(x, got.shape, scales, "nearest_neighbor")
+        same_bits(got, want, f"resample {scales} {x.shape} {x.strides}")
     else:
         spatial = rank - 2
         window = [fdp.ConsumeIntInRange(1, 4) for _ in range(spatial)]
