@@ -318,3 +318,61 @@ def fuzz_data_movement(fdp: Any) -> None:
             return
         want = reference.unfold_reference(x, window, strides, dilations, start, end)
         same_bits(got, want, f"unfold {x.shape} {x.strides} {window} {strides} {dilations} {start} {end}")
+
+
+@target
+def fuzz_convolution(fdp: Any) -> None:
+    """Small convolutions of every kind (1-3 spatial axes, groups, strides, dilations, paddings,
+    both directions, both modes, a bias, a relu), by the chosen algorithm or a forced one, in
+    float32, float16 and float64: within the test suite's bound of the float64 reference,
+    eps * 2 * (L + 2) * sum |terms| (float16 plus its one rounding), and bit for bit the same on
+    1 and on 2-3 threads."""
+    dtype = ("float32", "float16", "float64")[fdp.ConsumeIntInRange(0, 2)]
+    D = fdp.ConsumeIntInRange(1, 3)
+    groups = fdp.ConsumeIntInRange(1, 3)
+    cin, cout = groups * fdp.ConsumeIntInRange(1, 8), groups * fdp.ConsumeIntInRange(1, 40)
+    kernel = [fdp.ConsumeIntInRange(1, 3) for _ in range(D)]
+    strides = [fdp.ConsumeIntInRange(1, 3) for _ in range(D)]
+    dilations = [fdp.ConsumeIntInRange(1, 2) for _ in range(D)]
+    start = [fdp.ConsumeIntInRange(0, 2) for _ in range(D)]
+    end = [fdp.ConsumeIntInRange(0, 2) for _ in range(D)]
+    backward = fdp.ConsumeBool()
+    spatial = [fdp.ConsumeIntInRange(1, 14 if D < 3 else 6) for _ in range(D)]
+    batch = fdp.ConsumeIntInRange(1, 2)
+    rng = np.random.default_rng(fdp.ConsumeIntInRange(0, 99))
+    x = rng.integers(-8, 9, (batch, cout if backward else cin, *spatial)).astype(dtype) / 8
+    w = (rng.integers(-8, 9, (cout, cin // groups, *kernel)).astype(dtype) / 8).astype(dtype)
+    b = (rng.integers(-8, 9, (1, cin if backward else cout) + (1,) * D).astype(dtype) / 8).astype(dtype) \
+        if fdp.ConsumeBool() else None
+    relu = fdp.ConsumeBool()
+    kw = dict(strides=strides, dilations=dilations, start_padding=start, end_padding=end, group_count=groups,
+              mode="convolution" if fdp.ConsumeBool() else "cross_correlation",
+              direction="backward" if backward else "forward")
+    names = dmlops.convolution_algorithms()
+    algorithm = names[fdp.ConsumeIntInRange(0, len(names) - 1)] if fdp.ConsumeBool() else None
+    threads = fdp.ConsumeIntInRange(2, 3)
+    try:
+        desc = dmlops.ConvolutionDesc(dmlops.TensorDesc.from_array(x), dmlops.TensorDesc.from_array(w),
+                                      None if b is None else dmlops.TensorDesc.from_array(b),
+                                      fused_activation="relu" if relu else None, **kw)
+    except ValueError:  # a window past the padded input
+        return
+    try:
+        with dmlops.threads(1):
+            y = desc(x, w, b, algorithm=algorithm)
+    except ValueError as e:  # the forced algorithm does not take this layer
+        assert algorithm is not None and algorithm in str(e), e
+        return
+    with dmlops.threads(threads):
+        same_bits(desc(x, w, b, algorithm=algorithm), y, f"{threads} threads, {algorithm}")
+    ref = reference.convolution_reference(x, w, b, activation=("relu", {}) if relu else None, **kw)
+    magnitude = reference.convolution_reference(np.abs(x), np.abs(w), None if b is None else np.abs(b),
+                                                **kw)
+    length = (cout // groups if backward else cin // groups) * math.prod(kernel)
+    eps = float(np.finfo(np.float64 if dtype == "float64" else np.float32).eps)
+    tol = 2 * (length + 2) * eps * magnitude
+    if dtype == "float16":
+        tol = tol + 2.0**-11 * np.abs(ref) + 2.0**-24
+    assert y.shape == ref.shape, (y.shape, ref.shape)
+    err = np.abs(y.astype(np.float64) - ref)
+    assert np.all(err <= tol + 1e-300), (desc, algorithm, float(np.max(err - tol)))
