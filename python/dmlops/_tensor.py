@@ -40,10 +40,11 @@ def dtype_name(dtype: Any, what: str = "dtype") -> str:
             key = key[len(_DML_PREFIX):]
         if key.lower() in DTYPES:
             return key.lower()
+    # numpy raises what its parsers meet: a TypeError, a ValueError, or for a comma-separated
+    # layout such as 'f4,(' a SyntaxError from ast.literal_eval.
     try:
         name: str = np.dtype(dtype).name
-    except Exception:  # numpy parses strings as it can: a TypeError, or a ValueError or a SyntaxError from
-        # a comma-separated layout ('f4,(' reaches ast.literal_eval)
+    except Exception:
         raise TypeError(f"{what} {shown(dtype)} is not a data type") from None
     if name in DTYPES:
         return name
