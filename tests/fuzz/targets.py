@@ -376,3 +376,62 @@ def fuzz_convolution(fdp: Any) -> None:
     assert y.shape == ref.shape, (y.shape, ref.shape)
     err = np.abs(y.astype(np.float64) - ref)
     assert np.all(err <= tol + 1e-300), (desc, algorithm, float(np.max(err - tol)))
+
+
+@target
+def fuzz_lp_pooling(fdp: Any) -> None:
+    """Small Lp poolings (1-3 spatial axes, strides, dilations, paddings, p of 1 to 9) of values
+    from subnormal to near overflow, zeros, inf and NaN, in float32, float16 and float64: the
+    float64 reference within the test suite's tolerance (relative (taps + 4) ulps of float32 or
+    float64, 2^-10 + taps * 2^-24 for float16, plus a few subnormals), NaN for NaN, inf for inf, 0
+    for 0; bit for bit the same on 1 and 2-3 threads."""
+    dtype = ("float32", "float16", "float64")[fdp.ConsumeIntInRange(0, 2)]
+    D = fdp.ConsumeIntInRange(1, 3)
+    window = [fdp.ConsumeIntInRange(1, 4) for _ in range(D)]
+    strides = [fdp.ConsumeIntInRange(1, 3) for _ in range(D)]
+    dilations = [fdp.ConsumeIntInRange(1, 2) for _ in range(D)]
+    start = [fdp.ConsumeIntInRange(0, 2) for _ in range(D)]
+    end = [fdp.ConsumeIntInRange(0, 2) for _ in range(D)]
+    shape = [fdp.ConsumeIntInRange(1, 2), fdp.ConsumeIntInRange(1, 3)] + \
+        [fdp.ConsumeIntInRange(1, 40 if D == 1 else 12 if D == 2 else 6) for _ in range(D)]
+    p = fdp.ConsumeIntInRange(1, 9)
+    rng = np.random.default_rng(fdp.ConsumeIntInRange(0, 99))
+    info = np.finfo(dtype)
+    scale = [1.0, float(info.tiny) * 4, float(info.smallest_subnormal) * 3, float(info.max) / 8,
+             float(info.max) ** (1 / p)][fdp.ConsumeIntInRange(0, 4)]
+    with np.errstate(over="ignore"):  # past the dtype's range: inf, as the input may hold
+        x = (rng.standard_normal(shape) * scale).astype(dtype)
+    specials = fdp.ConsumeIntInRange(0, 3)
+    flat = x.reshape(-1)
+    for value in [0.0, np.inf, np.nan][: specials]:
+        flat[rng.integers(0, flat.size)] = value
+    threads = fdp.ConsumeIntInRange(2, 3)
+    try:
+        desc = dmlops.LpPooling1Desc(dmlops.TensorDesc.from_array(x), window_size=window, strides=strides,
+                                     dilations=dilations, start_padding=start, end_padding=end, p=p)
+    except ValueError:  # a window past the padded input
+        return
+    with dmlops.threads(1):
+        y = desc(x)
+    with dmlops.threads(threads):
+        same_bits(desc(x), y, f"{threads} threads")
+    want = reference.lp_pooling_reference(x, window, strides, start, end, dilations, p)
+    taps = math.prod(window)
+    got = y.astype(np.float64)
+    if dtype == "float16":
+        rel, tiny = 2.0**-10 + taps * 2.0**-24, 2.0**-24
+        want = np.where(np.abs(want) >= 65520, np.inf, want)
+    elif dtype == "float32":
+        rel, tiny = (taps + 4) * 2.0**-24, float(np.finfo(np.float32).smallest_subnormal)
+        big = float(np.finfo(np.float32).max)
+        edge = (np.abs(want) >= big * (1 - rel)) & (np.abs(want) <= big * (1 + rel)) & np.isinf(got)
+        want = np.where((np.abs(want) > big * (1 + rel)) | edge, np.inf, want)
+    else:
+        rel, tiny = 2 * (taps + 4) * 2.0**-53, float(np.finfo(np.float64).smallest_subnormal)
+    what = (desc, scale, specials)
+    assert got.shape == want.shape, what
+    nan, inf, zero = np.isnan(want), np.isinf(want), want == 0
+    assert np.array_equal(np.isnan(got), nan), what
+    assert np.array_equal(got[inf], want[inf]) and np.all(got[zero] == 0), what
+    finite = ~(nan | inf | zero)
+    assert np.all(np.abs(got[finite] - want[finite]) <= rel * np.abs(want[finite]) + 4 * tiny), what
