@@ -242,6 +242,9 @@ def fuzz_geometry(fdp: Any) -> None:
 # dmlops' kernels.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import reference  # noqa: E402
+from test_convolution import assert_close as assert_convolution_close  # noqa: E402
+from test_lp_pooling import assert_close as assert_lp_pooling_close  # noqa: E402
+from test_resample import assert_linear_close  # noqa: E402
 
 
 def small_array(fdp: Any, rank: int, dtype: str) -> np.ndarray:
@@ -365,17 +368,7 @@ def fuzz_convolution(fdp: Any) -> None:
         return
     with dmlops.threads(threads):
         same_bits(desc(x, w, b, algorithm=algorithm), y, f"{threads} threads, {algorithm}")
-    ref = reference.convolution_reference(x, w, b, activation=("relu", {}) if relu else None, **kw)
-    magnitude = reference.convolution_reference(np.abs(x), np.abs(w), None if b is None else np.abs(b),
-                                                **kw)
-    length = (cout // groups if backward else cin // groups) * math.prod(kernel)
-    eps = float(np.finfo(np.float64 if dtype == "float64" else np.float32).eps)
-    tol = 2 * (length + 2) * eps * magnitude
-    if dtype == "float16":
-        tol = tol + 2.0**-11 * np.abs(ref) + 2.0**-24
-    assert y.shape == ref.shape, (y.shape, ref.shape)
-    err = np.abs(y.astype(np.float64) - ref)
-    assert np.all(err <= tol + 1e-300), (desc, algorithm, float(np.max(err - tol)))
+    assert_convolution_close(y, x, w, b, ("relu", {}) if relu else None, **kw)
 
 
 @target
@@ -415,23 +408,43 @@ def fuzz_lp_pooling(fdp: Any) -> None:
         y = desc(x)
     with dmlops.threads(threads):
         same_bits(desc(x), y, f"{threads} threads")
-    want = reference.lp_pooling_reference(x, window, strides, start, end, dilations, p)
-    taps = math.prod(window)
-    got = y.astype(np.float64)
-    if dtype == "float16":
-        rel, tiny = 2.0**-10 + taps * 2.0**-24, 2.0**-24
-        want = np.where(np.abs(want) >= 65520, np.inf, want)
-    elif dtype == "float32":
-        rel, tiny = (taps + 4) * 2.0**-24, float(np.finfo(np.float32).smallest_subnormal)
-        big = float(np.finfo(np.float32).max)
-        edge = (np.abs(want) >= big * (1 - rel)) & (np.abs(want) <= big * (1 + rel)) & np.isinf(got)
-        want = np.where((np.abs(want) > big * (1 + rel)) | edge, np.inf, want)
-    else:
-        rel, tiny = 2 * (taps + 4) * 2.0**-53, float(np.finfo(np.float64).smallest_subnormal)
-    what = (desc, scale, specials)
-    assert got.shape == want.shape, what
-    nan, inf, zero = np.isnan(want), np.isinf(want), want == 0
-    assert np.array_equal(np.isnan(got), nan), what
-    assert np.array_equal(got[inf], want[inf]) and np.all(got[zero] == 0), what
-    finite = ~(nan | inf | zero)
-    assert np.all(np.abs(got[finite] - want[finite]) <= rel * np.abs(want[finite]) + 4 * tiny), what
+    assert_lp_pooling_close(y, reference.lp_pooling_reference(x, window, strides, start, end, dilations, p),
+                            math.prod(window))
+
+
+@target
+def fuzz_resampling(fdp: Any) -> None:
+    """Small linear resamplings (any rank to 4, scales from 1/3 to 3, pixel offsets, antialiased
+    or not) and nearest ones with pixel offsets and either rounding direction, in float32,
+    float16 and float64: nearest bit for bit the reference, linear within the test suite's bound
+    (4 (passes + 1) eps sum |w| |x|, float16 plus its rounding); the same bits on 1 and 2-3
+    threads."""
+    dtype = ("float32", "float16", "float64")[fdp.ConsumeIntInRange(0, 2)]
+    rank = fdp.ConsumeIntInRange(1, 4)
+    shape = [fdp.ConsumeIntInRange(1, 12) for _ in range(rank)]
+    scales = [RESAMPLE_SCALES[fdp.ConsumeIntInRange(0, len(RESAMPLE_SCALES) - 1)] for _ in range(rank)]
+    offsets = (0.5, -0.5, 0.0, 0.25, -0.3, 1.0)
+    inputs = [offsets[fdp.ConsumeIntInRange(0, len(offsets) - 1)] for _ in range(rank)]
+    outputs = [offsets[fdp.ConsumeIntInRange(0, len(offsets) - 1)] for _ in range(rank)]
+    linear = fdp.ConsumeBool()
+    antialiased = linear and fdp.ConsumeBool()
+    rounding = None if linear else (None, "increasing", "decreasing")[fdp.ConsumeIntInRange(0, 2)]
+    x = np.random.default_rng(fdp.ConsumeIntInRange(0, 99)).standard_normal(shape).astype(dtype)
+    threads = fdp.ConsumeIntInRange(2, 3)
+    kw = dict(input_pixel_offsets=inputs, output_pixel_offsets=outputs, antialiased=antialiased,
+              rounding_direction=rounding)
+    mode = "linear" if linear else "nearest_neighbor"
+    try:
+        with dmlops.threads(1):
+            y = dmlops.resample(x, scales, mode, **kw)
+    except ValueError as e:  # an output size that rounds to 0
+        assert "is floor(" in str(e), e
+        return
+    with dmlops.threads(threads):
+        same_bits(dmlops.resample(x, scales, mode, **kw), y, f"{threads} threads")
+    want = reference.resample_reference(x, y.shape, scales, mode, inputs, outputs, rounding, antialiased)
+    what = (x.shape, scales, mode, kw)
+    if not linear:
+        same_bits(y, want, str(what))
+        return
+    assert_linear_close(y, want, reference.resample_magnitude(x, y.shape, scales, inputs, outputs, antialiased), rank)
