@@ -36,7 +36,6 @@ def target(fn: Callable[[Any], None]) -> Callable[[Any], None]:
 
 PAD_MODES = ("constant", "edge", "reflection", "symmetric", "wrap")
 RESAMPLE_SCALES = (1.0, 2.0, 3.0, 0.5, 0.75, 1.25, 1.75, 1 / 3, 2.5)
-DATA_DTYPES = ("uint8", "int8", "uint16", "int16", "float16", "uint32", "int32", "float32", "uint64", "int64", "float64")
 
 # Integers at the edges of int64 (and just past them), where size arithmetic overflows.
 EDGES = [0, 1, -1, 2, 3, 2**24 + 1, 2**31, 2**32, 2**40, 2**48, 2**52, 2**62 - 1, 2**62, 2**62 + 1,
@@ -244,7 +243,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import reference  # noqa: E402
 from test_convolution import assert_close as assert_convolution_close  # noqa: E402
 from test_lp_pooling import assert_close as assert_lp_pooling_close  # noqa: E402
-from test_resample import assert_linear_close  # noqa: E402
+from test_resample import assert_linear_close, assert_same_bits  # noqa: E402
 
 
 def small_array(fdp: Any, rank: int, dtype: str) -> np.ndarray:
@@ -266,16 +265,11 @@ def small_array(fdp: Any, rank: int, dtype: str) -> np.ndarray:
     return np.ascontiguousarray(base[..., : shape[-1]].swapaxes(0, -1)).swapaxes(0, -1)
 
 
-def same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
-    assert got.shape == want.shape and got.dtype == want.dtype, (what, got.shape, want.shape, got.dtype, want.dtype)
-    assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes(), what
-
-
 @target
 def fuzz_data_movement(fdp: Any) -> None:
     """Padding (every mode), nearest upsampling and resampling, and unfold on small arrays of any
     dtype and layout, on 1 to 3 threads: bit for bit the plain references of the test suite."""
-    dtype = DATA_DTYPES[fdp.ConsumeIntInRange(0, len(DATA_DTYPES) - 1)]
+    dtype = dmlops.DTYPES[fdp.ConsumeIntInRange(0, len(dmlops.DTYPES) - 1)]
     op = fdp.ConsumeIntInRange(0, 3)
     rank = fdp.ConsumeIntInRange(4, 5) if op == 1 else fdp.ConsumeIntInRange(3, 5) if op == 2 else \
         fdp.ConsumeIntInRange(1, 5)
@@ -288,13 +282,13 @@ def fuzz_data_movement(fdp: Any) -> None:
         want = reference.pad_reference(x, start, end, mode, 0)
         with dmlops.threads(threads):
             got = dmlops.pad(x, start, end, mode)
-        same_bits(got, want, f"pad {mode} {x.shape} {x.strides} {start} {end}")
+        assert_same_bits(got, want)
     elif op == 1:
         scales = (fdp.ConsumeIntInRange(1, 8), fdp.ConsumeIntInRange(1, 8))
         want = x.repeat(scales[0], axis=-2).repeat(scales[1], axis=-1)
         with dmlops.threads(threads):
             got = dmlops.upsample_2d(x, scales)
-        same_bits(got, want, f"upsample {scales} {x.shape} {x.strides}")
+        assert_same_bits(got, want)
     elif op == 3:
         scales = [RESAMPLE_SCALES[fdp.ConsumeIntInRange(0, len(RESAMPLE_SCALES) - 1)] for _ in range(rank)]
         try:
@@ -304,7 +298,7 @@ def fuzz_data_movement(fdp: Any) -> None:
             assert "is floor(" in str(e) and min(n * s for n, s in zip(x.shape, scales)) < 1.5, e
             return
         want = reference.resample_reference(x, got.shape, scales, "nearest_neighbor")
-        same_bits(got, want, f"resample {scales} {x.shape} {x.strides}")
+        assert_same_bits(got, want)
     else:
         spatial = rank - 2
         window = [fdp.ConsumeIntInRange(1, 4) for _ in range(spatial)]
@@ -320,7 +314,7 @@ def fuzz_data_movement(fdp: Any) -> None:
             assert min(reference.window_blocks(x.shape[2:], window, strides, dilations, start, end)) < 1
             return
         want = reference.unfold_reference(x, window, strides, dilations, start, end)
-        same_bits(got, want, f"unfold {x.shape} {x.strides} {window} {strides} {dilations} {start} {end}")
+        assert_same_bits(got, want)
 
 
 @target
@@ -367,7 +361,7 @@ def fuzz_convolution(fdp: Any) -> None:
         assert algorithm is not None and algorithm in str(e), e
         return
     with dmlops.threads(threads):
-        same_bits(desc(x, w, b, algorithm=algorithm), y, f"{threads} threads, {algorithm}")
+        assert_same_bits(desc(x, w, b, algorithm=algorithm), y)
     assert_convolution_close(y, x, w, b, ("relu", {}) if relu else None, **kw)
 
 
@@ -407,7 +401,7 @@ def fuzz_lp_pooling(fdp: Any) -> None:
     with dmlops.threads(1):
         y = desc(x)
     with dmlops.threads(threads):
-        same_bits(desc(x), y, f"{threads} threads")
+        assert_same_bits(desc(x), y)
     assert_lp_pooling_close(y, reference.lp_pooling_reference(x, window, strides, start, end, dilations, p),
                             math.prod(window))
 
@@ -441,10 +435,9 @@ def fuzz_resampling(fdp: Any) -> None:
         assert "is floor(" in str(e), e
         return
     with dmlops.threads(threads):
-        same_bits(dmlops.resample(x, scales, mode, **kw), y, f"{threads} threads")
+        assert_same_bits(dmlops.resample(x, scales, mode, **kw), y)
     want = reference.resample_reference(x, y.shape, scales, mode, inputs, outputs, rounding, antialiased)
-    what = (x.shape, scales, mode, kw)
     if not linear:
-        same_bits(y, want, str(what))
+        assert_same_bits(y, want)
         return
     assert_linear_close(y, want, reference.resample_magnitude(x, y.shape, scales, inputs, outputs, antialiased), rank)
