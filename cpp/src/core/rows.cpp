@@ -193,8 +193,7 @@ std::int64_t streaming_cache_bytes() { return streaming_cache_bytes(platform::ca
 
 std::int64_t staged_cache_bytes(const platform::CacheSizes& caches, bool zen4, int threads) {
   const std::int64_t cache = streaming_cache_bytes(caches);
-  if (!zen4) return cache / 4 * 3;
-  return threads > 1 ? cache / 16 * 9 : cache / 8 * 3;
+  return zen4 && threads == 1 ? cache / 8 * 3 : cache / 4 * 3;
 }
 std::int64_t staged_cache_bytes() {
   return staged_cache_bytes(platform::cache_sizes(), platform::cpu_features().zen4, num_threads());

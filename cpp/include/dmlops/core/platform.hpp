@@ -185,8 +185,8 @@ struct CpuFeatures {
   // Intel's AVX-512 cores (the 16-core Xeon) tiles fed from L2 ran up to 10% slower.
   bool avx512_l2_fed = false;
   // AMD Zen 4 (family 19h with AVX-512), for what its caches do rather than its instructions
-  // (whatever DMLOPS_DISABLE_AVX512 says): an output written into its L3 stays there only while
-  // it is small (staged_cache_bytes).
+  // (whatever DMLOPS_DISABLE_AVX512 says): an output written into its L3 by one core stays there
+  // only while it is small (staged_cache_bytes).
   bool zen4 = false;
   bool avx512bw = false;    // AVX-512BW (with avx512f): byte and word lanes, byte masks
   bool avx512vbmi = false;  // AVX512_VBMI (with avx512bw): byte permutes across a zmm

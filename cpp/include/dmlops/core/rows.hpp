@@ -101,13 +101,17 @@ bool stream_output(std::int64_t output_bytes);
 // 2x2: 0.4-0.6x).
 bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes);
 // The input and output bytes past which stream_staged streams: three quarters of
-// streaming_cache_bytes, whatever the thread count, but on Zen 4 (CpuFeatures::zen4) three
-// eighths on one thread and nine sixteenths on more. On a 2-vCPU Zen 4 (32 MB L3), paired
-// (cache sizes or builds alternating so that only this bound moved), nearest upsamplings of
-// 11.8 MB (input and output) ran 0.80x the time in cache on 1 thread, of 13.8 to 20 MB 1.15-2.6x
-// (the output then went out at 40-60% of a copy's speed); on 2 threads 16 and 16.8 MB ran
-// 0.76x and 0.48x the time in cache, 20 MB 1.5-1.8x: there each thread's core writes its own
-// share into the L3. Zen 5's L3, the same size, kept 18-24 MB on 1 thread as well (above).
+// streaming_cache_bytes, but three eighths on one thread of a Zen 4 (CpuFeatures::zen4). On a
+// 2-vCPU Zen 4 (32 MB L3 shared with other tenants), paired (cache sizes or builds alternating
+// so that only this bound moved), one thread: nearest upsamplings of 11.8 MB (input and output)
+// ran 0.80x the time in cache, of 13.8 to 20 MB 1.15-2.6x on one day (the output then went out
+// at 40-60% of a copy's speed); on two later days 11-20 MB ran 0.60-0.91x in cache and 21-23 MB
+// 1.24-1.47x: past three eighths stays. Two threads, where each core writes its own share into
+// the L3 and the streamed output did not go out faster than on one (~27 GB/s): 20 MB ran
+// 1.5-1.8x the time in cache on the first day, but 0.37-0.58x on each of the two later days,
+// 20-22.6 MB 0.45-0.66x, 11-18 MB 0.31-0.34x, a 32 MB unfold 0.90x and 1.06-1.18x; so more
+// threads take the three quarters that every other CPU does (a 2x2 upsampling of 20.8 MB at
+// 2 threads: 56% of a copy streamed, 100%+ in cache).
 std::int64_t staged_cache_bytes(const platform::CacheSizes& caches, bool zen4, int threads);
 std::int64_t staged_cache_bytes();  // of this CPU's
 void stream_bytes(std::byte* dst, const std::byte* src, std::size_t n);
