@@ -103,15 +103,15 @@ bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes);
 // The input and output bytes past which stream_staged streams: three quarters of
 // streaming_cache_bytes, but three eighths on one thread of a Zen 4 (CpuFeatures::zen4). On a
 // 2-vCPU Zen 4 (32 MB L3 shared with other tenants), paired (cache sizes or builds alternating
-// so that only this bound moved), one thread: nearest upsamplings of 11.8 MB (input and output)
-// ran 0.80x the time in cache, of 13.8 to 20 MB 1.15-2.6x on one day (the output then went out
-// at 40-60% of a copy's speed); on two later days 11-20 MB ran 0.60-0.91x in cache and 21-23 MB
-// 1.24-1.47x: past three eighths stays. Two threads, where each core writes its own share into
-// the L3 and the streamed output did not go out faster than on one (~27 GB/s): 20 MB ran
-// 1.5-1.8x the time in cache on the first day, but 0.37-0.58x on each of the two later days,
-// 20-22.6 MB 0.45-0.66x, 11-18 MB 0.31-0.34x, a 32 MB unfold 0.90x and 1.06-1.18x; so more
-// threads take the three quarters that every other CPU does (a 2x2 upsampling of 20.8 MB at
-// 2 threads: 56% of a copy streamed, 100%+ in cache).
+// so that only this bound moved), nearest upsamplings and resamplings of 11-23 MB (input and
+// output) in cache against streamed moved with the neighbours, within a day too. One thread:
+// 0.60-0.91x the time in cache in quiet hours (21-23 MB 1.24-1.47x), 1.15-2.6x in busy ones
+// (presumably when the L3 has lost the last call's output: each store then reads its line from
+// memory first, with only one core's misses in flight; streamed, ~27 GB/s either way). Two threads: 20-23 MB
+// 0.37-0.67x the time in cache in quiet and busy hours of two days (11-18 MB 0.31-0.34x, a
+// 32 MB unfold 0.90x and 1.06-1.18x), 1.5-1.8x on one earlier day; so more threads take the
+// three quarters every other CPU does (a 2x2 upsampling of 20.8 MB at 2 threads: 56% of a copy
+// streamed, 95-105% in cache).
 std::int64_t staged_cache_bytes(const platform::CacheSizes& caches, bool zen4, int threads);
 std::int64_t staged_cache_bytes();  // of this CPU's
 void stream_bytes(std::byte* dst, const std::byte* src, std::size_t n);
