@@ -107,11 +107,11 @@ bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes);
 // output) in cache against streamed moved with the neighbours, within a day too. One thread:
 // 0.60-0.91x the time in cache in quiet hours (21-23 MB 1.24-1.47x), 1.15-2.6x in busy ones
 // (presumably when the L3 has lost the last call's output: each store then reads its line from
-// memory first, with only one core's misses in flight; streamed, ~27 GB/s either way). Two threads: 20-23 MB
-// 0.37-0.67x the time in cache in quiet and busy hours of two days (11-18 MB 0.31-0.34x, a
-// 32 MB unfold 0.90x and 1.06-1.18x), 1.5-1.8x on one earlier day; so more threads take the
-// three quarters every other CPU does (a 2x2 upsampling of 20.8 MB at 2 threads: 56% of a copy
-// streamed, 95-105% in cache).
+// memory first, with only one core's misses in flight; streamed, ~27 GB/s either way). Two
+// threads: 20-23 MB 0.37-0.67x the time in cache in quiet and busy hours of two days (11-18 MB
+// 0.31-0.34x, a 32 MB unfold 0.90x and 1.06-1.18x), 1.5-1.8x on one earlier day; so more
+// threads take the three quarters every other CPU does (a 2x2 upsampling of 20.8 MB at 2
+// threads: 56% of a copy streamed, 95-105% in cache).
 std::int64_t staged_cache_bytes(const platform::CacheSizes& caches, bool zen4, int threads);
 std::int64_t staged_cache_bytes();  // of this CPU's
 void stream_bytes(std::byte* dst, const std::byte* src, std::size_t n);
