@@ -184,8 +184,9 @@ class Upsample2DDesc(Descriptor):
         """How a call computes (a :class:`dmlops.Plan`): nearest_neighbor, a ``gather`` whose
         rows repeat (``row_copies``: each gathered once and copied) and whose rows are
         ``repeat`` runs (``streamed`` out through a buffer in L1 when the output is at least
-        twice the input and both exceed three quarters of the last-level cache, three eighths on one thread of a Zen 4); linear, a ``filter`` with its pass order and tiles. The same code sets up
-        the calls, so the plan is what they do.
+        twice the input and both exceed three quarters of the last-level cache, three eighths on
+        one thread of a Zen 4); linear, a ``filter`` with its pass order and tiles. The same code
+        sets up the calls, so the plan is what they do.
 
         Returns
         -------

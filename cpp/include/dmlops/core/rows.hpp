@@ -82,8 +82,8 @@ bool stream_output(std::int64_t output_bytes);
 // Whether a kernel that can write its output through a buffer in L1, whole lines at a time
 // (LineStreamer), streams it (whatever stream_output says): an output at least twice its
 // input, when input and output together exceed staged_cache_bytes (three quarters of the
-// last-level cache; less on Zen 4, below), so that
-// what fits with a quarter to spare stays in cache for whatever reads it next. On a 2-vCPU
+// last-level cache; three eighths on one thread of a Zen 4, below), so that what fits with a
+// quarter to spare stays in cache for whatever reads it next. On a 2-vCPU
 // Zen 5 (32 MB L3), paired: nearest upsamplings by 2x2 of 18-24 MB (input and output) took
 // 0.55-0.99x the time at 1 thread (one run of six pairs: 0.80-1.14x) and 0.43-0.61x at 2 threads
 // kept in cache rather than streamed, a 20 MB 3x3 unfold 0.43-0.49x and 0.31x; the streamed
