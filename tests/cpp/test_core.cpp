@@ -2473,6 +2473,53 @@ TEST(Rows, ZerosThenEveryOtherElementEveryLength) {
   check_zeros_then_even_rows<std::uint64_t>();
 }
 
+// tap_triple_rows (a stride-2 window 3 wide padded by one, its three taps at once): every width
+// of input row against every output length through the byte permute's first, middle and last
+// blocks (and the shorter rows it leaves to the loop), outputs reading past the row (end
+// padding) zero, and nothing read outside a row or written past one. The bytes around the
+// source rows are not zero, so a read outside a row would show in the output.
+template <class T>
+void check_tap_triple_rows() {
+  constexpr auto e = static_cast<std::int64_t>(sizeof(T));
+  constexpr std::int64_t kMargin = 192, kGap = 3;  // bytes around the source; elements between output rows
+  for (std::int64_t in_width = 1; in_width <= 160; in_width += in_width < 40 ? 1 : 9) {
+    for (std::int64_t n = 1; n <= 100; n += n < 40 ? 1 : 5) {
+      const std::int64_t rows = 3, src_step = (in_width + 5) * e, dst_step = (n + kGap) * e;
+      std::vector<std::byte> source(static_cast<std::size_t>(rows * src_step + 2 * kMargin));
+      for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<std::byte>(i * 37 % 255 + 1);  // never 0
+      const std::byte* src = source.data() + kMargin;
+      std::vector<std::byte> out[3];
+      std::byte* dst[3];
+      for (int tap = 0; tap < 3; ++tap) {
+        out[tap].assign(static_cast<std::size_t>(rows * dst_step), std::byte{0x5a});
+        dst[tap] = out[tap].data();
+      }
+      tap_triple_rows<T>(dst, dst_step, src, src_step, in_width, n, rows);
+      const std::vector<std::byte> zero(sizeof(T));
+      for (int tap = 0; tap < 3; ++tap) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::byte* row = out[tap].data() + r * dst_step;
+          for (std::int64_t i = 0; i < n; ++i) {
+            const std::int64_t at = 2 * i + tap - 1;
+            const std::byte* want = at >= 0 && at < in_width ? src + r * src_step + at * e : zero.data();
+            ASSERT_EQ(std::memcmp(row + i * e, want, sizeof(T)), 0)
+                << "tap " << tap << " element " << i << " of " << n << ", row " << r << " of width " << in_width << ", size " << e;
+          }
+          for (std::int64_t b = n * e; b < dst_step; ++b)
+            ASSERT_EQ(row[b], std::byte{0x5a}) << "tap " << tap << " byte " << b << " past row " << r << ", n " << n;
+        }
+      }
+    }
+  }
+}
+
+TEST(Rows, ThreeTapsOfAStrideTwoWindowAtOnceEveryLength) {
+  check_tap_triple_rows<std::uint8_t>();
+  check_tap_triple_rows<std::uint16_t>();
+  check_tap_triple_rows<std::uint32_t>();
+  check_tap_triple_rows<std::uint64_t>();
+}
+
 // repeat_contiguous (nearest upsampling by an integer factor): every element width and count,
 // every length through whole 64-byte blocks and the masked last one of the byte permute (where
 // the CPU has it; CTest runs this again with DMLOPS_DISABLE_AVX512=1), the compiled repeats of

@@ -225,6 +225,46 @@ def test_same_padding_rows_copied_as_one_box(dtype, window, start, end, dilation
     assert_same_bits(y, unfold_reference(view, (3, 3), (1, 1), (1, 1), (1, 3), (1, 3)))
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32", "float64", "bool"])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_stride_two_windows_three_wide_write_their_three_taps_at_once(dtype, threads):
+    # A window 3 wide with stride 2 along the rows, padded by one at their start (ResNet's
+    # stride-2 3x3): with the byte permute, a task writes a row of the window's three taps from
+    # one pass over the input rows. Rows too short for it (under 64 output bytes), other row
+    # windows, strides, paddings and dilations, end padding that outputs read past the row,
+    # input rows of a longer pitch, a tall plane that 3 threads cut into pieces, and layouts that
+    # leave it (a column step of 2, a dilated or unpadded window) must all match the reference.
+    rng = np.random.default_rng(threads + len(dtype))
+    size = np.dtype(dtype).itemsize
+    cases = [((2, 3, 7, w), (3, 3), (2, 2), (1, 1), (1, e)) for w in (13, 64 // size * 2 - 1, 64 // size * 2 + 3, 150)
+             for e in (0, 1, 2, 5)]
+    cases += [((1, 2, 9, 140), window, strides, start, end) for window, strides, start, end in [
+        ((1, 3), (1, 2), (0, 1), (0, 1)), ((2, 3), (3, 2), (1, 1), (2, 0)), ((5, 3), (1, 2), (2, 1), (2, 2)),
+        ((3, 3), (2, 2), (0, 1), (0, 9)), ((3, 3), (2, 2), (1, 0), (1, 1)), ((3, 3), (2, 2), (1, 2), (1, 1))]]
+    cases += [((1, 1, 301, 140), (3, 3), (2, 2), (1, 1), (1, 1))]
+    for shape, window, strides, start, end in cases:
+        x = random_array(rng, shape, dtype)
+        for view in (x, random_array(rng, shape[:3] + (shape[3] + 5,), dtype)[..., 2:-3]):
+            with dmlops.threads(threads):
+                y = dmlops.unfold(view, window, **window_kwargs(strides, (1, 1), start, end))
+            assert_same_bits(y, unfold_reference(view, window, strides, (1, 1), start, end))
+    dilated = random_array(rng, (1, 2, 9, 140), dtype)
+    for view, dilations in [(dilated, (1, 2)), (dilated, (2, 1)), (dilated[..., ::2], (1, 1))]:
+        with dmlops.threads(threads):
+            y = dmlops.unfold(view, (3, 3), **window_kwargs((2, 2), dilations, (1, 1), (1, 1)))
+        assert_same_bits(y, unfold_reference(view, (3, 3), (2, 2), dilations, (1, 1), (1, 1)))
+    # The plan names the path exactly where the byte permute runs (AVX512_VBMI).
+    kwargs = dict(window_sizes=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
+    desc_dtype = "uint8" if dtype == "bool" else dtype  # (a bool array unfolds as uint8)
+    plan = dmlops.UnfoldDesc(dmlops.TensorDesc(desc_dtype, (1, 2, 9, 140)), **kwargs).plan()
+    vbmi = "(avx512 vbmi)" in dmlops.UnfoldDesc(dmlops.TensorDesc(desc_dtype, (1, 2, 9, 140)), window_sizes=(2, 2),
+                                                strides=(2, 2)).plan().reason
+    assert (plan.tiles["tap_triples"] == 1) == vbmi, plan
+    assert ("the three taps of a row of the window in one task" in plan.reason) == vbmi, plan
+    short = dmlops.UnfoldDesc(dmlops.TensorDesc(desc_dtype, (1, 2, 9, 64 // size)), **kwargs).plan()
+    assert short.tiles["tap_triples"] == 0, short
+
+
 @pytest.mark.parametrize("seed", range(240))
 def test_random_sweep_fold(seed):
     rng, shape, window, strides, dilations, start, end = sweep_case(seed)

@@ -584,6 +584,55 @@ void zeros_then_even_rows_vbmi(std::byte* dst, std::int64_t dst_row_step, std::i
     even_block(dst + last, virtual_row + 2 * last, index, end);
   }
 }
+
+namespace {
+// `available` bytes at p (none past them are touched), zeros after.
+DMLOPS_TARGET("avx512f,avx512bw") inline __m512i load_available(const std::byte* p, std::int64_t available) {
+  return available >= 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(byte_range_mask(0, available), p);
+}
+
+template <int kSize>
+DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi")
+void tap_triple_rows_sized(std::byte* const* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
+                           std::int64_t in_width, std::int64_t n, std::int64_t rows) {
+  const __m512i even = _mm512_load_si512(shuffle_tables().even[size_index(kSize)]);
+  const __m512i odd = _mm512_add_epi8(even, _mm512_set1_epi8(kSize));
+  const std::int64_t out_bytes = n * kSize, in_bytes = in_width * kSize, last = out_bytes - 64;
+  // Tap 0's blocks go one element later than the others': its last block's last element would
+  // land past the row.
+  const __mmask64 shifted_last = byte_mask(64 - kSize);
+  std::byte *tap0 = dst[0], *tap1 = dst[1], *tap2 = dst[2];
+  for (std::int64_t r = 0; r < rows; ++r, tap0 += dst_row_step, tap1 += dst_row_step, tap2 += dst_row_step, src += src_row_step) {
+    std::memset(tap0, 0, kSize);  // its first element reads the padding
+    // Blocks of 64 output bytes, the last one at the row's last 64 bytes (it rewrites bytes the
+    // block before wrote, with the same values).
+    for (std::int64_t o = 0;; o += 64) {
+      const std::int64_t at = std::min(o, last);
+      const __m512i a = load_available(src + 2 * at, in_bytes - 2 * at), b = load_available(src + 2 * at + 64, in_bytes - 2 * at - 64);
+      const __m512i odds = _mm512_permutex2var_epi8(a, odd, b);
+      _mm512_storeu_si512(tap1 + at, _mm512_permutex2var_epi8(a, even, b));
+      _mm512_storeu_si512(tap2 + at, odds);
+      if (at == last) {
+        _mm512_mask_storeu_epi8(tap0 + at + kSize, shifted_last, odds);
+        break;
+      }
+      _mm512_storeu_si512(tap0 + at + kSize, odds);
+    }
+  }
+}
+}  // namespace
+
+void tap_triple_rows_vbmi(std::byte* const* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
+                          std::int64_t in_width, std::int64_t n, std::int64_t rows, int size) {
+  if (n * size < 64) fail("tap_triple_rows_vbmi: rows of ", n, " elements of ", size, " bytes; 64 bytes or more are needed");
+  switch (size) {
+    case 1: return tap_triple_rows_sized<1>(dst, dst_row_step, src, src_row_step, in_width, n, rows);
+    case 2: return tap_triple_rows_sized<2>(dst, dst_row_step, src, src_row_step, in_width, n, rows);
+    case 4: return tap_triple_rows_sized<4>(dst, dst_row_step, src, src_row_step, in_width, n, rows);
+    case 8: return tap_triple_rows_sized<8>(dst, dst_row_step, src, src_row_step, in_width, n, rows);
+  }
+  fail("tap_triple_rows_vbmi: size is ", size, "; it must be 1, 2, 4 or 8");
+}
 #endif
 
 void copy_byte_rows(std::byte* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
