@@ -1,6 +1,7 @@
 #include "dmlops/ops/unfold.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -182,6 +183,20 @@ bool unfold_streams(const TensorView& in, const TensorView& out) {
 
 KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool streamed, bool one_copy_boxes, bool triples) {
   const bool stride2 = walker.axis(walker.rank() - 1).stride == 2;
+  if (triples) {
+    KernelPlan k = KernelPlan::of(
+        "rows",
+        std::string("the three taps of each row of the window's last axis (n, c, taps k to k + 2) in one task: their "
+                    "blocks that read input rows at once, two loads and two byte permutes per 64 output bytes of each "
+                    "of the three output rows (avx512 vbmi), zeros around them") +
+            (streamed ? "; staged in L1 a few blocks of axis 0 at a time and streamed out (non-temporal stores): the "
+                        "output is too large for the caches"
+                      : ""),
+        kernel_isa(KernelKind::Avx2), t.rows * t.pieces);
+    k.tiles = {{"rows", t.rows}, {"pieces", t.pieces}, {"blocks0_per_piece", t.blocks0_per_piece}, {"grain", t.grain},
+               {"streamed", streamed ? 1 : 0}, {"tap_triples", 1}};
+    return k;
+  }
   KernelPlan k = KernelPlan::of(
       "rows",
       std::string(streamed ? "each output row (n, c, tap) walks its tap over the blocks into a buffer in L1, streamed out "
@@ -192,8 +207,6 @@ KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool stream
           (one_copy_boxes ? "; output rows as wide as the input's: a box is one copy across its rows, the input elements "
                             "between them then zeroed"
            : unit_strides(walker) ? "; stride 1: a run is one copy"
-           : triples ? "; the three taps of a row of the window in one task: two loads and two byte permutes per 64 "
-                       "output bytes of each of the three output rows (avx512 vbmi)"
            : stride2 && avx512_vbmi_enabled() ? "; stride-2 runs as one byte permute per 64 output bytes (avx512 vbmi)"
            : stride2 && avx2_enabled()
                ? "; stride-2 runs longer than 32 bytes as one narrowing pack per 32 output bytes (avx2), shorter ones "
@@ -201,7 +214,7 @@ KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool stream
                : "; strided runs element by element"),
       kernel_isa(KernelKind::Avx2), t.rows * t.pieces);
   k.tiles = {{"rows", t.rows}, {"pieces", t.pieces}, {"blocks0_per_piece", t.blocks0_per_piece}, {"grain", t.grain},
-             {"streamed", streamed ? 1 : 0}, {"tap_triples", triples ? 1 : 0}};
+             {"streamed", streamed ? 1 : 0}, {"tap_triples", 0}};
   return k;
 }
 
@@ -219,21 +232,37 @@ bool one_copy_boxes(const BlockWalker& walker, const TensorView& in, const Tenso
          walker.axis(0).stride * in.byte_strides[2] == walker.blocks()[1] * element;
 }
 
-// Whether a 2-D unfold writes the three taps of each row of its window in one pass
-// (tap_triple_rows, with the byte permute): a window 3 wide, stride 2, undilated and padded by
-// one element at the start of each row (a ResNet-style stride-2 3x3 window), over contiguous
-// input rows into packed output rows of 64 bytes or more. A row at a time, each row loads its input again: paired (old and new builds
-// alternating), Zen 4, 3x3 stride 2 padded by 1, of 1x64x112x112 took 0.79x the time at 1
-// thread and 0.91x at 2 in float16, 0.69x and 0.76x in float32; of 1x32x224x224 uint8 0.68x
-// and 0.77x.
+// Streamed tap triples (execute) stage their rows in L1, kTripleStageBytes each, in whole blocks
+// of axis 0: a block larger than kTripleStageMaxBytes leaves them to StreamedRow.
+constexpr std::int64_t kTripleStageBytes = 8192, kTripleStageMaxBytes = 16384;
+std::int64_t step_of(const TensorView& in) { return static_cast<std::int64_t>(element_size(in.dtype)); }
+template <class T>
+std::int64_t triple_stage_elements(const BlockWalker& walker) {
+  const std::int64_t block0 = walker.block_stride(0);
+  return std::max<std::int64_t>(1, kTripleStageBytes / (block0 * std::int64_t{sizeof(T)})) * block0;
+}
+
+// Whether an unfold writes the three taps of each row of its window's last axis in one pass
+// (triple_blocks, tap_triple_rows with the byte permute): a window 3 wide along the last axis,
+// stride 2, undilated and padded by one element at the start of each row (ResNet's stride-2
+// 3x3, and 3x3x3 windows with strides (1, 2, 2)), over contiguous input rows into packed output
+// rows of 64 bytes or more. A row at a time, each row loads its input again: paired (old and
+// new builds alternating), Zen 4, 3x3 stride 2 padded by 1, of 1x64x112x112 took 0.79x the time
+// at 1 thread and 0.91x at 2 in float16, 0.69x and 0.76x in float32; of 1x32x224x224 uint8 0.68x
+// and 0.77x. Outputs too large for the caches stream their staged rows as StreamedRow does:
+// float16 3x3x3 (1, 2, 2) of 1x16x32x64x64 (28 MB out) 0.63x and 0.75x at 1 and 2 threads (with
+// ordinary stores instead, 0.69x and 0.90x; of 1x32x32x128x128, 226 MB, 0.89x and 1.08x: the
+// stores read each line first), 3x3 of 1x256x224x224 (58 MB) 0.80x and 0.82x.
 bool tap_triples(const BlockWalker& walker, const TensorView& in, const TensorView& out, bool streamed) {
 #if DMLOPS_X86
-  if (walker.rank() != 2 || streamed) return false;
-  const WindowAxis& columns = walker.axis(1);
+  if (walker.rank() < 2 || (streamed && walker.block_stride(0) * step_of(in) > kTripleStageMaxBytes)) return false;
+  const int last = walker.rank() - 1;
+  const WindowAxis& columns = walker.axis(last);
   const std::size_t element = element_size(in.dtype);
-  const auto step = static_cast<std::int64_t>(element);
+  const std::int64_t step = step_of(in);
   return columns.window == 3 && columns.stride == 2 && columns.dilation == 1 && columns.start == 1 &&
-         in.byte_strides[3] == step && out.byte_strides[2] == step && tap_triple_rows_vbmi_take(walker.blocks()[1], element);
+         in.byte_strides[2 + last] == step && out.byte_strides[2] == step &&
+         tap_triple_rows_vbmi_take(walker.blocks()[last], element);
 #else
   static_cast<void>(walker), static_cast<void>(in), static_cast<void>(out), static_cast<void>(streamed);
   return false;  // (without the byte permute, a row at a time)
@@ -419,6 +448,36 @@ class StreamedRow {
   std::int64_t used_ = 0, limit_ = kChunk;
 };
 
+// The output rows of taps k to k + 2 (tap_triples) for blocks [first, last) of axis d: dst[j]
+// is tap k + j's output at block `first` of axis d (of the blocks before d), src the input at
+// index 0 of axis d. Blocks that read padding along d are zeros; along the axis before the
+// last, the rows that read input rows go to tap_triple_rows at once.
+template <class T>
+void triple_blocks(const BlockWalker& walker, const Dims& tap, int d, std::int64_t first, std::int64_t last,
+                   const Dims& position_strides, const std::byte* src, std::byte* const* dst) {
+  constexpr auto size = static_cast<std::int64_t>(sizeof(T));
+  const WindowAxis& axis = walker.axis(d);
+  const std::int64_t per_block = walker.block_stride(d), block_bytes = per_block * size;
+  const auto [valid0, valid1] = axis.valid_outputs(tap[d]);
+  const std::int64_t b0 = std::clamp(valid0, first, last), b1 = std::clamp(valid1, b0, last);
+  for (int j = 0; j < 3; ++j) {
+    if (first < b0) fill_row<T>(dst[j], size, T{0}, (b0 - first) * per_block);
+    if (b1 < last) fill_row<T>(dst[j] + (b1 - first) * block_bytes, size, T{0}, (last - b1) * per_block);
+  }
+  if (b0 == b1) return;
+  const std::byte* from = src + axis.input_index(b0, tap[d]) * position_strides[d];
+  const std::int64_t from_step = axis.stride * position_strides[d], at = (b0 - first) * block_bytes;
+  if (d == walker.rank() - 2) {
+    std::byte* const rows[3] = {dst[0] + at, dst[1] + at, dst[2] + at};
+    return tap_triple_rows<T>(rows, block_bytes, from, from_step, walker.axis(d + 1).in, per_block, b1 - b0);
+  }
+  for (std::int64_t b = b0; b < b1; ++b, from += from_step) {
+    const std::int64_t inner_at = (b - first) * block_bytes;
+    std::byte* const inner[3] = {dst[0] + inner_at, dst[1] + inner_at, dst[2] + inner_at};
+    triple_blocks<T>(walker, tap, d + 1, 0, walker.blocks()[d + 1], position_strides, from, inner);
+  }
+}
+
 // A 2-D unfold's taps: per axis, each tap's outputs that read inside the input, made once per
 // call for the rows of every channel, not per row (WindowAxis::valid_outputs divides). With the
 // tasks' rows counted (execute), paired, 1 thread: a float16 stride-2 3x3 unfold of
@@ -488,7 +547,7 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
     const std::int64_t width = walker.blocks()[planar ? 1 : 0];
     const PlanarTaps planar_taps(walker, planar);
     parallel_for(0, rows * pieces, grain, [&](std::int64_t begin, std::int64_t end) {
-      std::vector<T> buffer(streamed ? StreamedRow<T>::kChunk : 0);
+      std::vector<T> buffer(!streamed ? 0 : triples ? 3 * triple_stage_elements<T>(walker) : StreamedRow<T>::kChunk);
       // The task's rows (n, c, taps k to k + group - 1) and piece, divided out once and then
       // counted (see PlanarTaps).
       std::int64_t piece = begin % pieces, n = begin / pieces / units_per_batch;
@@ -505,7 +564,26 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
         const auto fill = [&](std::int64_t col, std::int64_t count) {
           fill_row<T>(dst + col * col_step, col_step, T{0}, count);
         };
-        if (streamed) {
+        if (triples) {  // taps k to k + 2 at once
+          const Dims tap = walker.tap(k);
+          const std::int64_t block0_bytes = walker.block_stride(0) * std::int64_t{sizeof(T)};
+          std::byte* const rows[3] = {dst + first0 * block0_bytes, dst + out.byte_strides[1] + first0 * block0_bytes,
+                                      dst + 2 * out.byte_strides[1] + first0 * block0_bytes};
+          if (!streamed) {
+            triple_blocks<T>(walker, tap, 0, first0, last0, position_strides, src, rows);
+            continue;
+          }
+          // Streamed: staged in L1 (kTripleStageBytes per row), whole blocks of axis 0 at a time.
+          const std::int64_t span = std::max<std::int64_t>(1, kTripleStageBytes / block0_bytes), staged = span * block0_bytes;
+          std::byte* const stage[3] = {reinterpret_cast<std::byte*>(buffer.data()), reinterpret_cast<std::byte*>(buffer.data()) + staged,
+                                       reinterpret_cast<std::byte*>(buffer.data()) + 2 * staged};
+          for (std::int64_t a = first0; a < last0; a += span) {
+            const std::int64_t b = std::min(last0, a + span), at = (a - first0) * block0_bytes;
+            triple_blocks<T>(walker, tap, 0, a, b, position_strides, src, stage);
+            for (int j = 0; j < 3; ++j)
+              stream_bytes(rows[j] + at, stage[j], static_cast<std::size_t>((b - a) * block0_bytes));
+          }
+        } else if (streamed) {
           StreamedRow<T> row(dst + first0 * walker.block_stride(0) * col_step, buffer.data());
           walker.walk(walker.tap(k), first0, last0, position_strides, /*base_offset=*/0,
                       [&](std::int64_t, std::int64_t count) { row.fill(count); },
@@ -517,22 +595,6 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
                                    row.copy_rows(src + offset, step, count, row_step, rows, pitch - count);
                                  }});
           row.finish();
-        } else if (triples) {
-          // Taps k to k + 2: their blocks along axis 0 that read input rows at once, zeros around them.
-          const WindowAxis& rows_axis = walker.axis(0);
-          const std::int64_t tap_row = walker.tap(k)[0];
-          const auto [valid0, valid1] = planar_taps.valid_outputs(0, tap_row);
-          const std::int64_t r0 = std::clamp(valid0, first0, last0), r1 = std::clamp(valid1, r0, last0);
-          std::byte* const starts[3] = {dst + r0 * width * col_step, dst + out.byte_strides[1] + r0 * width * col_step,
-                                        dst + 2 * out.byte_strides[1] + r0 * width * col_step};
-          for (std::int64_t j = 0; j < 3; ++j) {
-            std::byte* const row = dst + j * out.byte_strides[1];
-            if (first0 < r0) fill_row<T>(row + first0 * width * col_step, col_step, T{0}, (r0 - first0) * width);
-            if (r1 < last0) fill_row<T>(row + r1 * width * col_step, col_step, T{0}, (last0 - r1) * width);
-          }
-          if (r0 < r1)
-            tap_triple_rows<T>(starts, width * col_step, src + rows_axis.input_index(r0, tap_row) * position_strides[0],
-                               rows_axis.stride * position_strides[0], walker.axis(1).in, width, r1 - r0);
         } else if (planar) {
           const Dims tap = walker.tap(k);
           const WindowAxis &rows_axis = walker.axis(0), &columns_axis = walker.axis(1);

@@ -170,12 +170,14 @@ class UnfoldDesc(_WindowDescriptor):
     def plan(self) -> Plan:
         """How a call computes (a :class:`dmlops.Plan`): ``rows``, each output row (n, c, tap)
         copied run by run, with the pieces a row is cut into when rows are too few for the
-        threads; ``streamed`` 1 when the output is larger than the last-level cache (or at least
-        twice the input, input and output together more than three quarters of that cache, three
-        eighths on one thread of a Zen 4), whose
-        rows then go through a buffer in L1 and out with non-temporal stores (a cache line of the
-        output is never read before it is written). The same code sets up the calls, so the
-        plan is what they do (for a packed output).
+        threads; ``tap_triples`` 1 when a window 3 wide along the last axis with stride 2, padded
+        by one at its start (ResNet's stride-2 3x3), writes the three taps of a row of the
+        window together (with AVX512_VBMI's byte permute, rows of 64 bytes or more); ``streamed``
+        1 when the output is larger than the last-level cache (or at least twice the input,
+        input and output together more than three quarters of that cache, three eighths on one
+        thread of a Zen 4), whose rows then go through a buffer in L1 and out with non-temporal
+        stores (a cache line of the output is never read before it is written). The same code
+        sets up the calls, so the plan is what they do (for a packed output).
 
         Returns
         -------

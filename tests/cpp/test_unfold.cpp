@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dims.hpp"
 #include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/dtype.hpp"
@@ -603,6 +604,35 @@ TEST(Unfold, TwoAxesAsFillsAroundOneCopy) {
   }
 }
 
+TEST(Unfold, ThreeTapsOfAStrideTwoRowAtOnce) {
+  // A window 3 wide along the last axis with stride 2, padded by one at its start: with the byte
+  // permute, a task writes the three taps of a row of the window, the rows of blocks that read
+  // input rows at once. Two and three spatial axes, padding and strides along the others,
+  // end padding read past the row, rows too short for it (under 64 bytes), pieces on 1 to 5
+  // threads, every element width.
+  struct Case {
+    Dims sizes, window, strides, start, end;
+    bool long_rows;  // 64 output bytes or more along the last axis, in uint8 too
+  };
+  const Case cases[] = {{{1, 2, 61, 150}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true},
+                        {{2, 3, 9, 140}, {2, 3}, {3, 2}, {0, 1}, {2, 3}, true},
+                        {{1, 1, 300, 140}, {1, 3}, {1, 2}, {0, 1}, {0, 0}, true},
+                        {{1, 2, 5, 7, 140}, {3, 2, 3}, {1, 2, 2}, {1, 0, 1}, {1, 1, 1}, true},
+                        {{1, 2, 9, 33}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false}};
+  for (const Case& c : cases) {
+    for (DataType dtype : {DataType::UInt8, DataType::Float16, DataType::Float32, DataType::Float64}) {
+      const Dims ones = Dims::filled(std::ssize(c.window), 1);
+      const UnfoldDesc desc{TensorDesc{dtype, c.sizes, std::nullopt}, std::nullopt, c.window, c.strides, ones, c.start, c.end};
+      const bool long_enough = c.long_rows || element_size(dtype) >= 4;
+      EXPECT_EQ(testing::tiles_of(plan(desc)).at("tap_triples"), long_enough && avx512_vbmi_enabled() ? 1 : 0) << c.sizes;
+      for (int threads : {1, 2, 5}) {
+        WindowTester().sizes(c.sizes).window(c.window).strides(c.strides).start(c.start).end(c.end).dtype(dtype).threads(threads)
+            .Test();
+      }
+    }
+  }
+}
+
 // Unfold outputs larger than the last-level cache go out through a buffer in L1 and streaming
 // stores, and fold prefetches columns that large (CTest runs this again with a 1 MiB L3 set by
 // DMLOPS_CACHE_SIZES, where these take those paths): the plan says which, and the results
@@ -617,6 +647,7 @@ TEST(UnfoldFold, LargerThanTheCache) {
       {{2, 3, 20, 21, 22}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 0, 2}, {0, 1, 1}, DataType::Float32},
       {{1, 16, 140, 150}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, DataType::Float16},
       {{2, 5, 40000}, {5}, {1}, {2}, {3}, {1}, DataType::UInt8},
+      {{1, 6, 10, 40, 64}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, DataType::Float16},  // tap triples
   };
   for (const Case& c : cases) {
     const UnfoldDesc desc{TensorDesc{c.dtype, c.sizes, std::nullopt}, std::nullopt, c.window, c.strides, c.dilations,

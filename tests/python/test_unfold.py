@@ -242,12 +242,16 @@ def test_stride_two_windows_three_wide_write_their_three_taps_at_once(dtype, thr
         ((1, 3), (1, 2), (0, 1), (0, 1)), ((2, 3), (3, 2), (1, 1), (2, 0)), ((5, 3), (1, 2), (2, 1), (2, 2)),
         ((3, 3), (2, 2), (0, 1), (0, 9)), ((3, 3), (2, 2), (1, 0), (1, 1)), ((3, 3), (2, 2), (1, 2), (1, 1))]]
     cases += [((1, 1, 301, 140), (3, 3), (2, 2), (1, 1), (1, 1))]
+    # Three spatial axes: the rows of the blocks of the first two, padding along each.
+    cases += [((2, 2, 4, 5, 140), (2, 3, 3), (1, 2, 2), (0, 1, 1), (1, 1, 2)),
+              ((1, 2, 5, 3, 131), (3, 1, 3), (2, 1, 2), (1, 0, 1), (1, 2, 0))]
     for shape, window, strides, start, end in cases:
         x = random_array(rng, shape, dtype)
-        for view in (x, random_array(rng, shape[:3] + (shape[3] + 5,), dtype)[..., 2:-3]):
+        for view in (x, random_array(rng, shape[:-1] + (shape[-1] + 5,), dtype)[..., 2:-3]):
+            ones = (1,) * len(window)
             with dmlops.threads(threads):
-                y = dmlops.unfold(view, window, **window_kwargs(strides, (1, 1), start, end))
-            assert_same_bits(y, unfold_reference(view, window, strides, (1, 1), start, end))
+                y = dmlops.unfold(view, window, **window_kwargs(strides, ones, start, end))
+            assert_same_bits(y, unfold_reference(view, window, strides, ones, start, end))
     dilated = random_array(rng, (1, 2, 9, 140), dtype)
     for view, dilations in [(dilated, (1, 2)), (dilated, (2, 1)), (dilated[..., ::2], (1, 1))]:
         with dmlops.threads(threads):
@@ -260,7 +264,7 @@ def test_stride_two_windows_three_wide_write_their_three_taps_at_once(dtype, thr
     vbmi = "(avx512 vbmi)" in dmlops.UnfoldDesc(dmlops.TensorDesc(desc_dtype, (1, 2, 9, 140)), window_sizes=(2, 2),
                                                 strides=(2, 2)).plan().reason
     assert (plan.tiles["tap_triples"] == 1) == vbmi, plan
-    assert ("the three taps of a row of the window in one task" in plan.reason) == vbmi, plan
+    assert ("the three taps of each row of the window's last axis" in plan.reason) == vbmi, plan
     short = dmlops.UnfoldDesc(dmlops.TensorDesc(desc_dtype, (1, 2, 9, 64 // size)), **kwargs).plan()
     assert short.tiles["tap_triples"] == 0, short
 
@@ -411,7 +415,20 @@ cases = [((2, 3, 20, 21, 22), "float32", (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 0,
          ((1, 4, 12, 30, 34), "float32", (3, 3, 3), (1, 1, 1), (1, 1, 1), (0, 0, 0), (0, 0, 0)),
          ((2, 5, 9, 41, 37), "int16", (2, 3, 2), (1, 2, 1), (2, 1, 1), (1, 0, 0), (0, 1, 0)),
          ((1, 20, 120, 90), "uint8", (2, 3), (1, 1), (1, 1), (0, 0), (0, 0)),
-         ((1, 6, 10, 40, 64), "float16", (3, 3, 3), (1, 2, 2), (1, 1, 1), (1, 1, 1), (1, 1, 1))]
+         ((1, 6, 10, 40, 64), "float16", (3, 3, 3), (1, 2, 2), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
+         # windows 3 wide with stride 2, padded by one along the last axis: taps three at once, staged
+         # in whole blocks of axis 0 (1x16x140x150 above too), unless such a block is over 16 KiB
+         ((2, 8, 120, 300), "uint8", (3, 3), (2, 2), (1, 1), (1, 1), (1, 3)),
+         ((1, 4, 6, 24, 40), "float64", (2, 3, 3), (1, 1, 2), (1, 1, 1), (0, 1, 1), (1, 1, 0)),
+         ((1, 2, 3, 200, 300), "float32", (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (0, 1, 1))]
+# With the byte permute (AVX512_VBMI, which names itself in a stride-2 plan), the first three
+# such cases take the tap triples; the last one's blocks of axis 0 are 60 KB.
+vbmi = "(avx512 vbmi)" in dmlops.UnfoldDesc(dmlops.TensorDesc("float16", (1, 1, 9)), window_sizes=(2,),
+                                            strides=(2,)).plan().reason
+triples = [dmlops.UnfoldDesc(dmlops.TensorDesc(dtype, shape), window_sizes=window, strides=strides, dilations=dilations,
+                             start_padding=start, end_padding=end).plan().tiles["tap_triples"]
+           for shape, dtype, window, strides, dilations, start, end in cases[-4:]]
+assert triples == ([1, 1, 1, 0] if vbmi else [0, 0, 0, 0]), triples
 for shape, dtype, window, strides, dilations, start, end in cases:
     x = rng.integers(0, 200, shape).astype(dtype)
     kwargs = dict(strides=strides, dilations=dilations, start_padding=start, end_padding=end)
