@@ -1,7 +1,6 @@
 #include "dmlops/ops/unfold.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -183,38 +182,29 @@ bool unfold_streams(const TensorView& in, const TensorView& out) {
 
 KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool streamed, bool one_copy_boxes, bool triples) {
   const bool stride2 = walker.axis(walker.rank() - 1).stride == 2;
-  if (triples) {
-    KernelPlan k = KernelPlan::of(
-        "rows",
-        std::string("the three taps of each row of the window's last axis (n, c, taps k to k + 2) in one task: their "
-                    "blocks that read input rows at once, two loads and two byte permutes per 64 output bytes of each "
-                    "of the three output rows (avx512 vbmi), zeros around them") +
-            (streamed ? "; staged in L1 a few blocks of axis 0 at a time and streamed out (non-temporal stores): the "
-                        "output is too large for the caches"
-                      : ""),
-        kernel_isa(KernelKind::Avx2), t.rows * t.pieces);
-    k.tiles = {{"rows", t.rows}, {"pieces", t.pieces}, {"blocks0_per_piece", t.blocks0_per_piece}, {"grain", t.grain},
-               {"streamed", streamed ? 1 : 0}, {"tap_triples", 1}};
-    return k;
-  }
-  KernelPlan k = KernelPlan::of(
-      "rows",
-      std::string(streamed ? "each output row (n, c, tap) walks its tap over the blocks into a buffer in L1, streamed out "
-                             "(non-temporal stores) 8 KiB at a time: the output is too large for the caches"
-                  : walker.rank() == 2
-                      ? "each output row (n, c, tap) is its tap's box of blocks inside the input, copied at once, and zero fills around it"
-                      : "each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled") +
-          (one_copy_boxes ? "; output rows as wide as the input's: a box is one copy across its rows, the input elements "
-                            "between them then zeroed"
-           : unit_strides(walker) ? "; stride 1: a run is one copy"
-           : stride2 && avx512_vbmi_enabled() ? "; stride-2 runs as one byte permute per 64 output bytes (avx512 vbmi)"
-           : stride2 && avx2_enabled()
-               ? "; stride-2 runs longer than 32 bytes as one narrowing pack per 32 output bytes (avx2), shorter ones "
-                 "element by element"
-               : "; strided runs element by element"),
-      kernel_isa(KernelKind::Avx2), t.rows * t.pieces);
+  const std::string reason =
+      triples ? std::string("the three taps of each row of the window's last axis (n, c, taps k to k + 2) in one task: "
+                            "their blocks that read input rows at once, two loads and two byte permutes per 64 output "
+                            "bytes of each of the three output rows (avx512 vbmi), zeros around them") +
+                    (streamed ? "; staged in L1 a few blocks of axis 0 at a time and streamed out (non-temporal "
+                                "stores): the output is too large for the caches"
+                              : "")
+      : std::string(streamed ? "each output row (n, c, tap) walks its tap over the blocks into a buffer in L1, streamed out "
+                               "(non-temporal stores) 8 KiB at a time: the output is too large for the caches"
+                    : walker.rank() == 2
+                        ? "each output row (n, c, tap) is its tap's box of blocks inside the input, copied at once, and zero fills around it"
+                        : "each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled") +
+            (one_copy_boxes ? "; output rows as wide as the input's: a box is one copy across its rows, the input elements "
+                              "between them then zeroed"
+             : unit_strides(walker) ? "; stride 1: a run is one copy"
+             : stride2 && avx512_vbmi_enabled() ? "; stride-2 runs as one byte permute per 64 output bytes (avx512 vbmi)"
+             : stride2 && avx2_enabled()
+                 ? "; stride-2 runs longer than 32 bytes as one narrowing pack per 32 output bytes (avx2), shorter ones "
+                   "element by element"
+                 : "; strided runs element by element");
+  KernelPlan k = KernelPlan::of("rows", reason, kernel_isa(KernelKind::Avx2), t.rows * t.pieces);
   k.tiles = {{"rows", t.rows}, {"pieces", t.pieces}, {"blocks0_per_piece", t.blocks0_per_piece}, {"grain", t.grain},
-             {"streamed", streamed ? 1 : 0}, {"tap_triples", 0}};
+             {"streamed", streamed ? 1 : 0}, {"tap_triples", triples ? 1 : 0}};
   return k;
 }
 
@@ -235,7 +225,6 @@ bool one_copy_boxes(const BlockWalker& walker, const TensorView& in, const Tenso
 // Streamed tap triples (execute) stage their rows in L1, kTripleStageBytes each, in whole blocks
 // of axis 0: a block larger than kTripleStageMaxBytes leaves them to StreamedRow.
 constexpr std::int64_t kTripleStageBytes = 8192, kTripleStageMaxBytes = 16384;
-std::int64_t step_of(const TensorView& in) { return static_cast<std::int64_t>(element_size(in.dtype)); }
 template <class T>
 std::int64_t triple_stage_elements(const BlockWalker& walker) {
   const std::int64_t block0 = walker.block_stride(0);
@@ -255,11 +244,11 @@ std::int64_t triple_stage_elements(const BlockWalker& walker) {
 // stores read each line first), 3x3 of 1x256x224x224 (58 MB) 0.80x and 0.82x.
 bool tap_triples(const BlockWalker& walker, const TensorView& in, const TensorView& out, bool streamed) {
 #if DMLOPS_X86
-  if (walker.rank() < 2 || (streamed && walker.block_stride(0) * step_of(in) > kTripleStageMaxBytes)) return false;
+  const std::size_t element = element_size(in.dtype);
+  const auto step = static_cast<std::int64_t>(element);
+  if (walker.rank() < 2 || (streamed && walker.block_stride(0) * step > kTripleStageMaxBytes)) return false;
   const int last = walker.rank() - 1;
   const WindowAxis& columns = walker.axis(last);
-  const std::size_t element = element_size(in.dtype);
-  const std::int64_t step = step_of(in);
   return columns.window == 3 && columns.stride == 2 && columns.dilation == 1 && columns.start == 1 &&
          in.byte_strides[2 + last] == step && out.byte_strides[2] == step &&
          tap_triple_rows_vbmi_take(walker.blocks()[last], element);
@@ -543,7 +532,7 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
     // (2-core Xeon, paired, 7 rounds: a float16 stride-2 3x3 unfold 0.70x the time at 1 thread in
     // L2, 0.84x at 2 threads, 0.84-0.87x for 1x64x112x112; 16-core Xeon, 16 threads: 0.90x;
     // stride 1 within noise on both).
-    const bool planar = walker.rank() == 2 && !streamed;
+    const bool planar = walker.rank() == 2 && !streamed && !triples;
     const std::int64_t width = walker.blocks()[planar ? 1 : 0];
     const PlanarTaps planar_taps(walker, planar);
     parallel_for(0, rows * pieces, grain, [&](std::int64_t begin, std::int64_t end) {
