@@ -143,14 +143,16 @@ void store(const Acc* sums, std::byte* dst, const Dims& sizes, const Dims& byte_
 // ---------------------------------------------------------------------------------------------
 // Plans: how each operator cuts its work into tasks, for the run and for plan() alike.
 
-// Unfold's tasks are (row, range of b_0); rows are split only when there are too few to keep
-// every thread busy, and never into pieces smaller than kBytesPerTask.
+// Unfold's tasks are (rows, range of b_0), a task's rows one output row (n, c, tap) or, with
+// tap_triples, three (taps k to k + 2); rows are split only when there are too few to keep every
+// thread busy, and never into pieces smaller than kBytesPerTask.
 struct UnfoldTasks {
-  std::int64_t rows, pieces, blocks0_per_piece, grain;
+  std::int64_t rows, pieces, blocks0_per_piece, grain;  // rows: the tasks' units of rows
 };
 
-UnfoldTasks unfold_tasks(const BlockWalker& walker, std::int64_t rows, std::size_t element_bytes) {
-  const auto elem = static_cast<std::int64_t>(element_bytes);
+UnfoldTasks unfold_tasks(const BlockWalker& walker, std::int64_t output_rows, std::size_t element_bytes, bool triples) {
+  const std::int64_t group = triples ? 3 : 1, rows = output_rows / group;
+  const auto elem = static_cast<std::int64_t>(element_bytes) * group;  // a block's bytes in a task's rows
   const std::int64_t blocks0 = walker.blocks()[0], row_bytes = walker.block_count() * elem;
   std::int64_t pieces = 1;
   if (rows < 4 * num_threads())
@@ -225,10 +227,9 @@ bool one_copy_boxes(const BlockWalker& walker, const TensorView& in, const Tenso
 // Streamed tap triples (execute) stage their rows in L1, kTripleStageBytes each, in whole blocks
 // of axis 0: a block larger than kTripleStageMaxBytes leaves them to StreamedRow.
 constexpr std::int64_t kTripleStageBytes = 8192, kTripleStageMaxBytes = 16384;
-template <class T>
-std::int64_t triple_stage_elements(const BlockWalker& walker) {
-  const std::int64_t block0 = walker.block_stride(0);
-  return std::max<std::int64_t>(1, kTripleStageBytes / (block0 * std::int64_t{sizeof(T)})) * block0;
+// The blocks of axis 0 staged at a time.
+std::int64_t triple_stage_span(const BlockWalker& walker, std::int64_t element) {
+  return std::max<std::int64_t>(1, kTripleStageBytes / (walker.block_stride(0) * element));
 }
 
 // Whether an unfold writes the three taps of each row of its window's last axis in one pass
@@ -511,7 +512,7 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
   // A task's rows: one (n, c, tap), or three (tap_triples: taps k to k + 2, one row of the window).
   const bool triples = tap_triples(walker, in, out, streamed);
   const std::int64_t group = triples ? 3 : 1, units_per_batch = in.sizes[1] * taps / group;
-  const UnfoldTasks t = unfold_tasks(walker, in.sizes[0] * units_per_batch, element_size(in.dtype) * group);
+  const UnfoldTasks t = unfold_tasks(walker, in.sizes[0] * in.sizes[1] * taps, element_size(in.dtype), triples);
   if (verbose()) log_plan(call_text("Unfold", in, desc.window_sizes), describe(t, walker, streamed, one_copy, triples));
   const std::int64_t rows = t.rows, pieces = t.pieces, blocks0 = walker.blocks()[0],
                      blocks0_per_piece = t.blocks0_per_piece, grain = t.grain;
@@ -535,8 +536,11 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
     const bool planar = walker.rank() == 2 && !streamed && !triples;
     const std::int64_t width = walker.blocks()[planar ? 1 : 0];
     const PlanarTaps planar_taps(walker, planar);
+    // Tap triples: a block of axis 0 in a row's bytes, and the blocks staged at a time (streamed).
+    const std::int64_t block0_bytes = walker.block_stride(0) * std::int64_t{sizeof(T)};
+    const std::int64_t span = triple_stage_span(walker, sizeof(T)), staged = span * block0_bytes;
     parallel_for(0, rows * pieces, grain, [&](std::int64_t begin, std::int64_t end) {
-      std::vector<T> buffer(!streamed ? 0 : triples ? 3 * triple_stage_elements<T>(walker) : StreamedRow<T>::kChunk);
+      std::vector<T> buffer(!streamed ? 0 : triples ? 3 * span * walker.block_stride(0) : StreamedRow<T>::kChunk);
       // The task's rows (n, c, taps k to k + group - 1) and piece, divided out once and then
       // counted (see PlanarTaps).
       std::int64_t piece = begin % pieces, n = begin / pieces / units_per_batch;
@@ -555,7 +559,6 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
         };
         if (triples) {  // taps k to k + 2 at once
           const Dims tap = walker.tap(k);
-          const std::int64_t block0_bytes = walker.block_stride(0) * std::int64_t{sizeof(T)};
           std::byte* const rows[3] = {dst + first0 * block0_bytes, dst + out.byte_strides[1] + first0 * block0_bytes,
                                       dst + 2 * out.byte_strides[1] + first0 * block0_bytes};
           if (!streamed) {
@@ -563,9 +566,8 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
             continue;
           }
           // Streamed: staged in L1 (kTripleStageBytes per row), whole blocks of axis 0 at a time.
-          const std::int64_t span = std::max<std::int64_t>(1, kTripleStageBytes / block0_bytes), staged = span * block0_bytes;
-          std::byte* const stage[3] = {reinterpret_cast<std::byte*>(buffer.data()), reinterpret_cast<std::byte*>(buffer.data()) + staged,
-                                       reinterpret_cast<std::byte*>(buffer.data()) + 2 * staged};
+          auto* const staging = reinterpret_cast<std::byte*>(buffer.data());
+          std::byte* const stage[3] = {staging, staging + staged, staging + 2 * staged};
           for (std::int64_t a = first0; a < last0; a += span) {
             const std::int64_t b = std::min(last0, a + span), at = (a - first0) * block0_bytes;
             triple_blocks<T>(walker, tap, 0, a, b, position_strides, src, stage);
@@ -646,8 +648,7 @@ KernelPlan plan(const UnfoldDesc& desc) {
   const TensorView in = unbound_view(desc.input), out = unbound_view(infer_output(desc));
   const BlockWalker walker = window_geometry("Unfold", spatial_sizes(in.sizes), desc);
   const bool streamed = unfold_streams(in, out), triples = tap_triples(walker, in, out, streamed);
-  const std::int64_t group = triples ? 3 : 1;
-  return describe(unfold_tasks(walker, in.sizes[0] * in.sizes[1] * walker.tap_count() / group, element_size(in.dtype) * group),
+  return describe(unfold_tasks(walker, in.sizes[0] * in.sizes[1] * walker.tap_count(), element_size(in.dtype), triples),
                   walker, streamed, one_copy_boxes(walker, in, out, streamed), triples);
 }
 
