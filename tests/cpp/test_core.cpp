@@ -1723,23 +1723,23 @@ TEST(SeparableGather, MatchesANaiveGatherOnRandomMaps) {
 // fills of 1-12 elements, whose 32-byte pieces mostly read a window of 8 words (AVX2 loads the
 // window and permutes it) and, where two runs meet, not always.
 template <class E>
-void check_narrow_rows(DataType dtype, std::int64_t permuted_in_bytes, bool runs) {
+void check_narrow_rows(DataType dtype, std::int64_t permuted_in_bytes, bool runs, bool fills) {
   const std::int64_t e = sizeof(E);
-  std::mt19937_64 rng(static_cast<std::uint64_t>(e) * 97 + (runs ? 1 : 0));
+  std::mt19937_64 rng(static_cast<std::uint64_t>(e) * 97 + (runs ? 1 : 0) + (fills ? 2 : 0));
   const auto below = [&](std::int64_t n) { return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n)); };
   for (const std::int64_t in : {std::int64_t{1}, 64 / e - 1, 64 / e, 64 / e + 1, 96 / e + 1, 128 / e - 1, 128 / e}) {
     for (const std::int64_t out : {std::int64_t{1}, 64 / e - 1, 64 / e, 64 / e + 3, 200 / e, 4096 / e}) {
       std::vector<std::int64_t> map(static_cast<std::size_t>(out));
       if (runs) {
         for (std::int64_t o = 0; o < out;) {
-          const std::int64_t length = std::min(1 + below(12), out - o), kind = below(4), from = below(in);
+          const std::int64_t length = std::min(1 + below(12), out - o), kind = below(fills ? 4 : 3), from = below(in);
           for (std::int64_t j = 0; j < length; ++j, ++o) {
             const std::int64_t source = kind == 0 ? from + j : kind == 1 ? from - j : kind == 2 ? from : -1;
             map[static_cast<std::size_t>(o)] = kind == 3 ? -1 : std::clamp<std::int64_t>(source, 0, in - 1);
           }
         }
       } else {
-        for (std::int64_t& m : map) m = below(in + 1) - 1;  // -1: fill
+        for (std::int64_t& m : map) m = fills ? below(in + 1) - 1 : below(in);  // -1: fill
       }
       map[0] = in - 1;  // never all fill (a fill row is not a permute)
       const std::vector<std::int64_t> rows = {1, -1, 0, 0, 2};
@@ -1765,7 +1765,8 @@ void check_narrow_rows(DataType dtype, std::int64_t permuted_in_bytes, bool runs
           const std::int64_t row = rows[static_cast<std::size_t>(r)], column = map[static_cast<std::size_t>(o)];
           const E want = row < 0 || column < 0 ? fill : src[static_cast<std::size_t>(row * in + column)];
           ASSERT_EQ(dst[static_cast<std::size_t>(r * out + o)], want)
-              << name(dtype) << " " << in << " -> " << out << (runs ? " runs" : "") << " row " << r << " column " << o;
+              << name(dtype) << " " << in << " -> " << out << (runs ? " runs" : "") << (fills ? " fills" : "") << " row " << r
+              << " column " << o;
         }
       }
     }
@@ -1775,11 +1776,14 @@ void check_narrow_rows(DataType dtype, std::int64_t permuted_in_bytes, bool runs
 TEST(SeparableGather, NarrowRowsPermuteEveryElementSize) {
   const bool bw = DMLOPS_X86 && avx512_enabled() && platform::cpu_features().avx512bw;
   const std::int64_t wide = bw || (DMLOPS_X86 && avx2_enabled()) ? 128 : 0;  // 4- and 8-byte elements
+  // (Rows with and without fills take different loops: fills blend the fill value in.)
   for (const bool runs : {false, true}) {
-    check_narrow_rows<std::uint8_t>(DataType::UInt8, DMLOPS_X86 && avx512_vbmi_enabled() ? 128 : 0, runs);
-    check_narrow_rows<std::uint16_t>(DataType::UInt16, bw ? 128 : 0, runs);
-    check_narrow_rows<std::uint32_t>(DataType::UInt32, wide, runs);
-    check_narrow_rows<std::uint64_t>(DataType::UInt64, wide, runs);
+    for (const bool fills : {false, true}) {
+      check_narrow_rows<std::uint8_t>(DataType::UInt8, DMLOPS_X86 && avx512_vbmi_enabled() ? 128 : 0, runs, fills);
+      check_narrow_rows<std::uint16_t>(DataType::UInt16, bw ? 128 : 0, runs, fills);
+      check_narrow_rows<std::uint32_t>(DataType::UInt32, wide, runs, fills);
+      check_narrow_rows<std::uint64_t>(DataType::UInt64, wide, runs, fills);
+    }
   }
 }
 
