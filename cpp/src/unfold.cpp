@@ -192,7 +192,7 @@ KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool stream
                                 "stores): the output is too large for the caches"
                               : "")
       : std::string(streamed ? "each output row (n, c, tap) walks its tap over the blocks into a buffer in L1, streamed out "
-                               "(non-temporal stores) 2 KiB at a time: the output is too large for the caches"
+                               "(non-temporal stores) 8 KiB at a time: the output is too large for the caches"
                     : walker.rank() == 2
                         ? "each output row (n, c, tap) is its tap's box of blocks inside the input, copied at once, and zero fills around it"
                         : "each output row (n, c, tap) walks its tap over the blocks: input runs copied, padding zero-filled") +
@@ -372,15 +372,10 @@ namespace {
 // runs into blocks, took a fifth to a half of a 3x3x3 unfold's time. Zen 3, 1 thread, alternating
 // processes: 1x16x32x32x32 0.80-0.84x the time so, 0.60x padded by 1; float16 with strides
 // (1, 2, 2) over 1x16x32x64x64, its rows through the stride-2 kernel: 0.3-0.5x.
-// Chunks of 2 KiB: a chunk's streaming stores drain to memory while the core gathers the next,
-// where 8 KiB (or 4) left the core waiting on them, then the stores on the gathering. Zen 4, 1
-// thread, old and new builds in alternating processes: 1x16x32x32x32 float32 3x3x3 0.76-0.83x the
-// time (also padded by 1), 2 threads 0.85-0.98x; a C++ loop of that gather and stream, 1.7 ms
-// with chunks of 1-2 KiB, 2.5 ms with 8 KiB (0.5 KiB: 1.8, 0.25: 2.2).
 template <class T>
 class StreamedRow {
  public:
-  static constexpr std::int64_t kChunk = 2048 / sizeof(T);  // elements: the buffer stays in L1
+  static constexpr std::int64_t kChunk = 8192 / sizeof(T);  // elements: the buffer stays in L1
   static constexpr auto kSize = static_cast<std::int64_t>(sizeof(T));
 
   StreamedRow(std::byte* dst, T* buffer) : dst_(dst), buffer_(buffer) {
@@ -423,7 +418,7 @@ class StreamedRow {
 
  private:
   void stream_chunk() {
-    stream_piece(dst_, reinterpret_cast<const std::byte*>(buffer_), static_cast<std::size_t>(used_ * kSize));
+    stream_bytes(dst_, reinterpret_cast<const std::byte*>(buffer_), static_cast<std::size_t>(used_ * kSize));
     dst_ += used_ * kSize;
     used_ = 0, limit_ = kChunk;
   }
@@ -571,7 +566,8 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
             continue;
           }
           // Streamed: staged in L1 (kTripleStageBytes per row), whole blocks of axis 0 at a time,
-          // each row's pieces streamed whole lines only (a line across two pieces waits for the second).
+          // each row's pieces streamed whole lines only (a line across two pieces waits for the
+          // next piece; stream_bytes would store its two parts apart, one part normally).
           auto* const staging = reinterpret_cast<std::byte*>(buffer.data());
           std::byte* const stage[3] = {staging, staging + staged, staging + 2 * staged};
           LineStreamer streamers[3];

@@ -249,26 +249,23 @@ void stream_line(std::byte* dst, const std::byte* src) {
 #endif
 
 void stream_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
+#if DMLOPS_X86
   // Runs of kStreamMinBytes or more, and of those only the whole cache lines: streaming each
   // byte of the 1 KiB runs of a 288 MB reflection pad (rows shared with the padding's ordinary
   // stores) made it 4.5x slower than with ordinary stores on Zen 4; with whole lines only, still
   // 1.6x. Runs of 4 KiB gained 6%, of 16 KiB 27%, and a 1-D pad's one 80 MB run 27-37%.
-  if (n >= kStreamMinBytes) return stream_piece(dst, src, n);
-  copy_bytes(dst, src, n);
-}
-
-void stream_piece(std::byte* dst, const std::byte* src, std::size_t n) {
-#if DMLOPS_X86
   // (stream_line: SSE2, every x86-64's baseline; a copy this large is bound by memory, not by
   // vector width, and 32- or 64-byte streaming stores were no faster on Zen 4.)
-  const std::size_t head = std::min(n, (kCacheLineBytes - (reinterpret_cast<std::uintptr_t>(dst) & (kCacheLineBytes - 1))) & (kCacheLineBytes - 1));
-  copy_bytes(dst, src, head);
-  std::size_t i = head;
-  for (; i + kCacheLineBytes <= n; i += kCacheLineBytes) stream_line(dst + i, src + i);
-  copy_bytes(dst + i, src + i, n - i);
-#else
-  copy_bytes(dst, src, n);
+  if (n >= kStreamMinBytes) {
+    const std::size_t head = (kCacheLineBytes - (reinterpret_cast<std::uintptr_t>(dst) & (kCacheLineBytes - 1))) & (kCacheLineBytes - 1);
+    copy_bytes(dst, src, head);
+    std::size_t i = head;
+    for (; i + kCacheLineBytes <= n; i += kCacheLineBytes) stream_line(dst + i, src + i);
+    copy_bytes(dst + i, src + i, n - i);
+    return;
+  }
 #endif
+  copy_bytes(dst, src, n);
 }
 
 void stream_fence() {

@@ -115,10 +115,6 @@ bool stream_staged(std::int64_t input_bytes, std::int64_t output_bytes);
 std::int64_t staged_cache_bytes(const platform::CacheSizes& caches, bool zen4, int threads);
 std::int64_t staged_cache_bytes();  // of this CPU's
 void stream_bytes(std::byte* dst, const std::byte* src, std::size_t n);
-// A piece of a longer stretch streamed a piece at a time (through a buffer in L1): its whole
-// lines are streamed whatever its length, the partial ones at its ends stored normally (so the
-// pieces must meet at line boundaries for every line of the stretch to be streamed).
-void stream_piece(std::byte* dst, const std::byte* src, std::size_t n);
 void stream_fence();
 
 // Consecutive writes of one task to one output, streamed a whole cache line at a time: the
