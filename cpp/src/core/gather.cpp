@@ -416,7 +416,7 @@ DMLOPS_TARGET("avx2") inline void store_first_lanes(float* p, __m256 v, int n) {
 
 // 32 output bytes of a block (half 0 or 1) of an AVX2 narrow row: the words of the row (kVectors
 // vectors), or of the half's window, permuted into place, the fill value blended in.
-template <int kVectors>
+template <int kVectors, bool kFill>
 DMLOPS_TARGET("avx2") inline __m256 permuted_half(const PermuteBlock& block, int half, const __m256 (&row)[kVectors],
                                                   const int* in, __m256 fills) {
   const __m256i lanes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.lanes.data() + 8 * half));
@@ -431,37 +431,51 @@ DMLOPS_TARGET("avx2") inline __m256 permuted_half(const PermuteBlock& block, int
       v = _mm256_blendv_ps(v, high, _mm256_castsi256_ps(_mm256_slli_epi32(lanes, 27)));  // bit 4: the second pair
     }
   }
-  return _mm256_blendv_ps(v, fills, _mm256_castsi256_ps(lanes));
+  if constexpr (kFill) v = _mm256_blendv_ps(v, fills, _mm256_castsi256_ps(lanes));
+  return v;
 }
 
 // permute_rows_with for AVX2 (PermuteBlock::lanes): kVectors masked loads (no byte past the row
 // is read), then per 32 bytes of a block a vpermd of each input vector (or one of a window) and
-// blends by the word's vector bits (3, then 4), a blend of the fill value and a store. Only a
-// row of under 64 bytes (one block) stores part of a block: its lanes in the row.
-template <int kVectors>
+// blends by the word's vector bits (3, then 4), a blend of the fill value where kFill and a
+// store; blocks 64 bytes apart but the last, as with AVX-512. Only a row of under 64 bytes (one
+// block) stores part of a block: its lanes in the row.
+template <int kVectors, bool kFill>
 DMLOPS_TARGET("avx2")
-void permute_lanes_avx2(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes, std::uint64_t fill, std::byte* const* outs,
-                        const std::byte* const* ins, int count) {
+void permute_lanes_avx2_with(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes, std::uint64_t fill,
+                             std::byte* const* outs, const std::byte* const* ins, int count) {
   const __m256 fills = _mm256_castsi256_ps(_mm256_set1_epi64x(static_cast<long long>(fill)));
   __m256i within[kVectors];
   for (int v = 0; v < kVectors; ++v) within[v] = lanes_before(in_bytes - 32 * v);
   const int short_row = blocks.front().store == ~std::uint64_t{0} ? 0 : std::popcount(blocks.front().store) / 4;  // lanes
+  const PermuteBlock* const block = blocks.data();
+  const PermuteBlock& last = blocks.back();
   for (int r = 0; r < count; ++r) {
     const auto* in = reinterpret_cast<const int*>(ins[r]);
     __m256 row[kVectors];
     for (int v = 0; v < kVectors; ++v) row[v] = _mm256_castsi256_ps(_mm256_maskload_epi32(in + 8 * v, within[v]));
     if (short_row > 0) {
       auto* out = reinterpret_cast<float*>(outs[r]);
-      store_first_lanes(out, permuted_half<kVectors>(blocks.front(), 0, row, in, fills), std::min(short_row, 8));
-      if (short_row > 8) store_first_lanes(out + 8, permuted_half<kVectors>(blocks.front(), 1, row, in, fills), short_row - 8);
+      store_first_lanes(out, permuted_half<kVectors, kFill>(blocks.front(), 0, row, in, fills), std::min(short_row, 8));
+      if (short_row > 8)
+        store_first_lanes(out + 8, permuted_half<kVectors, kFill>(blocks.front(), 1, row, in, fills), short_row - 8);
       continue;
     }
-    for (const PermuteBlock& block : blocks) {
-      auto* out = reinterpret_cast<float*>(outs[r] + block.offset);
-      _mm256_storeu_ps(out, permuted_half<kVectors>(block, 0, row, in, fills));
-      _mm256_storeu_ps(out + 8, permuted_half<kVectors>(block, 1, row, in, fills));
+    auto* out = reinterpret_cast<float*>(outs[r]);
+    for (const PermuteBlock* k = block; k != &last; ++k, out += 16) {
+      _mm256_storeu_ps(out, permuted_half<kVectors, kFill>(*k, 0, row, in, fills));
+      _mm256_storeu_ps(out + 8, permuted_half<kVectors, kFill>(*k, 1, row, in, fills));
     }
+    out = reinterpret_cast<float*>(outs[r] + last.offset);
+    _mm256_storeu_ps(out, permuted_half<kVectors, kFill>(last, 0, row, in, fills));
+    _mm256_storeu_ps(out + 8, permuted_half<kVectors, kFill>(last, 1, row, in, fills));
   }
+}
+template <int kVectors>
+void permute_lanes_avx2(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes, std::uint64_t fill, std::byte* const* outs,
+                        const std::byte* const* ins, int count) {
+  if (any_fill(blocks)) return permute_lanes_avx2_with<kVectors, true>(blocks, in_bytes, fill, outs, ins, count);
+  permute_lanes_avx2_with<kVectors, false>(blocks, in_bytes, fill, outs, ins, count);
 }
 #endif
 
