@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 #include "dmlops/core/cpu.hpp"
 #include "dmlops/core/dispatch.hpp"
@@ -376,18 +377,17 @@ bool any_fill(const std::vector<PermuteBlock>& blocks) {
   return std::any_of(blocks.begin(), blocks.end(), [](const PermuteBlock& block) { return block.fill != 0; });
 }
 
+template <bool kFill>
 DMLOPS_TARGET("avx512f,avx512bw,avx512vbmi")
 void permute_bytes(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes, std::uint64_t fill, std::byte* const* outs,
                    const std::byte* const* ins, int count) {
-  if (any_fill(blocks)) return permute_rows_with<1, true>(blocks, in_bytes, fill, outs, ins, count);
-  permute_rows_with<1, false>(blocks, in_bytes, fill, outs, ins, count);
+  permute_rows_with<1, kFill>(blocks, in_bytes, fill, outs, ins, count);
 }
-template <int kBytes>
+template <int kBytes, bool kFill>
 DMLOPS_TARGET("avx512f,avx512bw")
 void permute_elements(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes, std::uint64_t fill, std::byte* const* outs,
                       const std::byte* const* ins, int count) {
-  if (any_fill(blocks)) return permute_rows_with<kBytes, true>(blocks, in_bytes, fill, outs, ins, count);
-  permute_rows_with<kBytes, false>(blocks, in_bytes, fill, outs, ins, count);
+  permute_rows_with<kBytes, kFill>(blocks, in_bytes, fill, outs, ins, count);
 }
 
 // The 32-bit lanes of an AVX2 vector that bytes [0, bytes) cover (all ones), for masked loads.
@@ -442,8 +442,8 @@ DMLOPS_TARGET("avx2") inline __m256 permuted_half(const PermuteBlock& block, int
 // block) stores part of a block: its lanes in the row.
 template <int kVectors, bool kFill>
 DMLOPS_TARGET("avx2")
-void permute_lanes_avx2_with(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes, std::uint64_t fill,
-                             std::byte* const* outs, const std::byte* const* ins, int count) {
+void permute_lanes_avx2(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes, std::uint64_t fill, std::byte* const* outs,
+                        const std::byte* const* ins, int count) {
   const __m256 fills = _mm256_castsi256_ps(_mm256_set1_epi64x(static_cast<long long>(fill)));
   __m256i within[kVectors];
   for (int v = 0; v < kVectors; ++v) within[v] = lanes_before(in_bytes - 32 * v);
@@ -471,12 +471,6 @@ void permute_lanes_avx2_with(const std::vector<PermuteBlock>& blocks, std::int64
     _mm256_storeu_ps(out + 8, permuted_half<kVectors, kFill>(last, 1, row, in, fills));
   }
 }
-template <int kVectors>
-void permute_lanes_avx2(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes, std::uint64_t fill, std::byte* const* outs,
-                        const std::byte* const* ins, int count) {
-  if (any_fill(blocks)) return permute_lanes_avx2_with<kVectors, true>(blocks, in_bytes, fill, outs, ins, count);
-  permute_lanes_avx2_with<kVectors, false>(blocks, in_bytes, fill, outs, ins, count);
-}
 #endif
 
 // Rows of Plan::permute_blocks from their input rows, `fill_value` where the blocks say so.
@@ -486,10 +480,15 @@ void permute_rows(const std::vector<PermuteBlock>& blocks, std::int64_t in_bytes
 #if DMLOPS_X86
   std::uint64_t fill = 0;  // the value repeated over 8 bytes
   for (std::size_t at = 0; at < 8; at += sizeof(T)) std::memcpy(reinterpret_cast<std::byte*>(&fill) + at, &fill_value, sizeof(T));
-  if constexpr (sizeof(T) == 1) permute_bytes(blocks, in_bytes, fill, outs, ins, count);
-  else if (!narrow_rows_avx2(sizeof(T))) permute_elements<static_cast<int>(sizeof(T))>(blocks, in_bytes, fill, outs, ins, count);
-  else if (in_bytes <= 64) permute_lanes_avx2<2>(blocks, in_bytes, fill, outs, ins, count);
-  else permute_lanes_avx2<4>(blocks, in_bytes, fill, outs, ins, count);
+  const auto run = [&](auto fills) {  // (the kernels' loops, with or without the fill's blend)
+    constexpr bool kFill = decltype(fills)::value;
+    if constexpr (sizeof(T) == 1) permute_bytes<kFill>(blocks, in_bytes, fill, outs, ins, count);
+    else if (!narrow_rows_avx2(sizeof(T))) permute_elements<static_cast<int>(sizeof(T)), kFill>(blocks, in_bytes, fill, outs, ins, count);
+    else if (in_bytes <= 64) permute_lanes_avx2<2, kFill>(blocks, in_bytes, fill, outs, ins, count);
+    else permute_lanes_avx2<4, kFill>(blocks, in_bytes, fill, outs, ins, count);
+  };
+  if (any_fill(blocks)) run(std::true_type{});
+  else run(std::false_type{});
 #else
   (void)blocks, (void)in_bytes, (void)fill_value, (void)outs, (void)ins, (void)count;
 #endif
