@@ -147,7 +147,7 @@ void store(const Acc* sums, std::byte* dst, const Dims& sizes, const Dims& byte_
 // tap_triples, three (taps k to k + 2); rows are split only when there are too few to keep every
 // thread busy, and never into pieces smaller than kBytesPerTask.
 struct UnfoldTasks {
-  std::int64_t rows, pieces, blocks0_per_piece, grain;  // rows: the tasks' units of rows
+  std::int64_t rows, group, pieces, blocks0_per_piece, grain;  // rows: the tasks' units of `group` rows
 };
 
 UnfoldTasks unfold_tasks(const BlockWalker& walker, std::int64_t output_rows, std::size_t element_bytes, bool triples) {
@@ -161,7 +161,7 @@ UnfoldTasks unfold_tasks(const BlockWalker& walker, std::int64_t output_rows, st
   const std::int64_t blocks0_per_piece = ceil_div(blocks0, pieces);
   pieces = ceil_div(blocks0, blocks0_per_piece);
   const std::int64_t grain = std::max<std::int64_t>(1, kBytesPerTask / (blocks0_per_piece * walker.block_stride(0) * elem));
-  return {rows, pieces, blocks0_per_piece, grain};
+  return {rows, group, pieces, blocks0_per_piece, grain};
 }
 
 bool unit_strides(const BlockWalker& walker) {
@@ -511,8 +511,8 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
   const bool one_copy = one_copy_boxes(walker, in, out, streamed);
   // A task's rows: one (n, c, tap), or three (tap_triples: taps k to k + 2, one row of the window).
   const bool triples = tap_triples(walker, in, out, streamed);
-  const std::int64_t group = triples ? 3 : 1, units_per_batch = in.sizes[1] * taps / group;
   const UnfoldTasks t = unfold_tasks(walker, in.sizes[0] * in.sizes[1] * taps, element_size(in.dtype), triples);
+  const std::int64_t group = t.group, units_per_batch = in.sizes[1] * taps / group;
   if (verbose()) log_plan(call_text("Unfold", in, desc.window_sizes), describe(t, walker, streamed, one_copy, triples));
   const std::int64_t rows = t.rows, pieces = t.pieces, blocks0 = walker.blocks()[0],
                      blocks0_per_piece = t.blocks0_per_piece, grain = t.grain;

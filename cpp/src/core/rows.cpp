@@ -1,9 +1,9 @@
 #include "dmlops/core/rows.hpp"
 
 #include <algorithm>
-#include <type_traits>
 
 #include "dmlops/core/cpu.hpp"
+#include "dmlops/core/dispatch.hpp"
 #include "dmlops/core/error.hpp"
 #include "dmlops/core/parallel.hpp"
 #include "dmlops/core/platform.hpp"
@@ -14,19 +14,6 @@
 
 namespace dmlops {
 namespace {
-
-// fn(std::integral_constant<int, S>{}) for an element size S of 1, 2, 4 or 8 bytes (the sized
-// kernels' instantiations).
-template <class F>
-void with_element_size(const char* kernel, int size, F&& fn) {
-  switch (size) {
-    case 1: return fn(std::integral_constant<int, 1>{});
-    case 2: return fn(std::integral_constant<int, 2>{});
-    case 4: return fn(std::integral_constant<int, 4>{});
-    case 8: return fn(std::integral_constant<int, 8>{});
-  }
-  fail(kernel, ": size is ", size, "; it must be 1, 2, 4 or 8");
-}
 
 constexpr std::size_t kCacheLineBytes = 64;
 constexpr std::size_t kStreamMinBytes = 4096;
@@ -390,8 +377,9 @@ DMLOPS_TARGET("avx2") void zeros_then_even_rows_avx2_sized(std::byte* dst, std::
 
 void zeros_then_even_rows_avx2(std::byte* dst, std::int64_t dst_row_step, std::int64_t zeros, const std::byte* src,
                                std::int64_t src_row_step, std::int64_t n, std::int64_t rows, int size) {
-  with_element_size("zeros_then_even_rows_avx2", size, [&](auto s) {
-    zeros_then_even_rows_avx2_sized<decltype(s)::value>(dst, dst_row_step, zeros, src, src_row_step, n, rows);
+  visit_size(static_cast<std::size_t>(size), [&](auto tag) {
+    constexpr int kSize = sizeof(typename decltype(tag)::type);
+    zeros_then_even_rows_avx2_sized<kSize>(dst, dst_row_step, zeros, src, src_row_step, n, rows);
   });
 }
 #endif
@@ -652,8 +640,9 @@ void tap_triple_rows_sized(std::byte* const* dst, std::int64_t dst_row_step, con
 void tap_triple_rows_vbmi(std::byte* const* dst, std::int64_t dst_row_step, const std::byte* src, std::int64_t src_row_step,
                           std::int64_t in_width, std::int64_t n, std::int64_t rows, int size) {
   if (n * size < 64) fail("tap_triple_rows_vbmi: rows of ", n, " elements of ", size, " bytes; 64 bytes or more are needed");
-  with_element_size("tap_triple_rows_vbmi", size, [&](auto s) {
-    tap_triple_rows_sized<decltype(s)::value>(dst, dst_row_step, src, src_row_step, in_width, n, rows);
+  visit_size(static_cast<std::size_t>(size), [&](auto tag) {
+    constexpr int kSize = sizeof(typename decltype(tag)::type);
+    tap_triple_rows_sized<kSize>(dst, dst_row_step, src, src_row_step, in_width, n, rows);
   });
 }
 #endif

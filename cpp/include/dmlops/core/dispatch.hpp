@@ -2,14 +2,17 @@
 //
 //   visit_dtype(dtype, [&](auto tag) { using T = typename decltype(tag)::type; ... });
 //   visit_width(dtype, [&](auto tag) { ... });  // T = uint8/16/32/64_t of the same size
+//   visit_size(bytes, [&](auto tag) { ... });    // the same, from an element size
 //
 // Arithmetic kernels use visit_dtype (T is float, Half, int8_t, ...). Data-movement kernels
 // use visit_width: they only copy bits, so one instantiation per element size serves every
 // dtype of that size, and FLOAT16 or NaN payloads move bit-exactly for free.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "dmlops/core/dtype.hpp"
 #include "dmlops/core/error.hpp"
@@ -41,14 +44,19 @@ decltype(auto) visit_dtype(DataType dtype, F&& fn) {
 }
 
 template <class F>
-decltype(auto) visit_width(DataType dtype, F&& fn) {
-  switch (element_size(dtype)) {
+decltype(auto) visit_size(std::size_t bytes, F&& fn) {
+  switch (bytes) {
     case 1: return fn(TypeTag<std::uint8_t>{});
     case 2: return fn(TypeTag<std::uint16_t>{});
     case 4: return fn(TypeTag<std::uint32_t>{});
     case 8: return fn(TypeTag<std::uint64_t>{});
   }
-  fail<DTypeError>("unsupported element size ", element_size(dtype));
+  fail<DTypeError>("unsupported element size ", bytes);
+}
+
+template <class F>
+decltype(auto) visit_width(DataType dtype, F&& fn) {
+  return visit_size(element_size(dtype), std::forward<F>(fn));
 }
 
 // fn(tag) for the floating dtypes only (float, Half, double), which the arithmetic kernels that
