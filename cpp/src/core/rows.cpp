@@ -251,9 +251,9 @@ void stream_lines_sse2(std::byte* dst, const std::byte* src, std::size_t lines) 
   }
 }
 void stream_lines(std::byte* dst, const std::byte* src, std::size_t lines) {
-  if (avx512_enabled()) return stream_lines_avx512(dst, src, lines);
-  if (avx2_enabled()) return stream_lines_avx2(dst, src, lines);
-  stream_lines_sse2(dst, src, lines);
+  using Fn = void (*)(std::byte*, const std::byte*, std::size_t);
+  static const Fn chosen = avx512_enabled() ? stream_lines_avx512 : avx2_enabled() ? stream_lines_avx2 : stream_lines_sse2;
+  chosen(dst, src, lines);
 }
 }  // namespace
 #endif
