@@ -1389,10 +1389,13 @@ Plan make_plan(const TensorView& in, const TensorView& out, const std::vector<Ax
   if (!all_fill && !plan.stream && !plan.stream_rows && narrow_rows_pay(plan, element))
     narrow_rows_of(plan, inner_indices, element);
   if (!plan.permute_blocks.empty()) plan.border_copy = -1;  // narrow rows, not border rows
-  // AVX-512's narrow rows permute a row from its input in the time a copy from an equal row
-  // takes to read it: they write every row so (Zen 4, 1 thread: 1x64x32x32 float32 reflected to
-  // 147x147 took 0.77x the time), AVX2's (1.2x the time so) keep copying.
-  if (!plan.permute_blocks.empty() && narrow_rows_avx512(element)) plan.rows_back.clear();
+  // Where AVX-512 runs in 256-bit halves (Zen 4), narrow rows permute a row from its input in
+  // the time a copy from an equal row takes to read it: they write every row so (1 thread:
+  // 1x64x32x32 float32 reflected to 147x147 took 0.77x the time). Full-width AVX-512 cores copy
+  // faster (the 16-core Xeon, 1-16 threads, alternating processes: that reflection 0.89-0.96x
+  // the time with copies, its wrap 0.70-0.91x), and so do AVX2's permutes (Zen 4: 0.83x).
+  if (!plan.permute_blocks.empty() && narrow_rows_avx512(element) && platform::cpu_features().avx512_half_rate)
+    plan.rows_back.clear();
   for (int d = plan.outer_rank - 1; d >= 0; --d)
     plan.row_span[d] = d + 1 < plan.outer_rank ? plan.row_span[d + 1] * plan.outer_sizes[d + 1] : 1;
 
