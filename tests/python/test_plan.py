@@ -118,6 +118,16 @@ def test_the_plan_follows_the_thread_count():
     with dmlops.threads(4):
         split = pad.plan()
     assert split.tiles["column_blocks"] == 3 and split.tasks == 8 * 3, split
+    # The tiles a filter cuts for the threads reach every thread: a quarter antialiased
+    # resampling's 64 tiles of 4,096 outputs at 16 threads go in chunks of 4, not 8.
+    quarter = dmlops.Resample3Desc(f32(1, 16, 512, 512), interpolation_mode="linear", scales=(1, 1, 0.25, 0.25),
+                                   rounding_direction="increasing", antialiased=True)
+    for threads in (1, 4, 8, 16):
+        with dmlops.threads(threads):
+            plan = quarter.plan()
+        assert plan.tasks // plan.tiles["grain"] >= min(threads, plan.tasks), (threads, plan)
+    with dmlops.threads(16):
+        assert (quarter.plan().tasks, quarter.plan().tiles["grain"]) == (64, 4), quarter.plan()
 
 
 def run_child(code, **env):
