@@ -224,8 +224,9 @@ namespace {
 // the CPU has. A streaming store holds its store-buffer entry until a write-combining buffer
 // takes it, so while memory drains a streamed batch the kernel's next ordinary stores queue
 // behind it; a line in one entry instead of four (SSE2) lets the next batch's gathering go on.
-// A 12.85 MB nearest x1.75 resampling's rows staged 16 KiB at a time and streamed took 0.93x
-// the time with 32- or 64-byte stores (Zen 4, a C++ loop); a plain copy gained nothing.
+// Zen 4, 1 thread: the nearest x1.75 resampling of 1x64x128x128 (12.85 MB out, its rows staged
+// 16 KiB at a time) took 0.89-0.92x the time with 64-byte stores (a C++ loop of the same: 0.93x
+// with 32- or 64-byte ones); a plain streamed copy, bound by memory, gained nothing.
 DMLOPS_TARGET("avx512f") void stream_lines_avx512(std::byte* dst, const std::byte* src, std::size_t lines) {
   for (std::size_t i = 0; i < lines; ++i, dst += kCacheLineBytes, src += kCacheLineBytes)
     _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), _mm512_loadu_si512(src));
