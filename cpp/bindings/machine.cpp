@@ -29,6 +29,17 @@ void bind_machine(py::module_& m) {
       },
       "The cache sizes in bytes the kernels size their tiles from, and where they were read: "
       "{'l1d', 'l2', 'l3', 'source'}.");
+  m.def(
+      "cpu_features",
+      [] {
+        const platform::CpuFeatures& f = platform::cpu_features();
+        py::dict d;
+        d["avx2"] = f.avx2, d["fma"] = f.fma, d["f16c"] = f.f16c, d["avx512f"] = f.avx512f, d["avx512bw"] = f.avx512bw;
+        d["avx512vbmi"] = f.avx512vbmi, d["avx512_half_rate"] = f.avx512_half_rate, d["zen4"] = f.zen4, d["neon"] = f.neon;
+        return d;
+      },
+      "What the processor supports as the kernels read it, whatever the DMLOPS_DISABLE_* switches say "
+      "(avx512_half_rate: AVX-512 in two 256-bit halves, as on Zen 4).");
 }
 
 }  // namespace dmlops::bindings

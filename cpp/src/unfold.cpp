@@ -242,7 +242,11 @@ std::int64_t triple_stage_span(const BlockWalker& walker, std::int64_t element) 
 // and 0.77x. Outputs too large for the caches stream their staged rows as StreamedRow does:
 // float16 3x3x3 (1, 2, 2) of 1x16x32x64x64 (28 MB out) 0.63x and 0.75x at 1 and 2 threads (with
 // ordinary stores instead, 0.69x and 0.90x; of 1x32x32x128x128, 226 MB, 0.89x and 1.08x: the
-// stores read each line first), 3x3 of 1x256x224x224 (58 MB) 0.80x and 0.82x.
+// stores read each line first), 3x3 of 1x256x224x224 (58 MB) 0.80x and 0.82x. Only where AVX-512
+// runs in halves (Zen 4, where they were measured): on the 16-core Xeon the float16 3x3 stride-2
+// unfold of 1x64x112x112 ran at 112% of a copy of its bytes on 1 thread and 85-95% on 16 a row
+// at a time (two runs, 2026-12-04 and 05), and at 82% and 48-68% with tap triples (three runs a
+// day later, 61-69% at 4 and 8 threads: slower by 1.3-1.6x).
 bool tap_triples(const BlockWalker& walker, const TensorView& in, const TensorView& out, bool streamed) {
 #if DMLOPS_X86
   const std::size_t element = element_size(in.dtype);
@@ -250,9 +254,9 @@ bool tap_triples(const BlockWalker& walker, const TensorView& in, const TensorVi
   if (walker.rank() < 2 || (streamed && walker.block_stride(0) * step > kTripleStageMaxBytes)) return false;
   const int last = walker.rank() - 1;
   const WindowAxis& columns = walker.axis(last);
-  return columns.window == 3 && columns.stride == 2 && columns.dilation == 1 && columns.start == 1 &&
-         in.byte_strides[2 + last] == step && out.byte_strides[2] == step &&
-         tap_triple_rows_vbmi_take(walker.blocks()[last], element);
+  return platform::cpu_features().avx512_half_rate && columns.window == 3 && columns.stride == 2 &&
+         columns.dilation == 1 && columns.start == 1 && in.byte_strides[2 + last] == step &&
+         out.byte_strides[2] == step && tap_triple_rows_vbmi_take(walker.blocks()[last], element);
 #else
   static_cast<void>(walker), static_cast<void>(in), static_cast<void>(out), static_cast<void>(streamed);
   return false;  // (without the byte permute, a row at a time)

@@ -107,6 +107,22 @@ def test_cache_sizes_are_plausible():
     assert caches["source"] in ("environment", "cpuid", "sysfs", "sysctl", "windows", "default")
 
 
+def test_cpu_features_are_consistent():
+    """What the CPU has, as the kernels read it: each extension implies the ones it builds on, and
+    the switches that turn kernels off leave the report alone."""
+    f = dmlops._core.cpu_features()
+    assert set(f) == {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vbmi", "avx512_half_rate", "zen4", "neon"}
+    assert all(isinstance(v, bool) for v in f.values())
+    assert not f["avx512vbmi"] or f["avx512bw"]
+    assert not f["avx512bw"] or f["avx512f"]
+    assert not (f["avx512_half_rate"] or f["zen4"]) or f["avx512f"]
+    assert not (f["neon"] and f["avx2"])
+    code = "from dmlops import _core; print(sorted(k for k, v in _core.cpu_features().items() if v))"
+    result = run_python("import dmlops; " + code, DMLOPS_DISABLE_AVX2="1", DMLOPS_DISABLE_AVX512="1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(sorted(k for k, v in f.items() if v))
+
+
 @pytest.mark.parametrize("value, expected", [
     ("48K,2M,32M", (48 << 10, 2 << 20, 32 << 20)),
     (" 32768 , 1048576 , 8M ", (32 << 10, 1 << 20, 8 << 20)),
