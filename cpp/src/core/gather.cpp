@@ -1392,8 +1392,9 @@ Plan make_plan(const TensorView& in, const TensorView& out, const std::vector<Ax
   // Where AVX-512 runs in 256-bit halves (Zen 4), narrow rows permute a row from its input in
   // the time a copy from an equal row takes to read it: they write every row so (1 thread:
   // 1x64x32x32 float32 reflected to 147x147 took 0.77x the time). Full-width AVX-512 cores copy
-  // faster (the 16-core Xeon, 1-16 threads, alternating processes: that reflection 0.83-1.01x
-  // the time with copies in ten pairings, median 0.93; its wrap 0.70-0.91x), and so do AVX2's permutes (Zen 4: 0.83x).
+  // faster (the 16-core Xeon, 1-16 threads, alternating processes, ten pairings: that reflection
+  // 0.83-1.01x the time with copies, median 0.93; its wrap 0.70-0.91x), and so do AVX2's
+  // permutes (Zen 4: 0.83x).
   if (!plan.permute_blocks.empty() && narrow_rows_avx512(element) && platform::cpu_features().avx512_half_rate)
     plan.rows_back.clear();
   for (int d = plan.outer_rank - 1; d >= 0; --d)

@@ -305,10 +305,9 @@ void LineStreamer::write(std::byte* dst, const std::byte* src, std::size_t n) {
     stream_lines(line_, pending_, 1);
     waiting_ = 0, streamed_ = true;
   }
-  if (n >= kLine) {
-    const std::size_t whole = n / kLine * kLine;
-    stream_lines(dst, src, n / kLine);
-    dst += whole, src += whole, n -= whole, streamed_ = true;
+  if (const std::size_t lines = n / kLine; lines > 0) {
+    stream_lines(dst, src, lines);
+    dst += lines * kLine, src += lines * kLine, n -= lines * kLine, streamed_ = true;
   }
   if (n > 0) {
     std::memcpy(pending_, src, n);
