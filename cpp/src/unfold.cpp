@@ -182,7 +182,16 @@ bool unfold_streams(const TensorView& in, const TensorView& out) {
          (stream_output(out.element_count() * elem) || stream_staged(in.element_count() * elem, out.element_count() * elem));
 }
 
-KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool streamed, bool one_copy_boxes, bool triples) {
+// Whether unfold's streamed rows (not tap triples) go through AssembledRow: their runs are
+// contiguous in the input, and the CPU has AVX-512BW (LineAssembler).
+bool assembled_rows(const BlockWalker& walker, const TensorView& in, bool streamed, bool triples) {
+  const int last = walker.rank() - 1;
+  return streamed && !triples && LineAssembler::available() &&
+         walker.axis(last).stride * in.byte_strides[2 + last] == static_cast<std::int64_t>(element_size(in.dtype));
+}
+
+KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool streamed, bool assembled, bool one_copy_boxes,
+                    bool triples) {
   const bool stride2 = walker.axis(walker.rank() - 1).stride == 2;
   const std::string reason =
       triples ? std::string("the three taps of each row of the window's last axis (n, c, taps k to k + 2) in one task: "
@@ -191,7 +200,10 @@ KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool stream
                     (streamed ? "; staged in L1 a few blocks of axis 0 at a time and streamed out (non-temporal "
                                 "stores): the output is too large for the caches"
                               : "")
-      : std::string(streamed ? "each output row (n, c, tap) walks its tap over the blocks into a buffer in L1, streamed out "
+      : std::string(assembled ? "each output row (n, c, tap) walks its tap over the blocks, its lines put together in "
+                                "registers from the input runs (avx512bw) and streamed out (non-temporal stores): the "
+                                "output is too large for the caches"
+                    : streamed ? "each output row (n, c, tap) walks its tap over the blocks into a buffer in L1, streamed out "
                                "(non-temporal stores) 8 KiB at a time: the output is too large for the caches"
                     : walker.rank() == 2
                         ? "each output row (n, c, tap) is its tap's box of blocks inside the input, copied at once, and zero fills around it"
@@ -206,7 +218,7 @@ KernelPlan describe(const UnfoldTasks& t, const BlockWalker& walker, bool stream
                  : "; strided runs element by element");
   KernelPlan k = KernelPlan::of("rows", reason, kernel_isa(KernelKind::Avx2), t.rows * t.pieces);
   k.tiles = {{"rows", t.rows}, {"pieces", t.pieces}, {"blocks0_per_piece", t.blocks0_per_piece}, {"grain", t.grain},
-             {"streamed", streamed ? 1 : 0}, {"tap_triples", triples ? 1 : 0}};
+             {"streamed", streamed ? 1 : 0}, {"assembled", assembled ? 1 : 0}, {"tap_triples", triples ? 1 : 0}};
   return k;
 }
 
@@ -442,6 +454,27 @@ class StreamedRow {
   std::int64_t used_ = 0, limit_ = kChunk;
 };
 
+// An output row streamed by a LineAssembler, where its runs are contiguous in the input (stride
+// 1 along the last axis): its lines are put together in registers rather than staged in L1
+// (Zen 4, 1 thread: 1x16x32x32x32 float32, 3x3x3, 0.6x the time of StreamedRow). The same
+// calls as StreamedRow's; the runs' element steps are the element size.
+template <class T>
+class AssembledRow {
+ public:
+  explicit AssembledRow(std::byte* dst) : lines_(dst) {}
+  void copy(const std::byte* src, std::int64_t /*step*/, std::int64_t count) { lines_.copy(src, bytes(count)); }
+  void copy_rows(const std::byte* src, std::int64_t /*step*/, std::int64_t count, std::int64_t row_step,
+                 std::int64_t rows, std::int64_t gap) {
+    lines_.copy_rows(src, row_step, bytes(count), rows, bytes(gap));
+  }
+  void fill(std::int64_t count) { lines_.zeros(bytes(count)); }
+  void finish() { lines_.finish(); }
+
+ private:
+  static std::size_t bytes(std::int64_t count) { return static_cast<std::size_t>(count) * sizeof(T); }
+  LineAssembler lines_;
+};
+
 // The output rows of taps k to k + 2 (tap_triples) for blocks [first, last) of axis d: dst[j]
 // is tap k + j's output at block `first` of axis d (of the blocks before d), src the input at
 // index 0 of axis d. Blocks that read padding along d are zeros; along the axis before the
@@ -517,7 +550,9 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
   const bool triples = tap_triples(walker, in, out, streamed);
   const UnfoldTasks t = unfold_tasks(walker, in.sizes[0] * in.sizes[1] * taps, element_size(in.dtype), triples);
   const std::int64_t group = t.group, units_per_batch = in.sizes[1] * taps / group;
-  if (verbose()) log_plan(call_text("Unfold", in, desc.window_sizes), describe(t, walker, streamed, one_copy, triples));
+  const bool assembled = assembled_rows(walker, in, streamed, triples);
+  if (verbose())
+    log_plan(call_text("Unfold", in, desc.window_sizes), describe(t, walker, streamed, assembled, one_copy, triples));
   const std::int64_t rows = t.rows, pieces = t.pieces, blocks0 = walker.blocks()[0],
                      blocks0_per_piece = t.blocks0_per_piece, grain = t.grain;
 
@@ -544,7 +579,9 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
     const std::int64_t block0_bytes = walker.block_stride(0) * std::int64_t{sizeof(T)};
     const std::int64_t span = triple_stage_span(walker, sizeof(T)), staged = span * block0_bytes;
     parallel_for(0, rows * pieces, grain, [&](std::int64_t begin, std::int64_t end) {
-      std::vector<T> buffer(!streamed ? 0 : triples ? 3 * span * walker.block_stride(0) : StreamedRow<T>::kChunk);
+      std::vector<T> buffer(!streamed || assembled ? 0
+                            : triples              ? 3 * span * walker.block_stride(0)
+                                                   : StreamedRow<T>::kChunk);
       // The task's rows (n, c, taps k to k + group - 1) and piece, divided out once and then
       // counted (see PlanarTaps).
       std::int64_t piece = begin % pieces, n = begin / pieces / units_per_batch;
@@ -582,17 +619,26 @@ void execute(const UnfoldDesc& desc, const TensorView& in, const TensorView& out
               streamers[j].write(rows[j] + at, stage[j], static_cast<std::size_t>((b - a) * block0_bytes));
           }
         } else if (streamed) {
-          StreamedRow<T> row(dst + first0 * walker.block_stride(0) * col_step, buffer.data());
-          walker.walk(walker.tap(k), first0, last0, position_strides, /*base_offset=*/0,
-                      [&](std::int64_t, std::int64_t count) { row.fill(count); },
-                      Overloaded{[&](std::int64_t, std::int64_t offset, std::int64_t step, std::int64_t count) {
-                                   row.copy(src + offset, step, count);
-                                 },
-                                 [&](std::int64_t, std::int64_t offset, std::int64_t step, std::int64_t count,
-                                     std::int64_t row_step, std::int64_t rows, std::int64_t pitch) {
-                                   row.copy_rows(src + offset, step, count, row_step, rows, pitch - count);
-                                 }});
-          row.finish();
+          const auto walk_into = [&](auto& row) {
+            walker.walk(walker.tap(k), first0, last0, position_strides, /*base_offset=*/0,
+                        [&](std::int64_t, std::int64_t count) { row.fill(count); },
+                        Overloaded{[&](std::int64_t, std::int64_t offset, std::int64_t step, std::int64_t count) {
+                                     row.copy(src + offset, step, count);
+                                   },
+                                   [&](std::int64_t, std::int64_t offset, std::int64_t step, std::int64_t count,
+                                       std::int64_t row_step, std::int64_t rows, std::int64_t pitch) {
+                                     row.copy_rows(src + offset, step, count, row_step, rows, pitch - count);
+                                   }});
+            row.finish();
+          };
+          std::byte* const row_dst = dst + first0 * walker.block_stride(0) * col_step;
+          if (assembled) {
+            AssembledRow<T> row(row_dst);
+            walk_into(row);
+          } else {
+            StreamedRow<T> row(row_dst, buffer.data());
+            walk_into(row);
+          }
         } else if (planar) {
           const Dims tap = walker.tap(k);
           const WindowAxis &rows_axis = walker.axis(0), &columns_axis = walker.axis(1);
@@ -656,7 +702,8 @@ KernelPlan plan(const UnfoldDesc& desc) {
   const BlockWalker walker = window_geometry("Unfold", spatial_sizes(in.sizes), desc);
   const bool streamed = unfold_streams(in, out), triples = tap_triples(walker, in, out, streamed);
   return describe(unfold_tasks(walker, in.sizes[0] * in.sizes[1] * walker.tap_count(), element_size(in.dtype), triples),
-                  walker, streamed, one_copy_boxes(walker, in, out, streamed), triples);
+                  walker, streamed, assembled_rows(walker, in, streamed, triples), one_copy_boxes(walker, in, out, streamed),
+                  triples);
 }
 
 // ---------------------------------------------------------------------------------------------

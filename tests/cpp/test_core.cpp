@@ -2837,6 +2837,56 @@ TEST(Rows, LineStreamerWritesWholeLinesAcrossWritesAndGaps) {
   }
 }
 
+// LineAssembler: one stretch starting at every alignment within a line, made of copies (0 to
+// 200 bytes, single or as copy_rows with 0 to 70 zero bytes between rows, rows from a source
+// step that may be negative) and zero runs, some finish() calls in between; after finish() every
+// byte of the stretch holds what was appended and every byte around it is untouched. The
+// source is read only where the pieces lie (its bytes around them are never needed).
+TEST(Rows, LineAssemblerWritesPiecesAndZerosInOrder) {
+  std::vector<std::byte> src(8192), dst(16384 + 128);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 37 + 11);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> length(0, 200), gap(0, 70), rows(1, 5), kind(0, 5);
+  for (std::size_t start = 0; start < 64; ++start) {
+    for (int trial = 0; trial < 6; ++trial) {
+      std::fill(dst.begin(), dst.end(), std::byte{0x5a});
+      std::vector<std::byte> expected(dst.size(), std::byte{0x5a});
+      std::size_t at = 64 + start;
+      {
+        LineAssembler lines(dst.data() + at);
+        while (true) {
+          const int what = kind(rng);
+          if (what == 0) {  // zeros
+            const auto n = static_cast<std::size_t>(length(rng));
+            if (at + n > dst.size() - 64) break;
+            lines.zeros(n);
+            std::fill_n(expected.begin() + static_cast<std::ptrdiff_t>(at), n, std::byte{0});
+            at += n;
+          } else if (what == 1) {
+            lines.finish();
+          } else {  // rows of n bytes, `between` zeros between two, the source `step` apart
+            const auto n = static_cast<std::size_t>(length(rng)), between = static_cast<std::size_t>(gap(rng));
+            const std::int64_t count = what == 2 ? rows(rng) : 1, step = (what == 3 ? -1 : 1) * (length(rng) + 1);
+            const std::size_t total = count * n + (count - 1) * between;
+            if (at + total > dst.size() - 64) break;
+            const std::int64_t first = step < 0 ? 4096 : 512;  // rows within src either way
+            lines.copy_rows(src.data() + first, step, n, count, between);
+            for (std::int64_t r = 0; r < count; ++r) {
+              if (r > 0) std::fill_n(expected.begin() + static_cast<std::ptrdiff_t>(at), between, std::byte{0}), at += between;
+              std::copy_n(src.begin() + first + r * step, n, expected.begin() + static_cast<std::ptrdiff_t>(at));
+              at += n;
+            }
+          }
+        }
+        if (trial % 2 == 0) lines.finish();  // else the destructor finishes
+      }
+      stream_fence();
+      for (std::size_t i = 0; i < dst.size(); ++i)
+        ASSERT_EQ(dst[i], expected[i]) << "byte " << i << ", start " << start << ", trial " << trial << ", end " << at;
+    }
+  }
+}
+
 // gemm_packed against a plain triple loop in double: every tile edge (M, N around the tile
 // sizes, M across row blocks of A), K from 1 up and across K blocks; B packed row by row; both
 // element types. The micro-kernel writes whole tiles, so C has round_up(M, kGemmRows) rows;

@@ -396,13 +396,14 @@ def test_fold_drops_padding_and_leaves_uncovered_zero():
     np.testing.assert_array_equal(y[0, 0], [5, 0, 2, 6, 0, 3, 7, 0, 4])
 
 
-# Outputs larger than the last-level cache go through a buffer in L1 and out with streaming
-# stores, and fold prefetches inputs that large; a 1 MiB "L3" makes these small ones take those
-# paths: 1-D, 2-D and 3-D windows with and without padding, strides and dilations, 1- to 8-byte elements,
+# Outputs larger than the last-level cache go out with streaming stores, through a buffer in L1
+# or, where the runs are contiguous in the input and the CPU has AVX-512BW, put together in
+# registers (run again without AVX-512: the buffer), and fold prefetches inputs that large; a 1
+# MiB "L3" makes these small ones take those paths: 1-D, 2-D and 3-D windows with and without padding, strides and dilations, 1- to 8-byte elements,
 # outputs that start at every alignment, a strided `out` (not streamed), thread counts that cut
 # rows into pieces.
 STREAMING_CHECK = """
-import sys
+import os, sys
 import numpy as np, dmlops
 from dmlops import _core
 sys.path.insert(0, sys.argv[1])
@@ -433,13 +434,16 @@ triples = [dmlops.UnfoldDesc(dmlops.TensorDesc(dtype, shape), window_sizes=windo
                              start_padding=start, end_padding=end).plan().tiles["tap_triples"]
            for shape, dtype, window, strides, dilations, start, end in cases[-4:]]
 assert triples == ([1, 1, 1, 0] if vbmi else [0, 0, 0, 0]), triples
-for shape, dtype, window, strides, dilations, start, end in cases:
+bw = _core.cpu_features()["avx512bw"] and os.environ.get("DMLOPS_DISABLE_AVX512") != "1"
+triples = [0] * (len(cases) - len(triples)) + triples
+for (shape, dtype, window, strides, dilations, start, end), triple in zip(cases, triples):
     x = rng.integers(0, 200, shape).astype(dtype)
     kwargs = dict(strides=strides, dilations=dilations, start_padding=start, end_padding=end)
     expected = unfold_reference(x, window, strides, dilations, start, end)
     assert expected.nbytes > 1 << 20
     desc = dmlops.UnfoldDesc(dmlops.TensorDesc(dtype, shape), window_sizes=window, **kwargs)
     assert desc.plan().tiles["streamed"] == 1
+    assert desc.plan().tiles["assembled"] == (bw and strides[-1] == 1 and not triple)
     for threads in (1, 2, 5):
         with dmlops.threads(threads):
             assert np.array_equal(dmlops.unfold(x, window, **kwargs).view(np.uint8), expected.view(np.uint8))
@@ -463,10 +467,13 @@ print("ok")
 """
 
 
-def test_outputs_larger_than_the_cache_stream_bit_exactly():
+@pytest.mark.parametrize("switch", [None, "DMLOPS_DISABLE_AVX512"])
+def test_outputs_larger_than_the_cache_stream_bit_exactly(switch):
+    env = {**os.environ, "DMLOPS_CACHE_SIZES": "32K,256K,1M"}
+    if switch:
+        env[switch] = "1"
     result = subprocess.run([sys.executable, "-c", STREAMING_CHECK, os.path.dirname(os.path.abspath(__file__))],
-                            capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "DMLOPS_CACHE_SIZES": "32K,256K,1M"})
+                            capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
 

@@ -36,6 +36,11 @@ bool avx512_enabled() {
   return enabled;
 }
 
+bool avx512bw_enabled() {
+  static const bool enabled = avx512_enabled() && platform::cpu_features().avx512bw;
+  return enabled;
+}
+
 bool avx512_vbmi_enabled() {
   static const bool enabled = avx512_enabled() && platform::cpu_features().avx512vbmi;
   return enabled;

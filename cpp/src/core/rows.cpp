@@ -325,6 +325,132 @@ void LineStreamer::finish() {
   streamed_ = false;
 }
 
+namespace {
+#if DMLOPS_X86
+// LineAssembler's work with AVX-512BW: `carry` holds the line being assembled in a register for
+// the length of a call. Lanes below `waiting` are taken; a piece's bytes go to the lanes at and
+// above it, loaded from `src - waiting` with the lanes below masked off (a masked-off lane is
+// never read, so the load does not touch memory before the piece).
+DMLOPS_ALWAYS_INLINE inline std::uint64_t low_bytes(std::size_t n) {  // lanes [0, n), n <= 64
+  return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
+}
+class AssemblerAvx512 {
+ public:
+  DMLOPS_TARGET("avx512f,avx512bw") explicit AssemblerAvx512(LineAssembler::State& state)
+      : state_(state), line_(state.line), head_(state.head), waiting_(state.waiting),
+        carry_(_mm512_load_si512(state.carry)) {}
+  DMLOPS_TARGET("avx512f,avx512bw") ~AssemblerAvx512() {
+    state_.line = line_, state_.head = head_, state_.waiting = waiting_;
+    _mm512_store_si512(state_.carry, carry_);
+  }
+  DMLOPS_TARGET("avx512f,avx512bw") DMLOPS_ALWAYS_INLINE void copy(const std::byte* src, std::size_t n) {
+    const std::uint64_t taken = low_bytes(waiting_);
+    if (waiting_ + n < 64) {
+      const __m512i piece = _mm512_maskz_loadu_epi8(low_bytes(waiting_ + n) & ~taken, src - waiting_);
+      carry_ = _mm512_mask_blend_epi8(taken, piece, carry_);
+      waiting_ += n;
+      return;
+    }
+    put(_mm512_mask_blend_epi8(taken, _mm512_maskz_loadu_epi8(~taken, src - waiting_), carry_));
+    std::size_t at = 64 - waiting_;
+    for (; at + 64 <= n; at += 64, line_ += 64)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(line_), _mm512_loadu_si512(src + at));
+    waiting_ = n - at;
+    carry_ = _mm512_maskz_loadu_epi8(low_bytes(waiting_), src + at);
+  }
+  DMLOPS_TARGET("avx512f,avx512bw") DMLOPS_ALWAYS_INLINE void zeros(std::size_t n) {
+    if (waiting_ + n < 64) {
+      carry_ = _mm512_maskz_mov_epi8(low_bytes(waiting_), carry_);
+      waiting_ += n;
+      return;
+    }
+    put(_mm512_maskz_mov_epi8(low_bytes(waiting_), carry_));
+    std::size_t at = 64 - waiting_;
+    for (; at + 64 <= n; at += 64, line_ += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(line_), _mm512_setzero_si512());
+    waiting_ = n - at;
+    carry_ = _mm512_setzero_si512();
+  }
+  DMLOPS_TARGET("avx512f,avx512bw") void finish() {
+    _mm512_mask_storeu_epi8(line_, low_bytes(waiting_) & ~low_bytes(head_), carry_);
+    head_ = waiting_;  // written: not to be written again
+  }
+
+ private:
+  // A whole line: streamed, or stored masked where the stretch starts inside it.
+  DMLOPS_TARGET("avx512f,avx512bw") DMLOPS_ALWAYS_INLINE void put(__m512i line) {
+    if (head_ == 0) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(line_), line);
+    } else {
+      _mm512_mask_storeu_epi8(line_, ~low_bytes(head_), line);
+      head_ = 0;
+    }
+    line_ += 64;
+  }
+
+  LineAssembler::State& state_;
+  std::byte* line_;
+  std::size_t head_, waiting_;
+  __m512i carry_;
+};
+
+DMLOPS_TARGET("avx512f,avx512bw")
+void assemble_rows_avx512(LineAssembler::State& state, const std::byte* src, std::int64_t src_step, std::size_t n,
+                          std::int64_t rows, std::size_t gap) {
+  AssemblerAvx512 a(state);
+  for (std::int64_t r = 0; r < rows; ++r, src += src_step) {
+    if (r > 0 && gap > 0) a.zeros(gap);
+    a.copy(src, n);
+  }
+}
+DMLOPS_TARGET("avx512f,avx512bw") void assemble_zeros_avx512(LineAssembler::State& state, std::size_t n) {
+  AssemblerAvx512(state).zeros(n);
+}
+DMLOPS_TARGET("avx512f,avx512bw") void assemble_finish_avx512(LineAssembler::State& state) {
+  AssemblerAvx512(state).finish();
+}
+#endif
+}  // namespace
+
+bool LineAssembler::available() {
+#if DMLOPS_X86
+  return avx512bw_enabled();
+#else
+  return false;
+#endif
+}
+
+LineAssembler::LineAssembler(std::byte* dst) : state_{} {
+  const std::size_t head = available() ? reinterpret_cast<std::uintptr_t>(dst) % 64 : 0;
+  state_.line = dst - head, state_.head = head, state_.waiting = head;
+}
+
+// Without AVX-512BW `line` is where the next byte goes and nothing waits.
+void LineAssembler::copy_rows(const std::byte* src, std::int64_t src_step, std::size_t n, std::int64_t rows,
+                              std::size_t gap) {
+#if DMLOPS_X86
+  if (available()) return assemble_rows_avx512(state_, src, src_step, n, rows, gap);
+#endif
+  for (std::int64_t r = 0; r < rows; ++r, src += src_step) {
+    if (r > 0 && gap > 0) std::memset(state_.line, 0, gap), state_.line += gap;
+    copy_bytes(state_.line, src, n);
+    state_.line += n;
+  }
+}
+
+void LineAssembler::zeros(std::size_t n) {
+#if DMLOPS_X86
+  if (available()) return assemble_zeros_avx512(state_, n);
+#endif
+  std::memset(state_.line, 0, n);
+  state_.line += n;
+}
+
+void LineAssembler::finish() {
+#if DMLOPS_X86
+  if (available() && state_.waiting > state_.head) assemble_finish_avx512(state_);
+#endif
+}
+
 #if DMLOPS_X86
 // dst[2j] += src[j] for j < n, eight sums per step (each source register spread over the even
 // lanes of two); see add_row.

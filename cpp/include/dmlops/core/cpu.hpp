@@ -24,6 +24,8 @@ bool avx2_enabled();
 bool avx2_fma_enabled();
 // avx2_fma_enabled(), the CPU has AVX-512F and DMLOPS_DISABLE_AVX512 is unset (or "0").
 bool avx512_enabled();
+// avx512_enabled() and the CPU has AVX-512BW: byte masks on loads and stores (LineAssembler).
+bool avx512bw_enabled();
 // avx512_enabled() and the CPU has AVX-512BW and AVX512_VBMI (Ice Lake and later, Zen 4 and 5):
 // the data-movement shuffles that permute bytes across a 64-byte vector (rows.hpp).
 bool avx512_vbmi_enabled();
