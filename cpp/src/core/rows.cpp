@@ -343,7 +343,7 @@ class AssemblerAvx512 {
     state_.line = line_, state_.head = head_, state_.waiting = waiting_;
     _mm512_store_si512(state_.carry, carry_);
   }
-  DMLOPS_TARGET("avx512f,avx512bw") DMLOPS_ALWAYS_INLINE void copy(const std::byte* src, std::size_t n) {
+  DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw") void copy(const std::byte* src, std::size_t n) {
     const std::uint64_t taken = low_bytes(waiting_);
     if (waiting_ + n < 64) {
       const __m512i piece = _mm512_maskz_loadu_epi8(low_bytes(waiting_ + n) & ~taken, src - waiting_);
@@ -358,7 +358,7 @@ class AssemblerAvx512 {
     waiting_ = n - at;
     carry_ = _mm512_maskz_loadu_epi8(low_bytes(waiting_), src + at);
   }
-  DMLOPS_TARGET("avx512f,avx512bw") DMLOPS_ALWAYS_INLINE void zeros(std::size_t n) {
+  DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw") void zeros(std::size_t n) {
     if (waiting_ + n < 64) {
       carry_ = _mm512_maskz_mov_epi8(low_bytes(waiting_), carry_);
       waiting_ += n;
@@ -377,7 +377,7 @@ class AssemblerAvx512 {
 
  private:
   // A whole line: streamed, or stored masked where the stretch starts inside it.
-  DMLOPS_TARGET("avx512f,avx512bw") DMLOPS_ALWAYS_INLINE void put(__m512i line) {
+  DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw") void put(__m512i line) {
     if (head_ == 0) {
       _mm512_stream_si512(reinterpret_cast<__m512i*>(line_), line);
     } else {
