@@ -398,10 +398,11 @@ def test_fold_drops_padding_and_leaves_uncovered_zero():
 
 # Outputs larger than the last-level cache go out with streaming stores, through a buffer in L1
 # or, where the runs are contiguous in the input and the CPU has AVX-512BW, put together in
-# registers (run again without AVX-512: the buffer), and fold prefetches inputs that large; a 1
-# MiB "L3" makes these small ones take those paths: 1-D, 2-D and 3-D windows with and without padding, strides and dilations, 1- to 8-byte elements,
-# outputs that start at every alignment, a strided `out` (not streamed), thread counts that cut
-# rows into pieces.
+# registers (run again without AVX-512: the buffer; an input strided along its last axis takes
+# the buffer too), and fold prefetches inputs that large; a 1 MiB "L3" makes these small ones
+# take those paths: 1-D, 2-D and 3-D windows with and without padding, strides and dilations, 1-
+# to 8-byte elements, outputs that start at every alignment, a strided `out` (not streamed),
+# thread counts that cut rows into pieces.
 STREAMING_CHECK = """
 import os, sys
 import numpy as np, dmlops
@@ -456,6 +457,10 @@ for (shape, dtype, window, strides, dilations, start, end), triple in zip(cases,
             strided = np.zeros(expected.shape[:2] + (2 * expected.shape[2],), dtype)[..., ::2]
             dmlops.unfold(x, window, out=strided, **kwargs)
             assert np.array_equal(np.ascontiguousarray(strided).view(np.uint8), expected.view(np.uint8))
+            spread = np.zeros(shape[:-1] + (2 * shape[-1],), dtype)
+            spread[..., ::2] = x
+            assert np.array_equal(dmlops.unfold(spread[..., ::2], window, **kwargs).view(np.uint8),
+                                  expected.view(np.uint8))
             # fold reads such inputs from memory, prefetched ahead: the same sums
             fold_desc = dmlops.FoldDesc(dmlops.TensorDesc(dtype, expected.shape), dmlops.TensorDesc(dtype, shape),
                                         window_sizes=window, **kwargs)
