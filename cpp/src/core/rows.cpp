@@ -327,13 +327,13 @@ void LineStreamer::finish() {
 
 namespace {
 #if DMLOPS_X86
+// The low `bytes` bits (bytes <= 64): the lanes [0, bytes) of a byte mask.
+std::uint64_t byte_mask(std::int64_t bytes) { return bytes >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bytes) - 1; }
+
 // LineAssembler's work with AVX-512BW: `carry` holds the line being assembled in a register for
 // the length of a call. Lanes below `waiting` are taken; a piece's bytes go to the lanes at and
 // above it, loaded from `src - waiting` with the lanes below masked off (a masked-off lane is
 // never read, so the load does not touch memory before the piece).
-DMLOPS_ALWAYS_INLINE inline std::uint64_t low_bytes(std::size_t n) {  // lanes [0, n), n <= 64
-  return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
-}
 class AssemblerAvx512 {
  public:
   DMLOPS_TARGET("avx512f,avx512bw") explicit AssemblerAvx512(LineAssembler::State& state)
@@ -343,45 +343,50 @@ class AssemblerAvx512 {
     state_.line = line_, state_.head = head_, state_.waiting = waiting_;
     _mm512_store_si512(state_.carry, carry_);
   }
-  DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw") void copy(const std::byte* src, std::size_t n) {
-    const std::uint64_t taken = low_bytes(waiting_);
-    if (waiting_ + n < 64) {
-      const __m512i piece = _mm512_maskz_loadu_epi8(low_bytes(waiting_ + n) & ~taken, src - waiting_);
-      carry_ = _mm512_mask_blend_epi8(taken, piece, carry_);
-      waiting_ += n;
-      return;
-    }
-    put(_mm512_mask_blend_epi8(taken, _mm512_maskz_loadu_epi8(~taken, src - waiting_), carry_));
-    std::size_t at = 64 - waiting_;
-    for (; at + 64 <= n; at += 64, line_ += 64)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(line_), _mm512_loadu_si512(src + at));
-    waiting_ = n - at;
-    carry_ = _mm512_maskz_loadu_epi8(low_bytes(waiting_), src + at);
+  DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw") void copy(const std::byte* src, std::int64_t n) {
+    append(n, Bytes{src});
   }
-  DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw") void zeros(std::size_t n) {
-    if (waiting_ + n < 64) {
-      carry_ = _mm512_maskz_mov_epi8(low_bytes(waiting_), carry_);
-      waiting_ += n;
-      return;
-    }
-    put(_mm512_maskz_mov_epi8(low_bytes(waiting_), carry_));
-    std::size_t at = 64 - waiting_;
-    for (; at + 64 <= n; at += 64, line_ += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(line_), _mm512_setzero_si512());
-    waiting_ = n - at;
-    carry_ = _mm512_setzero_si512();
-  }
+  DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw") void zeros(std::int64_t n) { append(n, Zeros{}); }
   DMLOPS_TARGET("avx512f,avx512bw") void finish() {
-    _mm512_mask_storeu_epi8(line_, low_bytes(waiting_) & ~low_bytes(head_), carry_);
+    _mm512_mask_storeu_epi8(line_, byte_mask(waiting_) & ~byte_mask(head_), carry_);
     head_ = waiting_;  // written: not to be written again
   }
 
  private:
+  // The pieces append() takes (function objects: a lambda would not take the target ISA).
+  struct Bytes {
+    const std::byte* src;
+    DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw") __m512i operator()(std::uint64_t lanes, std::int64_t at) const {
+      return _mm512_maskz_loadu_epi8(lanes, src + at);
+    }
+  };
+  struct Zeros {
+    DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw") __m512i operator()(std::uint64_t, std::int64_t) const {
+      return _mm512_setzero_si512();
+    }
+  };
+  // n bytes of a piece: piece(lanes, at) holds its bytes [at, at + 64) in the given lanes (at
+  // may be negative: lanes below -at are never asked for).
+  template <class Piece>
+  DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw") void append(std::int64_t n, Piece piece) {
+    const std::uint64_t taken = byte_mask(waiting_);
+    if (waiting_ + n < 64) {
+      carry_ = _mm512_mask_blend_epi8(taken, piece(byte_mask(waiting_ + n) & ~taken, -waiting_), carry_);
+      waiting_ += n;
+      return;
+    }
+    put(_mm512_mask_blend_epi8(taken, piece(~taken, -waiting_), carry_));
+    std::int64_t at = 64 - waiting_;
+    for (; at + 64 <= n; at += 64, line_ += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(line_), piece(~std::uint64_t{0}, at));
+    waiting_ = n - at;
+    carry_ = piece(byte_mask(waiting_), at);
+  }
   // A whole line: streamed, or stored masked where the stretch starts inside it.
   DMLOPS_ALWAYS_INLINE DMLOPS_TARGET("avx512f,avx512bw") void put(__m512i line) {
     if (head_ == 0) {
       _mm512_stream_si512(reinterpret_cast<__m512i*>(line_), line);
     } else {
-      _mm512_mask_storeu_epi8(line_, ~low_bytes(head_), line);
+      _mm512_mask_storeu_epi8(line_, ~byte_mask(head_), line);
       head_ = 0;
     }
     line_ += 64;
@@ -389,7 +394,7 @@ class AssemblerAvx512 {
 
   LineAssembler::State& state_;
   std::byte* line_;
-  std::size_t head_, waiting_;
+  std::int64_t head_, waiting_;
   __m512i carry_;
 };
 
@@ -397,13 +402,14 @@ DMLOPS_TARGET("avx512f,avx512bw")
 void assemble_rows_avx512(LineAssembler::State& state, const std::byte* src, std::int64_t src_step, std::size_t n,
                           std::int64_t rows, std::size_t gap) {
   AssemblerAvx512 a(state);
+  const auto length = static_cast<std::int64_t>(n), zeros = static_cast<std::int64_t>(gap);
   for (std::int64_t r = 0; r < rows; ++r, src += src_step) {
-    if (r > 0 && gap > 0) a.zeros(gap);
-    a.copy(src, n);
+    if (r > 0 && zeros > 0) a.zeros(zeros);
+    a.copy(src, length);
   }
 }
 DMLOPS_TARGET("avx512f,avx512bw") void assemble_zeros_avx512(LineAssembler::State& state, std::size_t n) {
-  AssemblerAvx512(state).zeros(n);
+  AssemblerAvx512(state).zeros(static_cast<std::int64_t>(n));
 }
 DMLOPS_TARGET("avx512f,avx512bw") void assemble_finish_avx512(LineAssembler::State& state) {
   AssemblerAvx512(state).finish();
@@ -420,7 +426,7 @@ bool LineAssembler::available() {
 }
 
 LineAssembler::LineAssembler(std::byte* dst) : state_{} {
-  const std::size_t head = available() ? reinterpret_cast<std::uintptr_t>(dst) % 64 : 0;
+  const auto head = available() ? static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(dst) % 64) : 0;
   state_.line = dst - head, state_.head = head, state_.waiting = head;
 }
 
@@ -562,8 +568,6 @@ const ShuffleTables& shuffle_tables() {
   return tables;
 }
 
-// The low `bytes` bits (bytes <= 64).
-std::uint64_t byte_mask(std::int64_t bytes) { return bytes >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bytes) - 1; }
 // Bits [from, to) (clamped to [0, 64)).
 std::uint64_t byte_range_mask(std::int64_t from, std::int64_t to) {
   return byte_mask(std::clamp<std::int64_t>(to, 0, 64)) & ~byte_mask(std::clamp<std::int64_t>(from, 0, 64));

@@ -166,8 +166,8 @@ class LineAssembler {
 
   struct State {
     std::byte* line;       // the line being assembled: its bytes [head, waiting) wait in `carry`
-    std::size_t head;      // bytes of `line` before the stretch, not ours to write
-    std::size_t waiting;
+    std::int64_t head;     // bytes of `line` before the stretch, not ours to write
+    std::int64_t waiting;
     alignas(64) std::byte carry[64];
   };
 
